@@ -1,0 +1,1 @@
+"""Simulators and their numerical tools. Pure physics: no hardware, no files, no CLI; never imports `aiko`."""
