@@ -114,10 +114,10 @@ class SnakeModel:
             raise SnakeModelError(f"snake3d.slope_rad: must be in [0, pi/2), got {self.slope_rad!r}")
         if self.prox_mode not in ("local", "paper"):
             raise SnakeModelError(f"snake3d.prox_mode: must be 'local' or 'paper', got {self.prox_mode!r}")
-        for name in ("max_iterations", "max_retries"):
+        for name, least in (("max_iterations", 1), ("max_retries", 0)):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise SnakeModelError(f"snake3d.{name}: must be an integer >= 1, got {value!r}")
+            if not isinstance(value, int) or value < least:
+                raise SnakeModelError(f"snake3d.{name}: must be an integer >= {least}, got {value!r}")
 
     @property
     def n_joints(self) -> int:

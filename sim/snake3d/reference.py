@@ -71,6 +71,39 @@ def prox_ellipse(y: np.ndarray, ax: float, ay: float) -> np.ndarray:
     return y / s if s > 1.0 else y.copy()
 
 
+INNER_ITERATIONS = 40
+INNER_TOLERANCE_FACTOR = 1e-2
+
+
+def solve_contact(
+    model: SnakeModel,
+    gamma0: np.ndarray,
+    A_block: np.ndarray,
+    P0: np.ndarray,
+    params: tuple[float, np.ndarray, float],
+    scale: float,
+) -> np.ndarray:
+    """Eq. 87–89 for one contact, iterated on its own 5×5 Delassus block until it settles.
+
+    The tangential and rolling laws of one contact are strongly coupled (a rolling cylinder moves its contact
+    point), which makes a single prox pass per outer sweep converge very slowly; iterating the contact's local
+    problem with γ = γ0 + A_aa (P − P0) first is the block Gauss–Seidel of the same fixed point."""
+    r_n, R_t, r_v = params
+    mux, muy, muv = model.mu_longitudinal, model.mu_transversal, model.mu_rolling
+    P = P0.copy()
+    for _ in range(INNER_ITERATIONS):
+        before = P.copy()
+        gamma = gamma0 + A_block @ (P - P0)
+        P[0] = max(0.0, P[0] - scale * r_n * gamma[0])  # eq. 87
+        gamma = gamma0 + A_block @ (P - P0)
+        P[1:3] = prox_ellipse(P[1:3] - scale * R_t * gamma[1:3], mux * P[0], muy * P[0])  # eq. 88
+        gamma = gamma0 + A_block @ (P - P0)
+        P[3:5] = prox_ellipse(P[3:5] - scale * r_v * gamma[3:5], muv * P[0], muv * P[0])  # eq. 89
+        if np.sum(np.abs(P - before)) < INNER_TOLERANCE_FACTOR * model.tolerance:
+            break
+    return P
+
+
 def midpoint(model: SnakeModel, state: SnakeState) -> tuple[np.ndarray, np.ndarray]:
     half = 0.5 * model.dt_s
     pos = state.position_m + half * state.velocity_m_s
@@ -140,9 +173,9 @@ def reference_step(
     mob_WC = Minv[:, None] * WC
     mob_WC -= Minv[:, None] * (WJ @ scipy.linalg.cho_solve(G, WJ.T @ mob_WC))
     A = WC.T @ mob_WC
-    params = [prox_parameters(model, A[5 * k : 5 * k + 5, 5 * k : 5 * k + 5]) for k in range(m)]
+    blocks = [A[5 * k : 5 * k + 5, 5 * k : 5 * k + 5] for k in range(m)]
+    params = [prox_parameters(model, block) for block in blocks]
 
-    mux, muy, muv = model.mu_longitudinal, model.mu_transversal, model.mu_rolling
     scale = 1.0
     iterations = 0
     for retry in range(model.max_retries + 1):
@@ -153,16 +186,9 @@ def reference_step(
             iterations += 1
             sq = np.zeros(3)
             for k in range(m):
-                r_n, R_t, r_v = params[k]
                 old = P[5 * k : 5 * k + 5].copy()
-                u = velocity(WC @ P)
-                P[5 * k] = max(0.0, P[5 * k] - scale * r_n * (WC[:, 5 * k] @ u))  # eq. 87
-                u = velocity(WC @ P)
-                y = P[5 * k + 1 : 5 * k + 3] - scale * R_t * (WC[:, 5 * k + 1 : 5 * k + 3].T @ u)
-                P[5 * k + 1 : 5 * k + 3] = prox_ellipse(y, mux * P[5 * k], muy * P[5 * k])  # eq. 88
-                u = velocity(WC @ P)
-                y = P[5 * k + 3 : 5 * k + 5] - scale * r_v * (WC[:, 5 * k + 3 : 5 * k + 5].T @ u)
-                P[5 * k + 3 : 5 * k + 5] = prox_ellipse(y, muv * P[5 * k], muv * P[5 * k])  # eq. 89
+                gamma0 = WC[:, 5 * k : 5 * k + 5].T @ velocity(WC @ P)
+                P[5 * k : 5 * k + 5] = solve_contact(model, gamma0, blocks[k], old, params[k], scale)
                 d = P[5 * k : 5 * k + 5] - old
                 sq += [d[0] ** 2, d[1] ** 2 + d[2] ** 2, d[3] ** 2 + d[4] ** 2]
                 change[k] = np.linalg.norm(d)
