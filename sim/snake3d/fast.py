@@ -20,7 +20,7 @@ from sim.snake3d.rotations import quat_rate, quat_to_matrix
 
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
-P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES = range(14, 20)
+P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL = range(14, 21)
 INNER_ITERATIONS = 40
 INNER_TOLERANCE_FACTOR = 1e-2
 
@@ -279,6 +279,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
     # 6. prox iteration (block Gauss–Seidel over contacts), retries with halved r
     P = np.zeros((m, 5))
     zhat = np.empty(nz)
+    zhat_sweep = np.empty(nz)
     gamma0 = np.empty(5)
     newP = np.empty(5)
     change = np.zeros(m)
@@ -298,6 +299,8 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
                     zhat[c] += Yh[k, d, c] * P[k, d]
         for _ in range(maxit):
             sweeps += 1
+            for c in range(nz):
+                zhat_sweep[c] = zhat[c]
             sq_n = 0.0
             sq_t = 0.0
             sq_v = 0.0
@@ -329,7 +332,10 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             err = math.sqrt(sq_n) + math.sqrt(sq_t) + math.sqrt(sq_v)
             if not math.isfinite(err):
                 break
-            if err < tol:
+            du = 0.0
+            for c in range(nz):
+                du += (zhat[c] - zhat_sweep[c]) ** 2
+            if err < tol or math.sqrt(du) < prm[P_VTOL]:
                 converged = True
                 break
         if converged:

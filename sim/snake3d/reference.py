@@ -184,6 +184,7 @@ def reference_step(
         change = np.zeros(m)
         for _ in range(model.max_iterations):
             iterations += 1
+            u_before = velocity(WC @ P)
             sq = np.zeros(3)
             for k in range(m):
                 old = P[5 * k : 5 * k + 5].copy()
@@ -194,7 +195,12 @@ def reference_step(
                 change[k] = np.linalg.norm(d)
             if not np.all(np.isfinite(P)):
                 break
-            if math.sqrt(sq[0]) + math.sqrt(sq[1]) + math.sqrt(sq[2]) < model.tolerance:  # eq. 93
+            du = velocity(WC @ P) - u_before
+            kinetic_norm = math.sqrt(du @ (du / Minv) / (model.n_links * model.link_mass_kg))
+            if (
+                math.sqrt(sq[0]) + math.sqrt(sq[1]) + math.sqrt(sq[2]) < model.tolerance  # eq. 93
+                or kinetic_norm < model.velocity_tolerance_m_s
+            ):
                 converged = True
                 break
         if converged:
