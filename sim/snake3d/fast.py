@@ -54,37 +54,35 @@ def _prox_ellipse(y0, y1, ax, ay):
 @njit(cache=True)
 def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol, out):
     """Numba twin of reference.solve_contact (same operations in the same order)."""
-    for k in range(5):
+    for k in range(4):
         out[k] = P0[k]
-    before = np.empty(5)
-    gamma = np.empty(5)
+    before = np.empty(4)
+    gamma = np.empty(4)
     for _ in range(INNER_ITERATIONS):
-        for k in range(5):
+        for k in range(4):
             before[k] = out[k]
-        for row in range(5):
+        for row in range(4):
             acc = gamma0[row]
-            for col in range(5):
+            for col in range(4):
                 acc += A[row, col] * (out[col] - P0[col])
             gamma[row] = acc
         out[0] = max(0.0, out[0] - scale * r_n * gamma[0])
-        for row in range(5):
+        for row in range(4):
             acc = gamma0[row]
-            for col in range(5):
+            for col in range(4):
                 acc += A[row, col] * (out[col] - P0[col])
             gamma[row] = acc
         out[1], out[2] = _prox_ellipse(
             out[1] - scale * rt0 * gamma[1], out[2] - scale * rt1 * gamma[2], mux * out[0], muy * out[0]
         )
-        for row in range(5):
+        for row in range(4):
             acc = gamma0[row]
-            for col in range(5):
+            for col in range(4):
                 acc += A[row, col] * (out[col] - P0[col])
             gamma[row] = acc
-        out[3], out[4] = _prox_ellipse(
-            out[3] - scale * r_v * gamma[3], out[4] - scale * r_v * gamma[4], muv * out[0], muv * out[0]
-        )
+        out[3] = min(muv * out[0], max(-muv * out[0], out[3] - scale * r_v * gamma[3]))
         change = 0.0
-        for k in range(5):
+        for k in range(4):
             change += abs(out[k] - before[k])
         if change < INNER_TOLERANCE_FACTOR * tol:
             break
@@ -94,7 +92,7 @@ def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol,
 def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, t_s, out_impulses, out_stats):
     """One time step in place. Returns a status code; ``out_stats`` = [sweeps, retries, n_active, worst contacts x3].
 
-    ``out_impulses`` (2n, 5) receives this step's contact impulses (zero for open contacts)."""
+    ``out_impulses`` (2n, 4) receives this step's contact impulses (zero for open contacts)."""
     n = pos.shape[0]
     nj = n - 1
     nz = 6 + 2 * nj
@@ -216,8 +214,8 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
         if posM[i, 2] + sign * lgs * R[i, 2, 2] - lsc <= 0.0:
             active[m] = a
             m += 1
-    Yh = np.zeros((m, 5, nz))
-    blocks = np.zeros((m, 5, 5))
+    Yh = np.zeros((m, 4, nz))
+    blocks = np.zeros((m, 4, 4))
     rpar = np.zeros((m, 4))  # r_N, R_T,x, R_T,y, r_V
     row = np.empty(nz)
     for k in range(m):
@@ -235,7 +233,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
         ey = np.array([-ex[1], ex[0], 0.0])
         ez = np.array([0.0, 0.0, 1.0])
         width = min(nz, 6 + 2 * i)
-        for dim in range(5):
+        for dim in range(4):
             for c in range(nz):
                 row[c] = 0.0
             if dim < 3:
@@ -246,19 +244,16 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
                         d[0] * Nv[i, 0, c] + d[1] * Nv[i, 1, c] + d[2] * Nv[i, 2, c]
                         + rd[0] * Nw[i, 0, c] + rd[1] * Nw[i, 1, c] + rd[2] * Nw[i, 2, c]
                     )  # fmt: skip
-            elif dim == 3:
+            else:  # rolling about the link axis: L_SC (e_x^Π)ᵀ ω_I
                 for c in range(width):
-                    row[c] = -lsc * Nw[i, 1, c]
-            else:
-                for c in range(width):
-                    row[c] = lsc * Nw[i, 0, c]
+                    row[c] = lsc * (ex[0] * Nw[i, 0, c] + ex[1] * Nw[i, 1, c])
             for r in range(nz):
                 s = row[r]
                 for q in range(r):
                     s -= Lc[r, q] * Yh[k, dim, q]
                 Yh[k, dim, r] = s / Lc[r, r]
-        for d1 in range(5):
-            for d2 in range(5):
+        for d1 in range(4):
+            for d2 in range(4):
                 s = 0.0
                 for c in range(nz):
                     s += Yh[k, d1, c] * Yh[k, d2, c]
@@ -274,14 +269,14 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             c_t = prm[P_RT] / _max_eig_2x2(mux * mux * B[1, 1], mux * muy * B[1, 2], muy * mux * B[2, 1], muy * muy * B[2, 2])
             rpar[k, 1] = c_t * mux * mux
             rpar[k, 2] = c_t * muy * muy
-            rpar[k, 3] = prm[P_RV] / _max_eig_2x2(B[3, 3], B[3, 4], B[4, 3], B[4, 4])
+            rpar[k, 3] = prm[P_RV] / B[3, 3]
 
     # 6. prox iteration (block Gauss–Seidel over contacts), retries with halved r
-    P = np.zeros((m, 5))
+    P = np.zeros((m, 4))
     zhat = np.empty(nz)
     zhat_sweep = np.empty(nz)
-    gamma0 = np.empty(5)
-    newP = np.empty(5)
+    gamma0 = np.empty(4)
+    newP = np.empty(4)
     change = np.zeros(m)
     scale = 1.0
     sweeps = 0
@@ -293,7 +288,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
         for c in range(nz):
             zhat[c] = zhat_free[c]
         for k in range(m):
-            for d in range(5):
+            for d in range(4):
                 P[k, d] = cache[active[k], d]
                 for c in range(nz):
                     zhat[c] += Yh[k, d, c] * P[k, d]
@@ -305,7 +300,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             sq_t = 0.0
             sq_v = 0.0
             for k in range(m):
-                for d in range(5):
+                for d in range(4):
                     s = 0.0
                     for c in range(nz):
                         s += Yh[k, d, c] * zhat[c]
@@ -315,7 +310,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
                     tol, newP,
                 )  # fmt: skip
                 ch = 0.0
-                for d in range(5):
+                for d in range(4):
                     delta = newP[d] - P[k, d]
                     if delta != 0.0:
                         for c in range(nz):
@@ -368,10 +363,10 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             pos[i, k] = posM[i, k] + 0.5 * dt * vel[i, k]
     project_joint_constraints(pos, quat, L)
     for a in range(2 * n):
-        for d in range(5):
+        for d in range(4):
             out_impulses[a, d] = 0.0
     for k in range(m):
-        for d in range(5):
+        for d in range(4):
             cache[active[k], d] = P[k, d]
             out_impulses[active[k], d] = P[k, d]
     for i in range(n):

@@ -80,10 +80,16 @@ def plane_frame(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def contact_directions(model: SnakeModel, position: np.ndarray, quat: np.ndarray) -> np.ndarray:
-    """Per contact the five 6-vectors (N, Tx, Ty, Vx, Vy) acting on its link: (2n, 5, 6)."""
+    """Per contact the four 6-vectors (N, Tx, Ty, V) acting on its link: (2n, 4, 6).
+
+    Rolling (eq. 33–36): of the rolling velocity D^T(r_CS × ω) we keep the component along e_y^Π, i.e.
+    L_SC ω·e_x^Π, the rolling of the link about its own (horizontal) axis. The other component is pitching about
+    e_y^Π; with both end spheres on the ground it duplicates the moment of the two normal forces, which leaves the
+    normal-force split (and with it each sphere's friction bound) undetermined: a link across a slope then
+    yaws and slides where it must stick (see tests/sim/snake3d/test_contact.py)."""
     R = rotation_matrices(quat)
     offsets = contact_point_offsets(model, R)
-    out = np.zeros((model.n_contacts, 5, 6))
+    out = np.zeros((model.n_contacts, 4, 6))
     lsc = model.link_radius_m
     for a in range(model.n_contacts):
         Ri = R[contact_link(model, a)]
@@ -91,9 +97,8 @@ def contact_directions(model: SnakeModel, position: np.ndarray, quat: np.ndarray
         out[a, 0] = _direction_column(E_Z, offsets[a], Ri)
         out[a, 1] = _direction_column(ex, offsets[a], Ri)
         out[a, 2] = _direction_column(ey, offsets[a], Ri)
-        # eq. 36: W_Vᵀ = [0, Dᵀ L_SC ẽ_z^I R]; columns −L_SC Rᵀ e_y^I and +L_SC Rᵀ e_x^I.
-        out[a, 3, 3:] = -lsc * Ri.T @ E_Y
-        out[a, 4, 3:] = lsc * Ri.T @ E_X
+        # eq. 36 projected on e_y^Π: (e_y^Π)ᵀ Dᵀ L_SC ẽ_z^I R ω_B = L_SC (e_x^Π)ᵀ R ω_B
+        out[a, 3, 3:] = lsc * Ri.T @ ex
     return out
 
 
@@ -121,12 +126,11 @@ def W_tangential(model: SnakeModel, position: np.ndarray, quat: np.ndarray) -> n
 
 
 def W_rolling(model: SnakeModel, position: np.ndarray, quat: np.ndarray) -> np.ndarray:
-    """W_V ∈ R^{6n×4n} (eq. 35–37)."""
+    """W_V ∈ R^{6n×2n} (eq. 35–37 reduced to rolling about the link axis, see :func:`contact_directions`)."""
     dirs = contact_directions(model, position, quat)
-    W = np.zeros((6 * model.n_links, 2 * model.n_contacts))
+    W = np.zeros((6 * model.n_links, model.n_contacts))
     for a in range(model.n_contacts):
-        for k in range(2):
-            _place(model, W, 2 * a + k, contact_link(model, a), dirs[a, 3 + k])
+        _place(model, W, a, contact_link(model, a), dirs[a, 3])
     return W
 
 
@@ -234,7 +238,7 @@ def posture_state(
     pos[:, :2] -= pos[c, :2]
     quat = np.array([matrix_to_quat(Ri) for Ri in R])
     return SnakeState(
-        0.0, pos, quat, np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((model.n_contacts, 5))
+        0.0, pos, quat, np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((model.n_contacts, 4))
     )
 
 

@@ -110,8 +110,8 @@ class SnakeModel:
         for name, value in non_negative.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise SnakeModelError(f"snake3d.{name}: must be a finite number >= 0, got {value!r}")
-        if not isinstance(self.n_links, int) or self.n_links < 2:
-            raise SnakeModelError(f"snake3d.n_links: must be an integer >= 2, got {self.n_links!r}")
+        if not isinstance(self.n_links, int) or self.n_links < 1:
+            raise SnakeModelError(f"snake3d.n_links: must be an integer >= 1, got {self.n_links!r}")
         if self.sphere_offset_m > self.link_length_m / 2:
             raise SnakeModelError(
                 f"snake3d.sphere_offset_m: must be <= link_length_m/2 = {self.link_length_m / 2}, "
@@ -188,7 +188,7 @@ PARAM_INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 @dataclass
 class SnakeState:
     """Mutable state: positions (n,3) in I, unit quaternions (n,4) wxyz (B_i -> I), velocities (n,3) in I,
-    angular velocities (n,3) in B_i, the time, and the last contact impulses per contact (2n, 5: N, Tx, Ty, Vx, Vy)
+    angular velocities (n,3) in B_i, the time, and the last contact impulses per contact (2n, 4: N, Tx, Ty, V)
     used to warm-start the prox iteration (Sec. VII-B)."""
 
     t_s: float

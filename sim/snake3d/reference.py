@@ -37,7 +37,7 @@ class StepInfo:
     iterations: int
     retries: int
     active_contacts: np.ndarray  # indices a of the active contacts
-    impulses: np.ndarray  # (2n, 5) contact impulses of this step (N s), zero for open contacts
+    impulses: np.ndarray  # (2n, 4) contact impulses [N, Tx, Ty, V] of this step (N s), zero for open contacts
     joint_impulses: np.ndarray  # (n−1, 4) P_J of eq. 84
 
 
@@ -52,14 +52,14 @@ def _max_eig_2x2(A: np.ndarray) -> float:
 
 
 def prox_parameters(model: SnakeModel, A_block: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """r_N, R_T (2,), r_V for one contact from its 5×5 Delassus block (local mode) or the paper's constants."""
+    """r_N, R_T (2,), r_V for one contact from its 4×4 Delassus block (local mode) or the paper's constants."""
     mu2 = np.array([model.mu_longitudinal**2, model.mu_transversal**2])
     if model.prox_mode == "paper":
         return model.r_n, model.r_t * mu2 / (model.mu_longitudinal * model.mu_transversal), model.r_v
     r_n = model.prox_scale_n / A_block[0, 0]
     scale = np.sqrt(mu2)
     c = model.prox_scale_t / _max_eig_2x2(A_block[1:3, 1:3] * np.outer(scale, scale))
-    r_v = model.prox_scale_v / _max_eig_2x2(A_block[3:5, 3:5])
+    r_v = model.prox_scale_v / A_block[3, 3]
     return r_n, c * mu2, r_v
 
 
@@ -83,7 +83,7 @@ def solve_contact(
     params: tuple[float, np.ndarray, float],
     scale: float,
 ) -> np.ndarray:
-    """Eq. 87–89 for one contact, iterated on its own 5×5 Delassus block until it settles.
+    """Eq. 87–89 for one contact, iterated on its own 4×4 Delassus block until it settles.
 
     The tangential and rolling laws of one contact are strongly coupled (a rolling cylinder moves its contact
     point), which makes a single prox pass per outer sweep converge very slowly; iterating the contact's local
@@ -98,7 +98,7 @@ def solve_contact(
         gamma = gamma0 + A_block @ (P - P0)
         P[1:3] = prox_ellipse(P[1:3] - scale * R_t * gamma[1:3], mux * P[0], muy * P[0])  # eq. 88
         gamma = gamma0 + A_block @ (P - P0)
-        P[3:5] = prox_ellipse(P[3:5] - scale * r_v * gamma[3:5], muv * P[0], muv * P[0])  # eq. 89
+        P[3] = min(muv * P[0], max(-muv * P[0], P[3] - scale * r_v * gamma[3]))  # eq. 89
         if np.sum(np.abs(P - before)) < INNER_TOLERANCE_FACTOR * model.tolerance:
             break
     return P
@@ -165,15 +165,15 @@ def reference_step(
 
     dirs = kin.contact_directions(model, pos_M, quat_M)
     m = len(active)
-    WC = np.zeros((6 * n, 5 * m))
+    WC = np.zeros((6 * n, 4 * m))
     for k, a in enumerate(active):
         link = kin.contact_link(model, a)
-        WC[6 * link : 6 * link + 6, 5 * k : 5 * k + 5] = dirs[a].T
+        WC[6 * link : 6 * link + 6, 4 * k : 4 * k + 4] = dirs[a].T
     # Delassus matrix with the joints eliminated, used only for the local prox parameters
     mob_WC = Minv[:, None] * WC
     mob_WC -= Minv[:, None] * (WJ @ scipy.linalg.cho_solve(G, WJ.T @ mob_WC))
     A = WC.T @ mob_WC
-    blocks = [A[5 * k : 5 * k + 5, 5 * k : 5 * k + 5] for k in range(m)]
+    blocks = [A[4 * k : 4 * k + 4, 4 * k : 4 * k + 4] for k in range(m)]
     params = [prox_parameters(model, block) for block in blocks]
 
     scale = 1.0
@@ -187,11 +187,11 @@ def reference_step(
             u_before = velocity(WC @ P)
             sq = np.zeros(3)
             for k in range(m):
-                old = P[5 * k : 5 * k + 5].copy()
-                gamma0 = WC[:, 5 * k : 5 * k + 5].T @ velocity(WC @ P)
-                P[5 * k : 5 * k + 5] = solve_contact(model, gamma0, blocks[k], old, params[k], scale)
-                d = P[5 * k : 5 * k + 5] - old
-                sq += [d[0] ** 2, d[1] ** 2 + d[2] ** 2, d[3] ** 2 + d[4] ** 2]
+                old = P[4 * k : 4 * k + 4].copy()
+                gamma0 = WC[:, 4 * k : 4 * k + 4].T @ velocity(WC @ P)
+                P[4 * k : 4 * k + 4] = solve_contact(model, gamma0, blocks[k], old, params[k], scale)
+                d = P[4 * k : 4 * k + 4] - old
+                sq += [d[0] ** 2, d[1] ** 2 + d[2] ** 2, d[3] ** 2]
                 change[k] = np.linalg.norm(d)
             if not np.all(np.isfinite(P)):
                 break
@@ -219,9 +219,9 @@ def reference_step(
     S = WC @ P
     u_E = velocity(S)
     P_J = joint_impulses(S)
-    impulses = np.zeros((model.n_contacts, 5))
+    impulses = np.zeros((model.n_contacts, 4))
     for k, a in enumerate(active):
-        impulses[a] = P[5 * k : 5 * k + 5]
+        impulses[a] = P[4 * k : 4 * k + 4]
         state.impulse_cache[a] = impulses[a]
 
     u = u_E.reshape(n, 6)

@@ -52,7 +52,7 @@ class SnakeSimulator:
         self.ref_rate = np.zeros((nj, 2))
         self.feedforward_nm = np.zeros((nj, 2))
         self.gains = np.array([model.kp_h_nm_rad, model.kd_h_nms_rad, model.kp_v_nm_rad, model.kd_v_nms_rad])
-        self.impulses = np.zeros((model.n_contacts, 5))
+        self.impulses = np.zeros((model.n_contacts, 4))
         self.stats = RunStats()
         self._params = model.params_array()
         self._out_stats = np.zeros(6, dtype=np.int64)
@@ -144,5 +144,5 @@ class SnakeSimulator:
         return kin.joint_rates(self.state.quaternion, self.state.omega_body_rad_s)
 
     def contact_forces_n(self) -> np.ndarray:
-        """Mean contact forces of the last step (2n, 5) [N, Tx, Ty, Vx, Vy] = impulses / Δt."""
+        """Mean contact forces of the last step (2n, 4) [N, Tx, Ty, V] = impulses / Δt."""
         return self.impulses / self.model.dt_s

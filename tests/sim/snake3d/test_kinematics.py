@@ -80,7 +80,8 @@ def test_W_tangential_is_velocity_of_body_point_in_plane_frame(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_W_rolling_matches_eq_33(seed):
+def test_W_rolling_is_eq_33_along_the_plane_frame(seed):
+    """γ_V = (e_y^Π)ᵀ Dᵀ (L_SC e_z^I × ω_I): eq. 33 keeping the rolling about the link axis."""
     pos, quat, u = random_configuration(seed)
     R0 = kin.rotation_matrices(quat)
 
@@ -89,12 +90,13 @@ def test_W_rolling_matches_eq_33(seed):
 
     Rdot = fd(rotations, pos, quat, u)
     W = kin.W_rolling(MODEL, pos, quat)
-    gamma = (W.T @ u).reshape(MODEL.n_contacts, 2)
+    gamma = W.T @ u
     for a in range(MODEL.n_contacts):
         i = kin.contact_link(MODEL, a)
         omega_tilde = Rdot[i] @ R0[i].T
         omega = np.array([omega_tilde[2, 1], omega_tilde[0, 2], omega_tilde[1, 0]])
-        expected = np.cross(MODEL.link_radius_m * kin.E_Z, omega)[:2]
+        _, ey = kin.plane_frame(R0[i])
+        expected = np.cross(MODEL.link_radius_m * kin.E_Z, omega) @ ey
         np.testing.assert_allclose(gamma[a], expected, atol=FD_TOL)
 
 
