@@ -4,8 +4,8 @@ Instead of solving for the joint impulses P_J each time the contact impulses cha
 are eliminated once per step: the admissible velocities W_JMᵀ u = 0 are spanned by the 6 + 2(n−1) columns of N
 (link 1's twist and the joint rates, propagated down the chain with exactly the kinematics W_J encodes), and
 u_E = N z with (Nᵀ M N) z = Nᵀ (M u_A + h Δt + τ_C Δt + S). This is the same M-orthogonal projection that eq. 84/86
-perform, so the iterates of the prox iteration are identical up to rounding. With Nᵀ M N = L Lᵀ and ẑ = Lᵀ z each
-contact row becomes Ŷ = W_aᵀ N L⁻ᵀ and a contact update costs O(n) instead of a joint solve.
+perform, so the iterates of the prox iteration are identical up to rounding. With Nᵀ M N = U Uᵀ and ẑ = Uᵀ z each
+contact row becomes Ŷ = W_aᵀ N U⁻ᵀ and a contact update costs O(n) instead of a joint solve.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from sim.snake3d.rotations import quat_rate, quat_to_matrix
 
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
-P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL = range(14, 21)
-INNER_ITERATIONS = 40
+P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER = range(14, 22)
 INNER_TOLERANCE_FACTOR = 1e-2
 
 STATUS_OK = 0
@@ -52,13 +51,13 @@ def _prox_ellipse(y0, y1, ax, ay):
 
 
 @njit(cache=True)
-def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol, out):
+def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol, inner, out):
     """Numba twin of reference.solve_contact (same operations in the same order)."""
     for k in range(4):
         out[k] = P0[k]
     before = np.empty(4)
     gamma = np.empty(4)
-    for _ in range(INNER_ITERATIONS):
+    for _ in range(inner):
         for k in range(4):
             before[k] = out[k]
         for row in range(4):
@@ -183,29 +182,31 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
                 acc += theta[0] * NwB[0, c] * NwB[0, d] + theta[1] * NwB[1, c] * NwB[1, d]
                 acc += theta[2] * NwB[2, c] * NwB[2, d]
                 Mr[c, d] += acc
-    # Cholesky (lower), hand-written: 26×26 and inside the kernel (no LAPACK call overhead)
-    Lc = np.zeros((nz, nz))
-    for c in range(nz):
+    # Mr = U Uᵀ with U upper triangular (Cholesky run from the last coordinate up). Link i only moves with the first
+    # 6 + 2i coordinates, and with this factor its contact rows Ŷ = W_aᵀ N U⁻ᵀ keep that sparsity (hand-written:
+    # LAPACK has no such ordering, and the 26×26 factor is cheaper inline than a library call).
+    U = np.zeros((nz, nz))
+    for c in range(nz - 1, -1, -1):
         s = Mr[c, c]
-        for k in range(c):
-            s -= Lc[c, k] * Lc[c, k]
+        for k in range(c + 1, nz):
+            s -= U[c, k] * U[c, k]
         if not s > 0.0:
             out_stats[0] = 0
             return STATUS_NOT_FINITE
-        Lc[c, c] = math.sqrt(s)
-        for r in range(c + 1, nz):
-            s = Mr[r, c]
-            for k in range(c):
-                s -= Lc[r, k] * Lc[c, k]
-            Lc[r, c] = s / Lc[c, c]
+        U[c, c] = math.sqrt(s)
+        for r in range(c - 1, -1, -1):
+            s = Mr[c, r]
+            for k in range(c + 1, nz):
+                s -= U[r, k] * U[c, k]
+            U[r, c] = s / U[c, c]
     zhat_free = np.empty(nz)
-    for r in range(nz):
+    for r in range(nz - 1, -1, -1):
         s = rhs[r]
-        for k in range(r):
-            s -= Lc[r, k] * zhat_free[k]
-        zhat_free[r] = s / Lc[r, r]
+        for k in range(r + 1, nz):
+            s -= U[r, k] * zhat_free[k]
+        zhat_free[r] = s / U[r, r]
 
-    # 5. active contacts at the midpoint and their rows Ŷ = W_aᵀ N L⁻ᵀ
+    # 5. active contacts at the midpoint and their rows Ŷ = W_aᵀ N U⁻ᵀ
     active = np.empty(2 * n, dtype=np.int64)
     m = 0
     for a in range(2 * n):
@@ -216,6 +217,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             m += 1
     Yh = np.zeros((m, 4, nz))
     blocks = np.zeros((m, 4, 4))
+    widths = np.empty(m, dtype=np.int64)
     rpar = np.zeros((m, 4))  # r_N, R_T,x, R_T,y, r_V
     row = np.empty(nz)
     for k in range(m):
@@ -233,6 +235,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
         ey = np.array([-ex[1], ex[0], 0.0])
         ez = np.array([0.0, 0.0, 1.0])
         width = min(nz, 6 + 2 * i)
+        widths[k] = width
         for dim in range(4):
             for c in range(nz):
                 row[c] = 0.0
@@ -247,15 +250,15 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             else:  # rolling about the link axis: L_SC (e_x^Π)ᵀ ω_I
                 for c in range(width):
                     row[c] = lsc * (ex[0] * Nw[i, 0, c] + ex[1] * Nw[i, 1, c])
-            for r in range(nz):
+            for r in range(width - 1, -1, -1):
                 s = row[r]
-                for q in range(r):
-                    s -= Lc[r, q] * Yh[k, dim, q]
-                Yh[k, dim, r] = s / Lc[r, r]
+                for q in range(r + 1, width):
+                    s -= U[r, q] * Yh[k, dim, q]
+                Yh[k, dim, r] = s / U[r, r]
         for d1 in range(4):
             for d2 in range(4):
                 s = 0.0
-                for c in range(nz):
+                for c in range(width):
                     s += Yh[k, d1, c] * Yh[k, d2, c]
                 blocks[k, d1, d2] = s
         B = blocks[k]
@@ -290,7 +293,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
         for k in range(m):
             for d in range(4):
                 P[k, d] = cache[active[k], d]
-                for c in range(nz):
+                for c in range(widths[k]):
                     zhat[c] += Yh[k, d, c] * P[k, d]
         for _ in range(maxit):
             sweeps += 1
@@ -300,20 +303,21 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             sq_t = 0.0
             sq_v = 0.0
             for k in range(m):
+                wk = widths[k]
                 for d in range(4):
                     s = 0.0
-                    for c in range(nz):
+                    for c in range(wk):
                         s += Yh[k, d, c] * zhat[c]
                     gamma0[d] = s
                 _solve_contact(
                     gamma0, blocks[k], P[k], rpar[k, 0], rpar[k, 1], rpar[k, 2], rpar[k, 3], scale, mux, muy, muv,
-                    tol, newP,
+                    tol, int(prm[P_INNER]), newP,
                 )  # fmt: skip
                 ch = 0.0
                 for d in range(4):
                     delta = newP[d] - P[k, d]
                     if delta != 0.0:
-                        for c in range(nz):
+                        for c in range(wk):
                             zhat[c] += Yh[k, d, c] * delta
                     ch += delta * delta
                     P[k, d] = newP[d]
@@ -345,13 +349,13 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             out_stats[3 + q] = active[order[q]] if q < m else -1
         return STATUS_NOT_CONVERGED
 
-    # 7. u_E = N z, z = L⁻ᵀ ẑ; q_E (eq. 83); projection (Sec. VII-C)
+    # 7. u_E = N z, z = U⁻ᵀ ẑ; q_E (eq. 83); projection (Sec. VII-C)
     z = np.empty(nz)
-    for r in range(nz - 1, -1, -1):
+    for r in range(nz):
         s = zhat[r]
-        for q in range(r + 1, nz):
-            s -= Lc[q, r] * z[q]
-        z[r] = s / Lc[r, r]
+        for q in range(r):
+            s -= U[q, r] * z[q]
+        z[r] = s / U[r, r]
     for i in range(n):
         wI = Nw[i] @ z
         vel[i] = Nv[i] @ z

@@ -75,6 +75,7 @@ class SnakeModel:
     velocity_tolerance_m_s: float = 1e-7
     max_iterations: int = 1000
     max_retries: int = 4
+    contact_inner_iterations: int = 1
 
     def __post_init__(self) -> None:
         positive = {
@@ -121,7 +122,7 @@ class SnakeModel:
             raise SnakeModelError(f"snake3d.slope_rad: must be in [0, pi/2), got {self.slope_rad!r}")
         if self.prox_mode not in ("local", "paper"):
             raise SnakeModelError(f"snake3d.prox_mode: must be 'local' or 'paper', got {self.prox_mode!r}")
-        for name, least in (("max_iterations", 1), ("max_retries", 0)):
+        for name, least in (("max_iterations", 1), ("max_retries", 0), ("contact_inner_iterations", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise SnakeModelError(f"snake3d.{name}: must be an integer >= {least}, got {value!r}")
@@ -174,13 +175,14 @@ class SnakeModel:
             "vtol": self.velocity_tolerance_m_s * math.sqrt(self.n_links * self.link_mass_kg),
             "maxit": float(self.max_iterations),
             "retries": float(self.max_retries),
+            "inner": float(self.contact_inner_iterations),
         }
         return np.array([values[k] for k in PARAM_NAMES], dtype=np.float64)
 
 
 PARAM_NAMES = (
     "L", "Lsc", "Lgs", "m", "th1", "th3", "gx", "gy", "gz", "mux", "muy", "muv", "dt", "paper",
-    "rn", "rt", "rv", "tol", "maxit", "retries", "vtol",
+    "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner",
 )  # fmt: skip
 PARAM_INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 

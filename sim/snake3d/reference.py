@@ -71,7 +71,6 @@ def prox_ellipse(y: np.ndarray, ax: float, ay: float) -> np.ndarray:
     return y / s if s > 1.0 else y.copy()
 
 
-INNER_ITERATIONS = 40
 INNER_TOLERANCE_FACTOR = 1e-2
 
 
@@ -91,7 +90,7 @@ def solve_contact(
     r_n, R_t, r_v = params
     mux, muy, muv = model.mu_longitudinal, model.mu_transversal, model.mu_rolling
     P = P0.copy()
-    for _ in range(INNER_ITERATIONS):
+    for _ in range(model.contact_inner_iterations):
         before = P.copy()
         gamma = gamma0 + A_block @ (P - P0)
         P[0] = max(0.0, P[0] - scale * r_n * gamma[0])  # eq. 87
