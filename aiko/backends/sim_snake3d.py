@@ -47,7 +47,9 @@ class Snake3DSettings:
 def parse_settings(table: Table, robot: RobotDescription) -> Snake3DSettings:
     """Read every ``[sim]`` key of the snake3d model (``model`` itself is read by the sim backend)."""
     if robot.joint_type != "cardan":
-        raise ConfigError(f"{table.source}: sim.model: snake3d needs cardan joints; {robot.name} has {robot.joint_type}")
+        raise ConfigError(
+            f"{table.source}: sim.model: snake3d needs cardan joints; {robot.name} has {robot.joint_type}"
+        )
     deg = math.radians
     values = dict(
         mu_longitudinal=table.number("mu_longitudinal", 0.2, min=0.0, min_exclusive=True, max=10.0),
@@ -188,9 +190,7 @@ class Snake3DBackend(JointInterface):
                 if not self.settings.reference_hold and self._active:
                     refs = self.gait.references(sim.state.t_s)
                     h, v = self.robot.clamp(refs.angle_h_rad, refs.angle_v_rad)
-                    sim.set_references(
-                        np.column_stack([h, v]), np.column_stack([refs.rate_h_rad_s, refs.rate_v_rad_s])
-                    )
+                    sim.set_references(np.column_stack([h, v]), np.column_stack([refs.rate_h_rad_s, refs.rate_v_rad_s]))
                     sim.step(1)
                     continue
                 until = min(t_s, self._next_log_s, self._next_mocap_s)
@@ -224,7 +224,11 @@ class Snake3DBackend(JointInterface):
             self.recorder.record(
                 "/sim/link_poses",
                 stamp,
-                {"t_s": t, "position_m": sim.state.position_m.tolist(), "quaternion_wxyz": sim.state.quaternion.tolist()},
+                {
+                    "t_s": t,
+                    "position_m": sim.state.position_m.tolist(),
+                    "quaternion_wxyz": sim.state.quaternion.tolist(),
+                },
             )
             forces = sim.contact_forces_n()
             self.recorder.record(

@@ -269,7 +269,9 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             rpar[k, 3] = prm[P_RV]
         else:
             rpar[k, 0] = prm[P_RN] / B[0, 0]
-            c_t = prm[P_RT] / _max_eig_2x2(mux * mux * B[1, 1], mux * muy * B[1, 2], muy * mux * B[2, 1], muy * muy * B[2, 2])
+            c_t = prm[P_RT] / _max_eig_2x2(
+                mux * mux * B[1, 1], mux * muy * B[1, 2], muy * mux * B[2, 1], muy * muy * B[2, 2]
+            )
             rpar[k, 1] = c_t * mux * mux
             rpar[k, 2] = c_t * muy * muy
             rpar[k, 3] = prm[P_RV] / B[3, 3]
@@ -287,7 +289,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
     maxit = int(prm[P_MAXIT])
     retries = int(prm[P_RETRIES])
     attempt = 0
-    for attempt in range(retries + 1):
+    for attempt in range(retries + 1):  # noqa: B007 - reported after the loop
         for c in range(nz):
             zhat[c] = zhat_free[c]
         for k in range(m):

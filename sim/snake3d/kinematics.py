@@ -237,17 +237,13 @@ def posture_state(
     c = min(max(centre_link, 1), n) - 1
     pos[:, :2] -= pos[c, :2]
     quat = np.array([matrix_to_quat(Ri) for Ri in R])
-    return SnakeState(
-        0.0, pos, quat, np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((model.n_contacts, 4))
-    )
+    return SnakeState(0.0, pos, quat, np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((model.n_contacts, 4)))
 
 
 def total_energy(model: SnakeModel, state: SnakeState) -> float:
     """Kinetic plus gravitational potential energy (J), potential relative to r = 0 along the gravity vector."""
     g = model.gravity_vector()
     theta = np.array([model.inertia_transverse_kg_m2, model.inertia_transverse_kg_m2, model.inertia_axial_kg_m2])
-    kinetic = 0.5 * model.link_mass_kg * np.sum(state.velocity_m_s**2) + 0.5 * np.sum(
-        theta * state.omega_body_rad_s**2
-    )
+    kinetic = 0.5 * model.link_mass_kg * np.sum(state.velocity_m_s**2) + 0.5 * np.sum(theta * state.omega_body_rad_s**2)
     potential = -model.link_mass_kg * np.sum(state.position_m @ g)
     return float(kinetic + potential)

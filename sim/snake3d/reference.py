@@ -177,7 +177,7 @@ def reference_step(
 
     scale = 1.0
     iterations = 0
-    for retry in range(model.max_retries + 1):
+    for retry in range(model.max_retries + 1):  # noqa: B007 - reported after the loop
         P = np.array([state.impulse_cache[a] for a in active]).reshape(-1)
         converged = False
         change = np.zeros(m)

@@ -68,7 +68,12 @@ class SnakeSimulator:
             raise ValueError("joint references must be finite")
         self.ref_angle[:] = angle
         self.ref_rate[:] = rate
-        self.gains[:] = [self.model.kp_h_nm_rad, self.model.kd_h_nms_rad, self.model.kp_v_nm_rad, self.model.kd_v_nms_rad]
+        self.gains[:] = [
+            self.model.kp_h_nm_rad,
+            self.model.kd_h_nms_rad,
+            self.model.kp_v_nm_rad,
+            self.model.kd_v_nms_rad,
+        ]
         self.feedforward_nm[:] = 0.0
 
     def set_torques(self, torques_nm: np.ndarray) -> None:

@@ -85,7 +85,9 @@ def test_dropped_link_rests_without_bounce_or_penetration():
     # the midpoint rule closes a contact at most half a step late: penetration ≤ v Δt / 2 < 1e-4 m
     assert -gap.min() <= 0.5 * impact_speed * model.dt_s + 1e-12
     assert -gap.min() < 1e-4
-    assert np.all(np.diff(heights[touchdown:]) <= 1e-12), "the link bounced (completely inelastic impact expected)"
+    # completely inelastic: after touchdown the link never rises again (beyond the solver's 1e-7 m/s tolerance × Δt)
+    rise = np.max(heights[touchdown:] - heights[touchdown])
+    assert rise < 1e-9, f"the link bounced by {rise:.3g} m"
     assert np.abs(sim.state.velocity_m_s).max() < 1e-9
 
 
