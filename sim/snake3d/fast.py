@@ -34,6 +34,30 @@ def _cross(a, b):
 
 
 @njit(cache=True)
+def _matvec(A, x):
+    """A x for a 3×3 A (explicit: numba sends every @ to BLAS, whose call overhead dominates at this size)."""
+    return np.array(
+        [
+            A[0, 0] * x[0] + A[0, 1] * x[1] + A[0, 2] * x[2],
+            A[1, 0] * x[0] + A[1, 1] * x[1] + A[1, 2] * x[2],
+            A[2, 0] * x[0] + A[2, 1] * x[1] + A[2, 2] * x[2],
+        ]
+    )
+
+
+@njit(cache=True)
+def _matTvec(A, x):
+    """Aᵀ x for a 3×3 A."""
+    return np.array(
+        [
+            A[0, 0] * x[0] + A[1, 0] * x[1] + A[2, 0] * x[2],
+            A[0, 1] * x[0] + A[1, 1] * x[1] + A[2, 1] * x[2],
+            A[0, 2] * x[0] + A[1, 2] * x[1] + A[2, 2] * x[2],
+        ]
+    )
+
+
+@njit(cache=True)
 def _max_eig_2x2(a00, a01, a10, a11):
     half_trace = 0.5 * (a00 + a11)
     det = a00 * a11 - a01 * a10
@@ -126,10 +150,13 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
     # 2. joint torques (PD with the fixed sign + feed-forward), as body torques per link
     torque_body = np.zeros((n, 3))
     for j in range(nj):
-        rel = R[j].T @ R[j + 1]
-        ah = -math.asin(min(1.0, max(-1.0, rel[2, 0])))
-        av = math.atan2(rel[2, 1], rel[2, 2])
-        w_rel = R[j + 1] @ omg[j + 1] - R[j] @ omg[j]
+        # (R_jᵀ R_{j+1}) entries [2,0], [2,1], [2,2]: row 2 of R_jᵀ is column 2 of R_j
+        rel20 = R[j, 0, 2] * R[j + 1, 0, 0] + R[j, 1, 2] * R[j + 1, 1, 0] + R[j, 2, 2] * R[j + 1, 2, 0]
+        rel21 = R[j, 0, 2] * R[j + 1, 0, 1] + R[j, 1, 2] * R[j + 1, 1, 1] + R[j, 2, 2] * R[j + 1, 2, 1]
+        rel22 = R[j, 0, 2] * R[j + 1, 0, 2] + R[j, 1, 2] * R[j + 1, 1, 2] + R[j, 2, 2] * R[j + 1, 2, 2]
+        ah = -math.asin(min(1.0, max(-1.0, rel20)))
+        av = math.atan2(rel21, rel22)
+        w_rel = _matvec(R[j + 1], omg[j + 1]) - _matvec(R[j], omg[j])
         a = R[j, :, 1].copy()
         b = R[j + 1, :, 0].copy()
         rate_h = w_rel[0] * a[0] + w_rel[1] * a[1] + w_rel[2] * a[2]
@@ -137,8 +164,8 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
         tau_h = feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah) + gains[1] * (ref_rate[j, 0] - rate_h)
         tau_v = feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av) + gains[3] * (ref_rate[j, 1] - rate_v)
         T = tau_h * a + tau_v * b
-        torque_body[j] -= R[j].T @ T
-        torque_body[j + 1] += R[j + 1].T @ T
+        torque_body[j] -= _matTvec(R[j], T)
+        torque_body[j + 1] += _matTvec(R[j + 1], T)
 
     # 3. null space of W_Jᵀ: z = [v_1, ω_1 (B_1), (α̇_h, α̇_v) per joint]
     Nv = np.zeros((n, 3, nz))
@@ -163,25 +190,29 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             Nv[j + 1, 1, c] = Nv[j, 1, c] + (w0[2] * zi[0] - w0[0] * zi[2]) + (w1[2] * zj[0] - w1[0] * zj[2])
             Nv[j + 1, 2, c] = Nv[j, 2, c] + (w0[0] * zi[1] - w0[1] * zi[0]) + (w1[0] * zj[1] - w1[1] * zj[0])
 
-    # 4. reduced mass matrix and right-hand side
-    Mr = np.zeros((nz, nz))
-    rhs = np.zeros(nz)
+    # 4. reduced mass matrix Mr = Nᵀ M N = Jᵀ J and right-hand side Nᵀ (M u_A + Δt (h + τ_C)), via BLAS
+    J = np.zeros((6 * n, nz))
+    f = np.empty(6 * n)
+    sqrt_m = math.sqrt(mass)
+    sqrt_theta = np.sqrt(theta)
     for i in range(n):
         width = min(nz, 6 + 2 * i)
-        NwB = R[i].T @ Nw[i]
         w = omg[i]
         Tw = theta * w
         gyro = -_cross(w, Tw)
-        fv = mass * vel[i] + dt * mass * grav
-        fw = Tw + dt * (gyro + torque_body[i])
+        for k in range(3):
+            f[6 * i + k] = (mass * vel[i, k] + dt * mass * grav[k]) / sqrt_m
+            f[6 * i + 3 + k] = (Tw[k] + dt * (gyro[k] + torque_body[i, k])) / sqrt_theta[k]
         for c in range(width):
-            rhs[c] += Nv[i, 0, c] * fv[0] + Nv[i, 1, c] * fv[1] + Nv[i, 2, c] * fv[2]
-            rhs[c] += NwB[0, c] * fw[0] + NwB[1, c] * fw[1] + NwB[2, c] * fw[2]
-            for d in range(c + 1):
-                acc = mass * (Nv[i, 0, c] * Nv[i, 0, d] + Nv[i, 1, c] * Nv[i, 1, d] + Nv[i, 2, c] * Nv[i, 2, d])
-                acc += theta[0] * NwB[0, c] * NwB[0, d] + theta[1] * NwB[1, c] * NwB[1, d]
-                acc += theta[2] * NwB[2, c] * NwB[2, d]
-                Mr[c, d] += acc
+            for k in range(3):
+                J[6 * i + k, c] = sqrt_m * Nv[i, k, c]
+                # body-frame angular velocity row k: (R_iᵀ Nw)_k
+                J[6 * i + 3 + k, c] = sqrt_theta[k] * (
+                    R[i, 0, k] * Nw[i, 0, c] + R[i, 1, k] * Nw[i, 1, c] + R[i, 2, k] * Nw[i, 2, c]
+                )
+    Jt = np.ascontiguousarray(J.T)
+    Mr = Jt @ J
+    rhs = Jt @ f
     # Mr = U Uᵀ with U upper triangular (Cholesky run from the last coordinate up). Link i only moves with the first
     # 6 + 2i coordinates, and with this factor its contact rows Ŷ = W_aᵀ N U⁻ᵀ keep that sparsity (hand-written:
     # LAPACK has no such ordering, and the 26×26 factor is cheaper inline than a library call).
@@ -359,9 +390,17 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             s -= U[q, r] * z[q]
         z[r] = s / U[r, r]
     for i in range(n):
-        wI = Nw[i] @ z
-        vel[i] = Nv[i] @ z
-        omg[i] = R[i].T @ wI
+        wI = np.zeros(3)
+        width = min(nz, 6 + 2 * i)
+        for k in range(3):
+            sv = 0.0
+            sw = 0.0
+            for c in range(width):
+                sv += Nv[i, k, c] * z[c]
+                sw += Nw[i, k, c] * z[c]
+            vel[i, k] = sv
+            wI[k] = sw
+        omg[i] = _matTvec(R[i], wI)
         dq = quat_rate(quatM[i], omg[i])
         for k in range(4):
             quat[i, k] = quatM[i, k] + 0.5 * dt * dq[k]
