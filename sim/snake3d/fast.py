@@ -263,6 +263,10 @@ def step(
             ax = R[i, 0, 2]
             ay = R[i, 1, 2]
             norm = math.sqrt(ax * ax + ay * ay)
+            if norm < 1e-9:  # vertical link: eq. 27 undefined, use the (horizontal) body e_x axis
+                ax = R[i, 0, 0]
+                ay = R[i, 1, 0]
+                norm = math.sqrt(ax * ax + ay * ay)
             c_dir[m, 0, 0] = 0.0
             c_dir[m, 0, 1] = 0.0
             c_dir[m, 0, 2] = 1.0
@@ -292,8 +296,8 @@ def step(
             if dist - lsc - obstacles[o, 2] <= 0.0:
                 active[m] = 2 * n + i * n_obs + o
                 c_link[m] = i
-                nx = cx / dist
-                ny = cy / dist
+                nx = cx / dist if dist > 0.0 else 1.0
+                ny = cy / dist if dist > 0.0 else 0.0
                 for c in range(3):
                     c_off[m, c] = sp * lgs * R[i, c, 2]
                 c_off[m, 0] -= lsc * nx

@@ -67,13 +67,20 @@ def _direction_column(direction: np.ndarray, offset: np.ndarray, R: np.ndarray) 
     return np.concatenate([direction, R.T @ np.cross(offset, direction)])
 
 
+VERTICAL_AXIS_EPS = 1e-9
+
+
 def plane_frame(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """e_x^Π, e_y^Π of eq. 27 (the link axis projected on the ground, and its horizontal normal)."""
+    """e_x^Π, e_y^Π of eq. 27 (the link axis projected on the ground, and its horizontal normal).
+
+    Eq. 27 is undefined for a vertical link; then the body's e_x axis (horizontal in that pose) takes its place."""
     axis = R[:, 2].copy()
     axis[2] = 0.0
     norm = np.linalg.norm(axis)
-    if norm < 1e-12:
-        raise ValueError("link axis is vertical: the friction frame Π of eq. 27 is undefined")
+    if norm < VERTICAL_AXIS_EPS:
+        axis = R[:, 0].copy()
+        axis[2] = 0.0
+        norm = np.linalg.norm(axis)
     ex = axis / norm
     ey = np.cross(E_Z, ex)
     return ex, ey / np.linalg.norm(ey)
@@ -128,7 +135,8 @@ def obstacle_contacts(
             s = 0.0 if h2 < 1e-12 else float(np.clip(-(rel @ horizontal) / (model.sphere_offset_m * h2), -1.0, 1.0))
             closest = rel + s * model.sphere_offset_m * horizontal
             distance = float(np.hypot(*closest))
-            normal = np.array([closest[0] / distance, closest[1] / distance, 0.0])
+            # a link axis through the post's axis has no defined normal: push along +x (deep penetration only)
+            normal = np.array([closest[0] / distance, closest[1] / distance, 0.0]) if distance > 0 else E_X.copy()
             offset = s * model.sphere_offset_m * axis - model.link_radius_m * normal
             tangent = np.cross(E_Z, normal)
             gaps[k] = distance - model.link_radius_m - radius
