@@ -288,6 +288,7 @@ class Snake3DBackend(JointInterface):
             "newton_iterations_mean": stats.newton_iterations_mean,
             "newton_iterations_max": stats.max_sweeps,
             "newton_retries": stats.retries,
+            "contact_residual_max_m_s": stats.max_residual_m_s,
             "sim_wall_time_s": self._sim_wall_s,
             "realtime_factor": sim.state.t_s / self._sim_wall_s if self._sim_wall_s > 0 else None,
             "reference_hold": self.settings.reference_hold,

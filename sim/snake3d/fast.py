@@ -113,8 +113,9 @@ def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol,
 
 @njit(cache=True)
 def step(
-    pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses, out_stats
-):
+    pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses, out_stats,
+    diagnostics,
+):  # fmt: skip
     """One time step in place. Returns a status code; ``out_stats`` = [sweeps, retries, n_active, worst contacts x3].
 
     ``out_impulses`` (n_all_contacts, 4) receives this step's contact impulses (zero for open contacts);
@@ -446,6 +447,30 @@ def step(
             out_stats[3 + q] = active[order[q]] if q < m else -1
         return STATUS_NOT_CONVERGED
 
+    # residual of the contact laws at the accepted impulses, in m/s: ‖P − prox(P − rγ)‖ / r per contact, the
+    # velocity by which eq. 87–89 are violated (a diagnostic: the stopping test above is eq. 93 or the velocity change)
+    residual = 0.0
+    for k in range(m):
+        wk = widths[k]
+        for d in range(4):
+            s = 0.0
+            for c in range(wk):
+                s += Yh[k, d, c] * zhat[c]
+            gamma0[d] = s
+        pn = max(0.0, P[k, 0] - rpar[k, 0] * gamma0[0])
+        res = abs(pn - P[k, 0]) / rpar[k, 0]
+        t1, t2 = _prox_ellipse(
+            P[k, 1] - rpar[k, 1] * gamma0[1], P[k, 2] - rpar[k, 2] * gamma0[2], c_mu[k, 0] * P[k, 0],
+            c_mu[k, 1] * P[k, 0],
+        )  # fmt: skip
+        res = max(res, math.sqrt(((t1 - P[k, 1]) / rpar[k, 1]) ** 2 + ((t2 - P[k, 2]) / rpar[k, 2]) ** 2))
+        if rpar[k, 3] > 0.0:
+            bound = c_mu[k, 2] * P[k, 0]
+            pv = min(bound, max(-bound, P[k, 3] - rpar[k, 3] * gamma0[3]))
+            res = max(res, abs(pv - P[k, 3]) / rpar[k, 3])
+        residual = max(residual, res)
+    diagnostics[0] = residual
+
     # 7. u_E = N z, z = U⁻ᵀ ẑ; q_E (eq. 83); projection (Sec. VII-C)
     z = np.empty(nz)
     for r in range(nz):
@@ -489,14 +514,15 @@ def step(
 @njit(cache=True)
 def run_steps(
     n_steps, pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses,
-    out_stats, totals,
+    out_stats, totals, diagnostics,
 ):  # fmt: skip
-    """Several steps with the same (held) references; ``totals`` accumulates [steps, sweeps, max sweeps, retries]."""
+    """Several steps with the same (held) references; ``totals`` accumulates [steps, sweeps, max sweeps, retries],
+    ``diagnostics`` = [contact-law residual of the last step, its maximum] in m/s."""
     dt = prm[P_DT]
     for s in range(n_steps):
         status = step(
             pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s + s * dt,
-            out_impulses, out_stats,
+            out_impulses, out_stats, diagnostics,
         )  # fmt: skip
         if status != STATUS_OK:
             return status, s
@@ -504,4 +530,5 @@ def run_steps(
         totals[1] += out_stats[0]
         totals[2] = max(totals[2], out_stats[0])
         totals[3] += out_stats[1]
+        diagnostics[1] = max(diagnostics[1], diagnostics[0])
     return STATUS_OK, n_steps

@@ -29,6 +29,7 @@ class RunStats:
     max_sweeps: int = 0
     retries: int = 0
     wall_time_s: float = 0.0
+    max_residual_m_s: float = 0.0  # largest violation of the contact laws (eq. 87–89) left by an accepted step
 
     @property
     def newton_iterations_mean(self) -> float:
@@ -58,6 +59,7 @@ class SnakeSimulator:
         self._params = model.params_array()
         self._out_stats = np.zeros(6, dtype=np.int64)
         self._totals = np.zeros(4, dtype=np.int64)
+        self._diagnostics = np.zeros(2)
 
     # --- commands -------------------------------------------------------------------------------------------
     def set_references(self, angle_rad: np.ndarray, rate_rad_s: np.ndarray | None = None) -> None:
@@ -105,13 +107,14 @@ class SnakeSimulator:
                 n_steps, s.position_m, s.quaternion, s.velocity_m_s, s.omega_body_rad_s, s.impulse_cache,
                 self.ref_angle, self.ref_rate, self.gains, self.feedforward_nm, self._params, self._obstacles, s.t_s,
                 self.impulses,
-                self._out_stats, self._totals,
+                self._out_stats, self._totals, self._diagnostics,
             )  # fmt: skip
             s.t_s += done * self.model.dt_s
             self.stats.steps += int(self._totals[0])
             self.stats.sweeps += int(self._totals[1])
             self.stats.max_sweeps = max(self.stats.max_sweeps, int(self._totals[2]))
             self.stats.retries += int(self._totals[3])
+            self.stats.max_residual_m_s = max(self.stats.max_residual_m_s, float(self._diagnostics[1]))
             if status != fast.STATUS_OK:
                 self._raise(status)
         self.stats.wall_time_s += time.perf_counter() - start
