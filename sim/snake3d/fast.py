@@ -20,7 +20,7 @@ from sim.snake3d.rotations import quat_rate, quat_to_matrix
 
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
-P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO = range(14, 23)
+P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO, P_RTOL = range(14, 24)
 INNER_TOLERANCE_FACTOR = 1e-2
 
 STATUS_OK = 0
@@ -109,6 +109,32 @@ def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol,
             change += abs(out[k] - before[k])
         if change < INNER_TOLERANCE_FACTOR * tol:
             break
+
+
+@njit(cache=True)
+def _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0):
+    """Violation of the contact laws (eq. 87–89) in m/s: max over contacts of ‖P − prox(P − rγ)‖ / r."""
+    residual = 0.0
+    for k in range(m):
+        wk = widths[k]
+        for d in range(4):
+            s = 0.0
+            for c in range(wk):
+                s += Yh[k, d, c] * zhat[c]
+            gamma0[d] = s
+        pn = max(0.0, P[k, 0] - rpar[k, 0] * gamma0[0])
+        res = abs(pn - P[k, 0]) / rpar[k, 0]
+        t1, t2 = _prox_ellipse(
+            P[k, 1] - rpar[k, 1] * gamma0[1], P[k, 2] - rpar[k, 2] * gamma0[2], c_mu[k, 0] * P[k, 0],
+            c_mu[k, 1] * P[k, 0],
+        )  # fmt: skip
+        res = max(res, math.sqrt(((t1 - P[k, 1]) / rpar[k, 1]) ** 2 + ((t2 - P[k, 2]) / rpar[k, 2]) ** 2))
+        if rpar[k, 3] > 0.0:
+            bound = c_mu[k, 2] * P[k, 0]
+            pv = min(bound, max(-bound, P[k, 3] - rpar[k, 3] * gamma0[3]))
+            res = max(res, abs(pv - P[k, 3]) / rpar[k, 3])
+        residual = max(residual, res)
+    return residual
 
 
 @njit(cache=True)
@@ -381,6 +407,7 @@ def step(
     scale = 1.0
     sweeps = 0
     converged = False
+    residual = 0.0
     maxit = int(prm[P_MAXIT])
     retries = int(prm[P_RETRIES])
     attempt = 0
@@ -433,8 +460,11 @@ def step(
             for c in range(nz):
                 du += (zhat[c] - zhat_sweep[c]) ** 2
             if err < tol or math.sqrt(du) < prm[P_VTOL]:
-                converged = True
-                break
+                # accept only if the contact laws hold to the residual tolerance (m/s)
+                residual = _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0)
+                if residual <= prm[P_RTOL]:
+                    converged = True
+                    break
         if converged:
             break
         scale *= 0.5
@@ -447,28 +477,6 @@ def step(
             out_stats[3 + q] = active[order[q]] if q < m else -1
         return STATUS_NOT_CONVERGED
 
-    # residual of the contact laws at the accepted impulses, in m/s: ‖P − prox(P − rγ)‖ / r per contact, the
-    # velocity by which eq. 87–89 are violated (a diagnostic: the stopping test above is eq. 93 or the velocity change)
-    residual = 0.0
-    for k in range(m):
-        wk = widths[k]
-        for d in range(4):
-            s = 0.0
-            for c in range(wk):
-                s += Yh[k, d, c] * zhat[c]
-            gamma0[d] = s
-        pn = max(0.0, P[k, 0] - rpar[k, 0] * gamma0[0])
-        res = abs(pn - P[k, 0]) / rpar[k, 0]
-        t1, t2 = _prox_ellipse(
-            P[k, 1] - rpar[k, 1] * gamma0[1], P[k, 2] - rpar[k, 2] * gamma0[2], c_mu[k, 0] * P[k, 0],
-            c_mu[k, 1] * P[k, 0],
-        )  # fmt: skip
-        res = max(res, math.sqrt(((t1 - P[k, 1]) / rpar[k, 1]) ** 2 + ((t2 - P[k, 2]) / rpar[k, 2]) ** 2))
-        if rpar[k, 3] > 0.0:
-            bound = c_mu[k, 2] * P[k, 0]
-            pv = min(bound, max(-bound, P[k, 3] - rpar[k, 3] * gamma0[3]))
-            res = max(res, abs(pv - P[k, 3]) / rpar[k, 3])
-        residual = max(residual, res)
     diagnostics[0] = residual
 
     # 7. u_E = N z, z = U⁻ᵀ ẑ; q_E (eq. 83); projection (Sec. VII-C)

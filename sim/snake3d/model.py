@@ -44,6 +44,8 @@ class SnakeModel:
     velocity by less than ``velocity_tolerance_m_s`` in the kinetic-energy norm ‖Δu‖_M / sqrt(total mass). The second
     test is needed because resting contacts are redundant (22 spheres on 26 degrees of freedom): their impulse
     distribution is not unique and drifts slowly under the iteration while the motion has long converged.
+    Either way the step is accepted only if the contact laws (eq. 87–89) then hold to ``residual_tolerance_m_s``:
+    max over contacts of ‖P − prox(P − rγ)‖ / r, a velocity.
     """
 
     n_links: int = 11
@@ -75,6 +77,7 @@ class SnakeModel:
     prox_scale_v: float = 1.0
     tolerance: float = 1e-9
     velocity_tolerance_m_s: float = 1e-7
+    residual_tolerance_m_s: float = 1e-4
     max_iterations: int = 1000
     max_retries: int = 4
     contact_inner_iterations: int = 1
@@ -99,6 +102,7 @@ class SnakeModel:
             "prox_scale_v": self.prox_scale_v,
             "tolerance": self.tolerance,
             "velocity_tolerance_m_s": self.velocity_tolerance_m_s,
+            "residual_tolerance_m_s": self.residual_tolerance_m_s,
         }
         for name, value in positive.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
@@ -194,6 +198,7 @@ class SnakeModel:
             "maxit": float(self.max_iterations),
             "retries": float(self.max_retries),
             "muo": self.mu_obstacle,
+            "rtol": self.residual_tolerance_m_s,
             "inner": float(self.contact_inner_iterations),
         }
         return np.array([values[k] for k in PARAM_NAMES], dtype=np.float64)
@@ -201,7 +206,7 @@ class SnakeModel:
 
 PARAM_NAMES = (
     "L", "Lsc", "Lgs", "m", "th1", "th3", "gx", "gy", "gz", "mux", "muy", "muv", "dt", "paper",
-    "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner", "muo",
+    "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner", "muo", "rtol",
 )  # fmt: skip
 PARAM_INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 

@@ -105,6 +105,24 @@ def solve_contact(
     return P
 
 
+def contact_residual(
+    WC: np.ndarray, u: np.ndarray, P: np.ndarray, params: list[tuple[float, np.ndarray, float]], mus: np.ndarray
+) -> float:
+    """Violation of eq. 87–89 in m/s at the impulses P: max over contacts of ‖P − prox(P − rγ)‖ / r."""
+    residual = 0.0
+    for k, ((r_n, R_t, r_v), mu) in enumerate(zip(params, mus, strict=True)):
+        Pk = P[4 * k : 4 * k + 4]
+        gamma = WC[:, 4 * k : 4 * k + 4].T @ u
+        res = abs(max(0.0, Pk[0] - r_n * gamma[0]) - Pk[0]) / r_n
+        t = prox_ellipse(Pk[1:3] - R_t * gamma[1:3], mu[0] * Pk[0], mu[1] * Pk[0])
+        res = max(res, float(np.linalg.norm((t - Pk[1:3]) / R_t)))
+        if r_v > 0.0:
+            bound = mu[2] * Pk[0]
+            res = max(res, abs(min(bound, max(-bound, Pk[3] - r_v * gamma[3])) - Pk[3]) / r_v)
+        residual = max(residual, res)
+    return residual
+
+
 def midpoint(model: SnakeModel, state: SnakeState) -> tuple[np.ndarray, np.ndarray]:
     half = 0.5 * model.dt_s
     pos = state.position_m + half * state.velocity_m_s
@@ -200,7 +218,7 @@ def reference_step(
             if (
                 math.sqrt(sq[0]) + math.sqrt(sq[1]) + math.sqrt(sq[2]) < model.tolerance  # eq. 93
                 or kinetic_norm < model.velocity_tolerance_m_s
-            ):
+            ) and contact_residual(WC, velocity(WC @ P), P, params, mus[active]) <= model.residual_tolerance_m_s:
                 converged = True
                 break
         if converged:
