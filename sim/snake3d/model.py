@@ -77,7 +77,7 @@ class SnakeModel:
     prox_scale_v: float = 1.0
     tolerance: float = 1e-9
     velocity_tolerance_m_s: float = 1e-7
-    residual_tolerance_m_s: float = 1e-4
+    residual_tolerance_m_s: float = 1e-5
     max_iterations: int = 1000
     max_retries: int = 4
     contact_inner_iterations: int = 1
