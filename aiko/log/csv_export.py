@@ -1,4 +1,4 @@
-"""One CSV per channel: ``t_ns`` then one column per scalar, ``name[i]`` (or ``name[i][j]``) per array element."""
+"""One CSV per channel: ``t_ns``, one column per scalar and ``name[i]`` (``name[i][j]``) per array element."""
 
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ class LogReader:
                 if not self._schemas and not self.metadata:
                     raise LogReadError(f"{self.path} is not a readable MCAP log: {exc}") from exc
                 self.truncated = True
-                self.truncation_error = f"{type(exc).__name__}: {exc}"
+                self.truncation_error = f"{type(exc).__name__}: {exc}".rstrip(": ")
                 log.warning("%s is truncated (%s); read up to the last complete record", self.path, exc)
 
     def _take(self, record: Any) -> None:
@@ -148,7 +148,7 @@ class LogReader:
         elif isinstance(record, Footer):
             pass
 
-    # -- queries -----------------------------------------------------------------------------------------------
+    # -- queries
     @property
     def topics(self) -> list[str]:
         return sorted(self._messages)

@@ -138,7 +138,7 @@ class McapRecorder:
             self._flusher = threading.Thread(target=self._flush_loop, name="mcap-flusher", daemon=True)
             self._flusher.start()
 
-    # -- Recorder protocol -------------------------------------------------------------------------------
+    # -- Recorder protocol
     def record(self, channel: str, t_ns: int, payload: Mapping[str, Any]) -> None:
         data = encode(payload)
         with self._lock:
@@ -154,7 +154,7 @@ class McapRecorder:
         self.record(EVENTS_TOPIC, t_ns, {"kind": str(kind), **fields})
         log.debug("event %s at %d ns: %s", kind, t_ns, fields)
 
-    # -- extras ----------------------------------------------------------------------------------------------
+    # -- extras
     def declare_channel(
         self, channel: str, schema: Mapping[str, Any], schema_name: str | None = None
     ) -> None:
@@ -217,7 +217,7 @@ class McapRecorder:
                 log.exception("could not record the error event")
         self.close()
 
-    # -- internals ---------------------------------------------------------------------------------------------
+    # -- internals
     def _check_open(self) -> None:
         if self._closed:
             raise LogWriteError(f"log {self.path} is closed")
