@@ -1,13 +1,13 @@
-"""Placeholder of the lead's contract (issue 2); main's version wins on merge."""
+"""Exceptions for problems a user can fix. The CLI prints them as one line and exits with status 2."""
 
 
 class AikoError(Exception):
-    """Bad user input or configuration; the CLI prints it on one line and exits 2."""
+    """Bad user input: a missing file, a malformed or out-of-range setting, an unknown name."""
 
 
 class ConfigError(AikoError):
-    """An invalid configuration table or value."""
+    """An experiment file, robot description or command-line override that fails validation."""
 
 
 class HardwareError(AikoError):
-    """A device is missing or misbehaves."""
+    """A device that cannot be opened or that answers outside its contract."""
