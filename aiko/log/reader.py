@@ -83,9 +83,7 @@ class ChannelArrays:
         try:
             return self.fields[name]
         except KeyError:
-            raise KeyError(
-                f"channel {self.topic!r} has no field {name!r}; fields: {sorted(self.fields)}"
-            ) from None
+            raise KeyError(f"channel {self.topic!r} has no field {name!r}; fields: {sorted(self.fields)}") from None
 
     def __contains__(self, name: str) -> bool:
         return name in self.fields
@@ -199,9 +197,7 @@ class LogReader:
             for name in row:
                 if name not in names:
                     names.append(name)
-        return ChannelArrays(
-            topic, t_ns, {name: _column([row.get(name, _MISSING) for row in flat]) for name in names}
-        )
+        return ChannelArrays(topic, t_ns, {name: _column([row.get(name, _MISSING) for row in flat]) for name in names})
 
     def events(self, kind: str | None = None) -> list[Event]:
         if EVENTS_TOPIC not in self._messages:

@@ -2,10 +2,10 @@
 
 Crash safety: MCAP buffers messages in a chunk until the chunk is full. A recorder that only relied on the
 chunk size would lose minutes of data to a SIGKILL. ``McapRecorder`` therefore closes the current chunk and
-flushes it to the OS whenever it is older than ``flush_interval_s`` (checked on every ``record`` call and by
-a small background thread while the run is idle). The OS keeps written pages across a killed process, so a
-SIGKILL loses at most ``flush_interval_s`` plus one scheduling delay; ``recover`` rewrites the readable prefix
-of a truncated file into a complete one.
+flushes it to the OS every ``flush_interval_s / 2`` (checked on every ``record`` call and by a small
+background thread while the run is idle), so data reach the OS within ``flush_interval_s`` even when the
+background check runs late. The OS keeps written pages across a killed process, so a SIGKILL loses less than
+``flush_interval_s``; ``recover`` rewrites the readable prefix of a truncated file into a complete one.
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ class McapRecorder:
         self,
         path: str | os.PathLike[str],
         metadata: Mapping[str, Any] | None = None,
-        *,
         flush_interval_s: float = 0.5,
+        *,
         compression: str = "zstd",
         chunk_size_bytes: int = 1024 * 1024,
         background_flush: bool = True,
@@ -114,7 +114,8 @@ class McapRecorder:
         self._lock = threading.Lock()
         self._channels: dict[str, int] = {}
         self._counts: dict[str, int] = {}
-        self._flush_interval_s = float(flush_interval_s)
+        self.flush_interval_s = float(flush_interval_s)
+        self._flush_period_s = 0.5 * self.flush_interval_s
         self._last_flush_s = time.monotonic()
         self._pending = False
         self._closed = False
@@ -155,9 +156,7 @@ class McapRecorder:
         log.debug("event %s at %d ns: %s", kind, t_ns, fields)
 
     # -- extras
-    def declare_channel(
-        self, channel: str, schema: Mapping[str, Any], schema_name: str | None = None
-    ) -> None:
+    def declare_channel(self, channel: str, schema: Mapping[str, Any], schema_name: str | None = None) -> None:
         """Register a channel with an explicit JSON schema before its first message."""
         with self._lock:
             self._check_open()
@@ -226,21 +225,17 @@ class McapRecorder:
         schema_id = self._writer.register_schema(
             name=schema_name, encoding="jsonschema", data=json.dumps(schema).encode()
         )
-        channel_id = self._writer.register_channel(
-            topic=channel, message_encoding="json", schema_id=schema_id
-        )
+        channel_id = self._writer.register_channel(topic=channel, message_encoding="json", schema_id=schema_id)
         self._channels[channel] = channel_id
         self._counts[channel] = 0
         return channel_id
 
     def _add(self, channel: str, channel_id: int, t_ns: int, data: bytes) -> None:
         sequence = self._counts[channel]
-        self._writer.add_message(
-            channel_id=channel_id, log_time=t_ns, publish_time=t_ns, data=data, sequence=sequence
-        )
+        self._writer.add_message(channel_id=channel_id, log_time=t_ns, publish_time=t_ns, data=data, sequence=sequence)
         self._counts[channel] = sequence + 1
         self._pending = True
-        if time.monotonic() - self._last_flush_s >= self._flush_interval_s:
+        if time.monotonic() - self._last_flush_s >= self._flush_period_s:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
@@ -249,12 +244,12 @@ class McapRecorder:
         self._pending = False
 
     def _flush_loop(self) -> None:
-        period = self._flush_interval_s / 4.0
+        period = self._flush_period_s / 4.0
         while not self._stop.wait(period):
             with self._lock:
                 if self._closed:
                     return
-                if self._pending and time.monotonic() - self._last_flush_s >= self._flush_interval_s:
+                if self._pending and time.monotonic() - self._last_flush_s >= self._flush_period_s:
                     try:
                         self._flush_locked()
                     except Exception:  # disk full etc.: report, keep the run going

@@ -46,8 +46,9 @@ class MocapSample:
         }
 
 
-def occluded_sample(t_ns: int, names: tuple[str, ...], frame: int = -1, source: str = "",
-                    capture_t_ns: int | None = None) -> MocapSample:
+def occluded_sample(
+    t_ns: int, names: tuple[str, ...], frame: int = -1, source: str = "", capture_t_ns: int | None = None
+) -> MocapSample:
     k = len(names)
     return MocapSample(
         t_ns=t_ns,

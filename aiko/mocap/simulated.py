@@ -76,8 +76,16 @@ class SimulatedMocap(MotionCapture):
         position[dropped] = np.nan
         quaternion = quaternion.copy()
         quaternion[dropped] = np.nan
-        return MocapSample(t_ns=int(t_ns), capture_t_ns=capture_t_ns, names=self.names, position_m=position,
-                           quaternion_wxyz=quaternion, occluded=dropped, frame=frame, source="simulated")
+        return MocapSample(
+            t_ns=int(t_ns),
+            capture_t_ns=capture_t_ns,
+            names=self.names,
+            position_m=position,
+            quaternion_wxyz=quaternion,
+            occluded=dropped,
+            frame=frame,
+            source="simulated",
+        )
 
     def _pose_at(self, t_ns: int) -> tuple[np.ndarray, np.ndarray] | None:
         h = self._history

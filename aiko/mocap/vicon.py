@@ -127,9 +127,16 @@ class ViconMocap(MotionCapture):
             number = frame.frame_number if frame else -1
             return occluded_sample(t_ns, self.names, number, "vicon")
         capture = frame.received_ns - int(frame.latency_s * 1e9)
-        return MocapSample(t_ns=int(t_ns), capture_t_ns=capture, names=self.names,
-                           position_m=frame.position_m.copy(), quaternion_wxyz=frame.quaternion_wxyz.copy(),
-                           occluded=frame.occluded.copy(), frame=frame.frame_number, source="vicon")
+        return MocapSample(
+            t_ns=int(t_ns),
+            capture_t_ns=capture,
+            names=self.names,
+            position_m=frame.position_m.copy(),
+            quaternion_wxyz=frame.quaternion_wxyz.copy(),
+            occluded=frame.occluded.copy(),
+            frame=frame.frame_number,
+            source="vicon",
+        )
 
     def pop_events(self) -> list[MocapEvent]:
         with self._lock:
@@ -180,8 +187,9 @@ class ViconMocap(MotionCapture):
             elif result == RESULT_NOT_CONNECTED or not self._client.is_connected():
                 self._connected = False
                 self._emit("mocap_connection_lost", result=result)
-                log.warning("lost the Vicon stream from %s; reconnecting every %.1f s", self.host,
-                            self.reconnect_interval_s)
+                log.warning(
+                    "lost the Vicon stream from %s; reconnecting every %.1f s", self.host, self.reconnect_interval_s
+                )
             else:
                 self._stop.wait(0.001)  # NoFrame etc.: try again
 

@@ -14,7 +14,7 @@ from aiko.log import McapRecorder
 path = sys.argv[1]
 rates_hz = {"/mocap": 20.0, "/references": 10.0, "/joint_feedback": 100.0}
 n_joints = 10
-with McapRecorder(path, metadata={"experiment": "kill-test"}) as rec:
+with McapRecorder(path, {"experiment": "kill-test"}, 1.0) as rec:  # the default of [log] flush_interval_s
     t0 = time.monotonic_ns()
     rec.event("start", t0)
     rec.flush()
