@@ -249,6 +249,10 @@ def _column(values: list[Any]) -> np.ndarray:
             if len(lengths) == 1 and inner <= {"int", "float", "null"}:
                 dtype = np.int64 if inner == {"int"} else np.float64
                 return np.array(values, dtype=dtype).reshape(len(values), -1)
+            if len(lengths) == 1 and inner == {"bool"}:
+                return np.array(values, dtype=bool).reshape(len(values), -1)
+            if len(lengths) == 1 and inner == {"str"}:
+                return np.array(values, dtype=str).reshape(len(values), -1)
             if len(lengths) == 1 and inner and all(k == "list" for k in inner):
                 try:
                     return np.array(values, dtype=np.float64)

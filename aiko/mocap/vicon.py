@@ -159,9 +159,11 @@ class ViconMocap(MotionCapture):
             return False
         client.enable_segment_data()
         try:  # ServerPush keeps get_frame short (the server pushes at its frame rate)
-            client.set_stream_mode(import_pyvicon().StreamMode.ServerPush)
+            mode = import_pyvicon().StreamMode.ServerPush
         except HardwareError:
-            pass  # a stand-in client (tests) without the SDK: keep its default mode
+            mode = None  # a stand-in client (tests) without the SDK: keep its default mode
+        if mode is not None:
+            client.set_stream_mode(mode)
         self._connected = True
         if not first:
             self.reconnects += 1
