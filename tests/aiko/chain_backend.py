@@ -23,7 +23,7 @@ class ChainBackend(KinematicBackend):
         super().advance_to(t_s)
         delta = self._angle - self._previous
         self._previous = self._angle.copy()
-        self._base += 0.05 * np.array([np.abs(delta[0]).sum(), 0.3 * delta[0].sum()])
+        self._base += 0.01 * np.array([np.abs(delta[0]).sum(), 0.3 * delta[0].sum()])
         self._heading += 0.02 * delta[0].sum()
 
     def link_poses(self):
