@@ -1,0 +1,225 @@
+"""The pyqtgraph dashboard: references against measured angles per joint, the tracked x–y path, module and bus
+health, recent events. Live (fed by a :class:`LiveRecorder`) or scrubbing a recorded log with a slider.
+
+The window redraws on a QTimer in the GUI thread (25 Hz by default); the control loop runs elsewhere and only
+appends to the recorder's deque, so a slow screen can never stall it. Works offscreen (QT_QPA_PLATFORM=offscreen).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aiko.dashboard.model import DashboardModel, LiveRecorder
+from aiko.errors import AikoError
+
+
+def qt_modules():
+    """(QtCore, QtWidgets, pyqtgraph), with a clear message when the ``gui`` extra is missing."""
+    try:
+        import pyqtgraph as pg
+        from pyqtgraph.Qt import QtCore, QtWidgets
+    except ImportError as exc:
+        raise AikoError(f"the dashboard needs the 'gui' extra: pip install 'aiko-stack[gui]' ({exc})") from None
+    return QtCore, QtWidgets, pg
+
+
+def application():
+    _, QtWidgets, _ = qt_modules()
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    return QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+
+
+HEALTH_COLOURS = {
+    "ok": "#2e7d32",
+    "off": "#757575",
+    "LIMIT": "#f9a825",
+    "SATURATED": "#ef6c00",
+    "WATCHDOG": "#c62828",
+    "FAULT": "#b71c1c",
+}
+
+
+def build_window(
+    model: DashboardModel,
+    source: LiveRecorder | None = None,
+    *,
+    title: str = "aiko dashboard",
+    update_hz: float = 25.0,
+    window_s: float = 10.0,
+    messages: list | None = None,
+):
+    """The dashboard main window. ``messages`` (channel, t_ns, payload) in time order enable the scrub slider."""
+    QtCore, QtWidgets, pg = qt_modules()
+    application()
+
+    class DashboardWindow(QtWidgets.QMainWindow):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+            self.source = source
+            self.window_s = window_s
+            self.frames_drawn = 0
+            self.started = time.monotonic()
+            self.messages = messages
+            self.setWindowTitle(title)
+            self.resize(1400, 850)
+            central = QtWidgets.QWidget()
+            layout = QtWidgets.QHBoxLayout(central)
+            pg.setConfigOptions(antialias=False, background="w", foreground="k")
+            self.plots = pg.GraphicsLayoutWidget()
+            layout.addWidget(self.plots, stretch=4)
+            side = QtWidgets.QVBoxLayout()
+            layout.addLayout(side, stretch=1)
+            self.setCentralWidget(central)
+            n = model.n_joints
+            cols = 5
+            self.joint_curves = []
+            for j in range(n):
+                plot = self.plots.addPlot(row=j // cols, col=j % cols, title=f"joint {j + 1}")
+                plot.showGrid(x=True, y=True, alpha=0.3)
+                plot.setLabel("left", "deg")
+                curves = (
+                    plot.plot(pen=pg.mkPen("#1565c0", width=1, style=QtCore.Qt.PenStyle.DashLine)),  # h reference
+                    plot.plot(pen=pg.mkPen("#1565c0", width=2)),  # h measured
+                    plot.plot(pen=pg.mkPen("#c62828", width=1, style=QtCore.Qt.PenStyle.DashLine)),  # v reference
+                    plot.plot(pen=pg.mkPen("#c62828", width=2)),  # v measured
+                )
+                self.joint_curves.append(curves)
+            rows = (n + cols - 1) // cols
+            self.xy_plot = self.plots.addPlot(row=rows, col=0, colspan=cols, title="tracked point x–y [m]")
+            self.xy_plot.setAspectLocked(True)
+            self.xy_plot.showGrid(x=True, y=True, alpha=0.3)
+            self.xy_curve = self.xy_plot.plot(pen=pg.mkPen("#2e7d32", width=2), connect="finite")
+            self.xy_head = self.xy_plot.plot(symbol="o", symbolSize=8, symbolBrush="#2e7d32", pen=None)
+            side.addWidget(
+                QtWidgets.QLabel(
+                    "<b>joint modules</b> (dashed: reference, solid: measured; blue horizontal, red vertical)"
+                )
+            )
+            self.health = QtWidgets.QTableWidget(n, 2)
+            self.health.setHorizontalHeaderLabels(["module", "status"])
+            self.health.verticalHeader().setVisible(False)
+            for j in range(n):
+                self.health.setItem(j, 0, QtWidgets.QTableWidgetItem(f"joint {j + 1}"))
+                self.health.setItem(j, 1, QtWidgets.QTableWidgetItem("–"))
+            side.addWidget(self.health, stretch=2)
+            self.stats = QtWidgets.QLabel()
+            self.stats.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+            side.addWidget(self.stats)
+            self.events = QtWidgets.QPlainTextEdit()
+            self.events.setReadOnly(True)
+            side.addWidget(self.events, stretch=1)
+            self.slider = None
+            if messages is not None:
+                self.slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
+                self.slider.setRange(0, 1000)
+                self.slider.setValue(1000)
+                self.slider.valueChanged.connect(self.scrub)
+                side.addWidget(QtWidgets.QLabel("scrub"))
+                side.addWidget(self.slider)
+                self.scrub(1000)
+            self.timer = QtCore.QTimer(self)
+            self.timer.setInterval(max(1, round(1000.0 / update_hz)))
+            self.timer.timeout.connect(self.refresh)
+            self.timer.start()
+
+        def scrub(self, value: int) -> None:
+            """Rebuild the model from the log up to the slider's time."""
+            msgs = self.messages or []
+            if not msgs:
+                return
+            t0, t1 = msgs[0][1], msgs[-1][1]
+            cut = t0 + (t1 - t0) * value / 1000.0
+            fresh = DashboardModel(self.model.n_joints, self.model.history_s)
+            for channel, t_ns, payload in msgs:
+                if t_ns > cut:
+                    break
+                fresh.ingest(channel, t_ns, payload)
+            self.model = fresh
+            self.redraw()
+
+        def refresh(self) -> None:
+            if self.source is not None:
+                for channel, t_ns, payload in self.source.drain():
+                    self.model.ingest(channel, t_ns, payload)
+            self.redraw()
+
+        def redraw(self) -> None:
+            m = self.model
+            with m.lock:
+                t_ref, ref = m.references.view()
+                t_fb, fb = m.measured.view()
+                t_xy, xy = m.path.view()
+                health = m.health()
+                counts = dict(m.counts)
+                events = list(m.events)
+                t_last = m.last_t_s
+                occluded = m.occluded_samples
+            lo = t_last - self.window_s
+            r_sel, f_sel = t_ref >= lo, t_fb >= lo
+            n = m.n_joints
+            for j, (h_ref, h_fb, v_ref, v_fb) in enumerate(self.joint_curves):
+                h_ref.setData(t_ref[r_sel], np.degrees(ref[r_sel, j]), stepMode=None)
+                h_fb.setData(t_fb[f_sel], np.degrees(fb[f_sel, j]))
+                v_ref.setData(t_ref[r_sel], np.degrees(ref[r_sel, n + j]))
+                v_fb.setData(t_fb[f_sel], np.degrees(fb[f_sel, n + j]))
+            self.xy_curve.setData(xy[:, 0], xy[:, 1])
+            if len(xy):
+                self.xy_head.setData(xy[-1:, 0], xy[-1:, 1])
+            for j, word in enumerate(health):
+                item = self.health.item(j, 1)
+                item.setText(word)
+                item.setForeground(pg.mkColor(HEALTH_COLOURS.get(word, "#000")))
+            elapsed = max(t_last, 1e-9)
+            lines = [f"t = {t_last:.2f} s", f"occluded mocap samples: {occluded}"]
+            if self.source is not None:
+                lines.append(f"dropped by the display: {self.source.dropped}")
+            for channel in sorted(counts):
+                lines.append(f"{channel}: {counts[channel]} ({counts[channel] / elapsed:.1f} Hz)")
+            self.stats.setText("\n".join(lines))
+            self.events.setPlainText("\n".join(events))
+            self.frames_drawn += 1
+
+        def screenshot(self, path: str | Path) -> Path:
+            self.redraw()
+            QtWidgets.QApplication.processEvents()
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.grab().save(str(path)):
+                raise AikoError(f"could not write the screenshot {path}")
+            return path
+
+    return DashboardWindow()
+
+
+def dispose(window: Any) -> None:
+    """Tear a window down before the interpreter exits. Without this, PySide6 may destroy the QApplication
+    before the widgets at shutdown and crash (seen here with PySide6 6.12: segfault / bool_dealloc)."""
+    import gc
+
+    _, QtWidgets, _ = qt_modules()
+    app = QtWidgets.QApplication.instance()
+    window.timer.stop()
+    window.close()
+    window.deleteLater()
+    if app is not None:
+        app.processEvents()
+        app.sendPostedEvents(None, 0)  # 0: every pending event type, including DeferredDelete
+    gc.collect()
+
+
+def log_messages(reader: Any) -> list:
+    return list(reader.iter_all())
+
+
+def n_joints_of(reader: Any) -> int:
+    for topic in ("/references", "/joint_feedback"):
+        if reader.has(topic):
+            return int(reader.channel(topic)["angle_h_rad"].shape[1])
+    raise AikoError(f"{reader.path} has no joint data (/references or /joint_feedback) to show")
