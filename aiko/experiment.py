@@ -137,7 +137,7 @@ def experiment_from_dict(
     )
     log_table.finish()
 
-    from aiko.backends import backend_names
+    from aiko.backends import backend_names, validate_backend_table
 
     backend_table = top.table("backend", {})
     names = backend_names()
@@ -151,6 +151,7 @@ def experiment_from_dict(
         backend_tables[name] = backend_table.raw(name)
         if not isinstance(backend_tables[name], dict):
             raise ConfigError(f"{source}: backend.{name}: must be a table")
+        validate_backend_table(name, Table(backend_tables[name], f"backend.{name}", source))
     backend_table.finish()
 
     plugin_tables = {k: v for k, v in data.items() if k in _SECTION_VALIDATORS}

@@ -26,16 +26,19 @@ ProgressCallback = Callable[[float, float], None]
 
 @dataclass
 class PeriodicTask:
-    """``action(t_s)`` at t = k·period_s for k = 0, 1, … (priority orders tasks due at the same instant)."""
+    """``action(t_s)`` at t = k / rate_hz for k = 0, 1, … (priority orders tasks due at the same instant).
+
+    k / rate (not k·period) so that a 10 Hz task fires at exactly the floats a user writes as ``k / 10``.
+    """
 
     name: str
-    period_s: float
+    rate_hz: float
     action: Callable[[float], None]
     priority: int = 50
     count: int = 0
 
     def next_time(self) -> float:
-        return self.count * self.period_s
+        return self.count / self.rate_hz
 
 
 @dataclass
@@ -72,8 +75,8 @@ class ControlLoop:
         self.progress = progress
         self.latest_feedback: JointFeedback | None = None
         self.tasks = [
-            PeriodicTask("feedback", 1.0 / feedback_rate_hz, self._read_feedback, priority=10),
-            PeriodicTask("references", 1.0 / reference_rate_hz, self._send_references, priority=20),
+            PeriodicTask("feedback", feedback_rate_hz, self._read_feedback, priority=10),
+            PeriodicTask("references", reference_rate_hz, self._send_references, priority=20),
         ]
         self._reference_updates = 0
         self._feedback_reads = 0

@@ -88,7 +88,7 @@ def robot_from_table(table: Table) -> RobotDescription:
     axial = link.number("inertia_axial_kg_m2", mass * radius**2 / 2, min=0.0, min_exclusive=True)
     link.finish()
 
-    joints = table.table("joints")
+    joints = table.table("joints", {})
     joint_type = joints.string("type", "cardan", choices=JOINT_TYPES)
     limit_h = math.radians(joints.number("limit_h_deg", 45.0, min=0.0, min_exclusive=True, max=180.0))
     limit_v = math.radians(joints.number("limit_v_deg", 45.0 if joint_type == "cardan" else 0.0, min=0.0, max=180.0))

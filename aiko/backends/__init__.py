@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 from aiko.errors import ConfigError
 from aiko.interfaces import JointInterface
+from aiko.validation import Table
 
 BackendFactory = Callable[[], JointInterface]
+BackendValidator = Callable[[Table], None]
 
 
 @dataclass(frozen=True)
@@ -22,14 +24,23 @@ class BackendInfo:
     name: str
     factory: BackendFactory
     help: str
+    validate: BackendValidator | None = None
 
 
 _BACKENDS: dict[str, BackendInfo] = {}
 _loaded = False
 
 
-def register_backend(name: str, factory: BackendFactory, help: str) -> None:
-    _BACKENDS[name] = BackendInfo(name, factory, help)
+def register_backend(name: str, factory: BackendFactory, help: str, validate: BackendValidator | None = None) -> None:
+    """``validate`` checks the experiment's ``[backend.<name>]`` table at load time (and must call ``finish``)."""
+    _BACKENDS[name] = BackendInfo(name, factory, help, validate)
+
+
+def validate_backend_table(name: str, table: Table) -> None:
+    _load_all()
+    info = _BACKENDS[name]
+    if info.validate is not None:
+        info.validate(table)
 
 
 def _load_all() -> None:

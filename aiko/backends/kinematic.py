@@ -12,6 +12,14 @@ import numpy as np
 
 from aiko.backends import register_backend
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, JointStatus, RunContext
+from aiko.validation import Table
+
+
+def parse_settings(table: Table) -> float:
+    """``[backend.kinematic]``: the joints' first-order time constant."""
+    time_constant_s = table.number("time_constant_s", 0.05, min=0.0, min_exclusive=True, max=10.0)
+    table.finish()
+    return time_constant_s
 
 
 class KinematicBackend(JointInterface):
@@ -22,9 +30,7 @@ class KinematicBackend(JointInterface):
         self._active = False
 
     def configure(self, ctx: RunContext) -> None:
-        table = ctx.experiment.backend_section(self.name)
-        self.time_constant_s = table.number("time_constant_s", 0.05, min=0.0, min_exclusive=True, max=10.0)
-        table.finish()
+        self.time_constant_s = parse_settings(ctx.experiment.backend_section(self.name))
         self.robot = ctx.robot
         posture = ctx.gait.initial_posture() if ctx.gait is not None else None
         n = ctx.robot.n_joints
@@ -65,4 +71,6 @@ class KinematicBackend(JointInterface):
         return {"steps": self._steps, "time_constant_s": self.time_constant_s}
 
 
-register_backend("kinematic", KinematicBackend, "ideal joints with a first-order lag (no physics; for tests)")
+register_backend(
+    "kinematic", KinematicBackend, "ideal joints with a first-order lag (no physics; for tests)", parse_settings
+)
