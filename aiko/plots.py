@@ -6,7 +6,7 @@ Matplotlib with the Agg backend (no display needed); run A solid, run B dashed, 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
@@ -94,8 +94,9 @@ def _joint_rms_bars(ax, tracking: dict, labels: tuple[str, str]) -> None:
         ax.text(0.5, 0.5, "no joint data", ha="center", va="center", transform=ax.transAxes)
 
 
-def plot_run(reader: LogReader, out: str | Path, joints: tuple[int, ...] = (1, 5, 9)) -> Path:
-    """One run: tracked point x(t), y(t), x–y path, and reference vs measured for a few joints."""
+def plot_run(reader: LogReader, out: str | Path | BinaryIO, joints: tuple[int, ...] = (1, 5, 9)) -> Path | None:
+    """One run: tracked point x(t), y(t), x–y path, and reference vs measured for a few joints (PNG to a path
+    or a binary file object)."""
     from aiko.compare import CompareError, tracked_point
 
     plt = _pyplot()
@@ -139,6 +140,10 @@ def plot_run(reader: LogReader, out: str | Path, joints: tuple[int, ...] = (1, 5
     ax_j.set_ylabel("horizontal angle [deg]")
     ax_j.grid(alpha=0.3)
     fig.suptitle(f"run {reader.path.name}")
+    if not isinstance(out, (str, Path)):
+        fig.savefig(out, dpi=100, format="png")
+        plt.close(fig)
+        return None
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)

@@ -31,11 +31,8 @@ def write_report(log_path: str | Path, out: str | Path | None = None) -> Path:
         return plot_run(reader, out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise AikoError(f"report {out}: choose a .html or .png file name")
-    buffer = io.BytesIO()
-    png_path = out.with_suffix(".png")
-    plot_run(reader, png_path)
-    buffer.write(png_path.read_bytes())
-    png_path.unlink()
+    buffer = io.BytesIO()  # in memory: a PNG beside the log could be someone else's file (a screenshot, ...)
+    plot_run(reader, buffer)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_html(reader, base64.b64encode(buffer.getvalue()).decode()))
     return out

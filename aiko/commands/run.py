@@ -101,7 +101,7 @@ def run_command(args: argparse.Namespace) -> int:
         summary["live_dropped_records"] = dashboard.recorder.dropped
         if not args.json:
             print("close the dashboard window to finish", file=sys.stderr)
-        dashboard.wait()
+        summary["live_exit_code"] = dashboard.wait()
     if args.json:
         print(json.dumps(summary))
     else:

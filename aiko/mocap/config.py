@@ -193,4 +193,4 @@ def mocap_task(settings: MocapSettings, backend: Any, recorder: Any, clock: Any)
         return None, None
     source.start()
     state = MocapTask(source, recorder)
-    return PeriodicTask("mocap", 1.0 / settings.rate_hz, lambda t_s: state(clock.now_ns()), priority=30), state
+    return PeriodicTask("mocap", settings.rate_hz, lambda t_s: state(clock.now_ns()), priority=30), state
