@@ -70,6 +70,8 @@ def record_run(
     with McapRecorder(log_path, metadata, experiment.log.flush_interval_s) as file_recorder:
         recorder: Recorder = file_recorder if live is None else FanOutRecorder(file_recorder, live)
         task, mocap_state = mocap_task(settings, backend, recorder, clock)
+        if mocap_state is not None:
+            file_recorder.add_metadata("aiko.mocap", mocap_state.source.describe())
         tasks = [*([task] if task is not None else []), *extra_tasks]
         try:
             _, summary = run_experiment(

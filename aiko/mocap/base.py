@@ -89,6 +89,10 @@ class MotionCapture(ABC):
         """Connection events (lost, reconnected, ...) since the last call, for the log's ``/events``."""
         return []
 
+    def describe(self) -> dict[str, Any]:
+        """What the log's metadata should say about this source (kind, bodies, rate, calibration, ...)."""
+        return {"kind": type(self).__name__, "bodies": list(self.names), "rate_hz": self.rate_hz}
+
     def __enter__(self) -> MotionCapture:
         self.start()
         return self

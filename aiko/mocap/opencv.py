@@ -119,6 +119,17 @@ class OpenCVMocap(MotionCapture):
         self._frame: np.ndarray | None = None
         self.fps = 0.0
 
+    def describe(self) -> dict:
+        return {
+            **super().describe(),
+            "source": str(self.source),
+            "calibration": self.tracker.calibration.to_dict(),
+            "markers": [
+                {"name": m.name, "aruco_id": m.aruco_id, "hsv": None if m.hsv is None else list(vars(m.hsv).values())}
+                for m in self.tracker.markers
+            ],
+        }
+
     def start(self) -> None:
         if self._capture is not None:
             return

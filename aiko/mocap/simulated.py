@@ -54,6 +54,15 @@ class SimulatedMocap(MotionCapture):
         self._history: collections.deque[tuple[int, np.ndarray, np.ndarray]] = collections.deque()
         self._frame = 0
 
+    def describe(self) -> dict:
+        return {
+            **super().describe(),
+            "links": list(self.links),
+            "noise_std_m": self.noise_std_m,
+            "latency_s": self.latency_ns * 1e-9,
+            "dropout_probability": self.dropout_probability,
+        }
+
     def sample(self, t_ns: int) -> MocapSample:
         poses = self.pose_source()
         frame = self._frame

@@ -96,6 +96,9 @@ class ViconMocap(MotionCapture):
         self.frames_received = 0
         self.reconnects = 0
 
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "host": self.host, "stale_after_s": self.stale_after_ns * 1e-9}
+
     # -- lifecycle
     def start(self) -> None:
         if self._thread is not None:
