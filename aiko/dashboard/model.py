@@ -49,26 +49,36 @@ class LiveRecorder:
 
 
 class Ring:
-    """Fixed-capacity time series: times (s) and rows of values."""
+    """Fixed-capacity time series: times (s) and rows of values.
+
+    Every sample is stored twice (slots i and i + capacity), so the latest samples are always one contiguous
+    slice: views cost no copy, however long the history (the display asks for them 25 times a second).
+    """
 
     def __init__(self, capacity: int, width: int) -> None:
-        self.t = np.full(capacity, np.nan)
-        self.v = np.full((capacity, width), np.nan)
-        self.n = 0
         self.capacity = capacity
+        self.t = np.full(2 * capacity, np.nan)
+        self.v = np.full((2 * capacity, width), np.nan)
+        self.n = 0
 
     def append(self, t_s: float, values: Any) -> None:
         i = self.n % self.capacity
-        self.t[i] = t_s
-        row = np.asarray(values, dtype=np.float64).ravel()
-        self.v[i, : len(row)] = row[: self.v.shape[1]]
+        row = np.asarray(values, dtype=np.float64).ravel()[: self.v.shape[1]]
+        for slot in (i, i + self.capacity):
+            self.t[slot] = t_s
+            self.v[slot, :] = np.nan
+            self.v[slot, : len(row)] = row
         self.n += 1
 
-    def view(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.n <= self.capacity:
-            return self.t[: self.n], self.v[: self.n]
-        i = self.n % self.capacity
-        return np.concatenate([self.t[i:], self.t[:i]]), np.concatenate([self.v[i:], self.v[:i]])
+    def view(self, since_t_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The stored samples in time order (only those at or after ``since_t_s`` if given); no copy."""
+        count = min(self.n, self.capacity)
+        start = (self.n - count) % self.capacity
+        t, v = self.t[start : start + count], self.v[start : start + count]
+        if since_t_s is not None and count:
+            first = int(np.searchsorted(t, since_t_s, side="left"))
+            t, v = t[first:], v[first:]
+        return t, v
 
 
 @dataclass

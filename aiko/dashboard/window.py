@@ -83,6 +83,7 @@ def build_window(
             self.frames_drawn = 0
             self.started = time.monotonic()
             self.messages = messages
+            self._shown_events: list[str] = []
             self.setWindowTitle(title)
             self.resize(1400, 850)
             central = QtWidgets.QWidget()
@@ -96,18 +97,39 @@ def build_window(
             n = model.n_joints
             cols = 5
             self.joint_curves = []
+            rows = (n + cols - 1) // cols
+            self.joint_plots = []
+            # Fixed y range and x axes drawn only on the bottom row, y axes only on the left column: re-rendering
+            # 22 tick-label axes every frame cost ~70 ms per redraw in software (offscreen) rendering.
+            y_limit_deg = 60.0
             for j in range(n):
-                plot = self.plots.addPlot(row=j // cols, col=j % cols, title=f"joint {j + 1}")
-                plot.showGrid(x=True, y=True, alpha=0.3)
-                plot.setLabel("left", "deg")
+                row, col = j // cols, j % cols
+                plot = self.plots.addPlot(row=row, col=col, title=f"joint {j + 1}")
+                # No grid: translucent grid lines over every panel dominate software (offscreen) paint time.
+                plot.addLine(y=0.0, pen=pg.mkPen("#bdbdbd", width=1))
+                plot.setYRange(-y_limit_deg, y_limit_deg, padding=0)
+                plot.enableAutoRange(x=False, y=False)
+                plot.setMouseEnabled(x=False, y=True)
+                if col != 0:
+                    plot.hideAxis("left")
+                else:
+                    plot.setLabel("left", "deg")
+                if j + cols < n:
+                    plot.hideAxis("bottom")
+                if self.joint_plots:
+                    plot.setXLink(self.joint_plots[0])
+                self.joint_plots.append(plot)
+                # Thin solid pens and peak downsampling to the panel's pixel width: dashed and wide pens are
+                # several times slower to rasterise. References are the light colours.
+                plot.setDownsampling(auto=True, mode="peak")
+                plot.setClipToView(True)
                 curves = (
-                    plot.plot(pen=pg.mkPen("#1565c0", width=1, style=QtCore.Qt.PenStyle.DashLine)),  # h reference
-                    plot.plot(pen=pg.mkPen("#1565c0", width=2)),  # h measured
-                    plot.plot(pen=pg.mkPen("#c62828", width=1, style=QtCore.Qt.PenStyle.DashLine)),  # v reference
-                    plot.plot(pen=pg.mkPen("#c62828", width=2)),  # v measured
+                    plot.plot(pen=pg.mkPen("#90caf9", width=1)),  # h reference
+                    plot.plot(pen=pg.mkPen("#0d47a1", width=1)),  # h measured
+                    plot.plot(pen=pg.mkPen("#ef9a9a", width=1)),  # v reference
+                    plot.plot(pen=pg.mkPen("#b71c1c", width=1)),  # v measured
                 )
                 self.joint_curves.append(curves)
-            rows = (n + cols - 1) // cols
             self.xy_plot = self.plots.addPlot(row=rows, col=0, colspan=cols, title="tracked point x–y [m]")
             self.xy_plot.setAspectLocked(True)
             self.xy_plot.showGrid(x=True, y=True, alpha=0.3)
@@ -115,7 +137,7 @@ def build_window(
             self.xy_head = self.xy_plot.plot(symbol="o", symbolSize=8, symbolBrush="#2e7d32", pen=None)
             side.addWidget(
                 QtWidgets.QLabel(
-                    "<b>joint modules</b> (dashed: reference, solid: measured; blue horizontal, red vertical)"
+                    "<b>joint modules</b> (light: reference, dark: measured; blue horizontal, red vertical)"
                 )
             )
             self.health = QtWidgets.QTableWidget(n, 2)
@@ -169,37 +191,44 @@ def build_window(
         def redraw(self) -> None:
             m = self.model
             with m.lock:
-                t_ref, ref = m.references.view()
-                t_fb, fb = m.measured.view()
-                t_xy, xy = m.path.view()
+                lo = m.last_t_s - self.window_s
+                t_ref, ref = (a.copy() for a in m.references.view(lo))
+                t_fb, fb = (a.copy() for a in m.measured.view(lo))
+                t_xy, xy = (a.copy() for a in m.path.view())
                 health = m.health()
                 counts = dict(m.counts)
                 events = list(m.events)
                 t_last = m.last_t_s
                 occluded = m.occluded_samples
-            lo = t_last - self.window_s
-            r_sel, f_sel = t_ref >= lo, t_fb >= lo
             n = m.n_joints
+            ref_deg, fb_deg = np.degrees(ref), np.degrees(fb)
             for j, (h_ref, h_fb, v_ref, v_fb) in enumerate(self.joint_curves):
-                h_ref.setData(t_ref[r_sel], np.degrees(ref[r_sel, j]), stepMode=None)
-                h_fb.setData(t_fb[f_sel], np.degrees(fb[f_sel, j]))
-                v_ref.setData(t_ref[r_sel], np.degrees(ref[r_sel, n + j]))
-                v_fb.setData(t_fb[f_sel], np.degrees(fb[f_sel, n + j]))
+                h_ref.setData(t_ref, ref_deg[:, j], skipFiniteCheck=True)
+                h_fb.setData(t_fb, fb_deg[:, j], skipFiniteCheck=True)
+                v_ref.setData(t_ref, ref_deg[:, n + j], skipFiniteCheck=True)
+                v_fb.setData(t_fb, fb_deg[:, n + j], skipFiniteCheck=True)
+            if self.joint_plots:
+                self.joint_plots[0].setXRange(max(lo, 0.0), max(t_last, self.window_s * 0.1), padding=0)
             self.xy_curve.setData(xy[:, 0], xy[:, 1])
             if len(xy):
                 self.xy_head.setData(xy[-1:, 0], xy[-1:, 1])
             for j, word in enumerate(health):
                 item = self.health.item(j, 1)
-                item.setText(word)
-                item.setForeground(pg.mkColor(HEALTH_COLOURS.get(word, "#000")))
+                if item.text() != word:
+                    item.setText(word)
+                    item.setForeground(pg.mkColor(HEALTH_COLOURS.get(word, "#000")))
             elapsed = max(t_last, 1e-9)
             lines = [f"t = {t_last:.2f} s", f"occluded mocap samples: {occluded}"]
             if self.source is not None:
                 lines.append(f"dropped by the display: {self.source.dropped}")
             for channel in sorted(counts):
                 lines.append(f"{channel}: {counts[channel]} ({counts[channel] / elapsed:.1f} Hz)")
-            self.stats.setText("\n".join(lines))
-            self.events.setPlainText("\n".join(events))
+            text = "\n".join(lines)
+            if text != self.stats.text():
+                self.stats.setText(text)
+            if events != self._shown_events:
+                self.events.setPlainText("\n".join(events))
+                self._shown_events = events
             self.frames_drawn += 1
 
         def screenshot(self, path: str | Path) -> Path:
