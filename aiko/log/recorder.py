@@ -1,15 +1,16 @@
 """The experiment log writer: one MCAP file per run, JSON-schema channels, all stamps on the run's clock.
 
 Crash safety: MCAP buffers messages in a chunk until the chunk is full. A recorder that only relied on the
-chunk size would lose minutes of data to a SIGKILL. ``McapRecorder`` therefore closes the current chunk and
-flushes it to the OS every ``flush_interval_s / 2`` (checked on every ``record`` call and by a small
-background thread while the run is idle), so data reach the OS within ``flush_interval_s`` even when the
-background check runs late. The OS keeps written pages across a killed process, so a SIGKILL loses less than
-``flush_interval_s``; ``recover`` rewrites the readable prefix of a truncated file into a complete one.
+chunk size would lose minutes of data to a SIGKILL. ``McapRecorder``'s writer thread therefore closes the
+current chunk and flushes it to the OS every ``flush_interval_s / 2`` (it wakes four times per period), so
+data reach the OS within ``flush_interval_s`` even when the thread is scheduled late. The OS keeps written
+pages across a killed process, so a SIGKILL loses less than ``flush_interval_s``; ``recover`` rewrites the
+readable prefix of a truncated file into a complete one.
 """
 
 from __future__ import annotations
 
+import collections
 import getpass
 import json
 import logging
@@ -82,6 +83,10 @@ class McapRecorder:
     ``record(channel, t_ns, payload)`` registers a JSON-schema channel on first use (schema inferred from the
     first payload unless declared with ``declare_channel``); ``event(kind, t_ns, **fields)`` writes to
     ``/events``. ``t_ns`` is the run's monotonic clock in int64 nanoseconds and becomes the MCAP log time.
+
+    The caller's thread only encodes the payload to JSON (so later changes to its arrays cannot alter the log)
+    and appends it to a queue; a writer thread owns the MCAP writer, compresses chunks and flushes them. The
+    control loop therefore never waits for compression or the disk (a chunk flush costs ~20 ms).
     """
 
     def __init__(
@@ -92,7 +97,6 @@ class McapRecorder:
         *,
         compression: str = "zstd",
         chunk_size_bytes: int = 1024 * 1024,
-        background_flush: bool = True,
     ) -> None:
         if not flush_interval_s > 0:
             raise ValueError(f"flush_interval_s must be > 0, got {flush_interval_s}")
@@ -106,20 +110,21 @@ class McapRecorder:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+            self._file = open(self.path, "wb")  # noqa: SIM115 - closed by the writer thread
         except OSError as exc:
             raise LogWriteError(f"cannot open log {self.path} for writing: {exc}") from exc
         self._writer = Writer(self._file, chunk_size=chunk_size_bytes, compression=compressions[compression])
         self._writer.start(profile="", library=f"aiko-stack {software_version()}")
-        self._lock = threading.Lock()
-        self._channels: dict[str, int] = {}
-        self._counts: dict[str, int] = {}
         self.flush_interval_s = float(flush_interval_s)
         self._flush_period_s = 0.5 * self.flush_interval_s
-        self._last_flush_s = time.monotonic()
-        self._pending = False
+        self._lock = threading.Lock()  # caller side: channel table and counts
+        self._channels: set[str] = set()
+        self._counts: dict[str, int] = {}
+        self._ops: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._wake = threading.Event()
         self._closed = False
-        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._channel_ids: dict[str, int] = {}  # writer-thread side
         run_meta = {
             "software_version": software_version(),
             "python": sys.version.split()[0],
@@ -132,22 +137,22 @@ class McapRecorder:
             "clock": "time.monotonic_ns (int64 ns) unless the run says otherwise",
         }
         run_meta.update(metadata or {})
+        self._thread = threading.Thread(target=self._write_loop, name="mcap-writer", daemon=True)
+        self._thread.start()
         self.add_metadata(RUN_METADATA_NAME, run_meta)
-        self._declare(EVENTS_TOPIC, EVENT_SCHEMA, "aiko.Event")
-        self._flusher: threading.Thread | None = None
-        if background_flush:
-            self._flusher = threading.Thread(target=self._flush_loop, name="mcap-flusher", daemon=True)
-            self._flusher.start()
+        self.declare_channel(EVENTS_TOPIC, EVENT_SCHEMA, "aiko.Event")
 
     # -- Recorder protocol
     def record(self, channel: str, t_ns: int, payload: Mapping[str, Any]) -> None:
         data = encode(payload)
         with self._lock:
             self._check_open()
-            channel_id = self._channels.get(channel)
-            if channel_id is None:
-                channel_id = self._declare(channel, infer_schema(payload), _schema_name(channel))
-            self._add(channel, channel_id, int(t_ns), data)
+            if channel not in self._channels:
+                self._channels.add(channel)
+                self._ops.append(("declare", channel, infer_schema(payload), _schema_name(channel)))
+            sequence = self._counts.get(channel, 0)
+            self._counts[channel] = sequence + 1
+            self._ops.append(("message", channel, int(t_ns), data, sequence))
 
     def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
         if "kind" in fields:
@@ -162,48 +167,53 @@ class McapRecorder:
             self._check_open()
             if channel in self._channels:
                 raise ValueError(f"channel {channel!r} is already registered")
-            self._declare(channel, dict(schema), schema_name or _schema_name(channel))
+            self._channels.add(channel)
+            self._counts.setdefault(channel, 0)
+            self._ops.append(("declare", channel, dict(schema), schema_name or _schema_name(channel)))
 
     def add_metadata(self, name: str, data: Mapping[str, Any]) -> None:
-        """Write a metadata record (robot description, experiment file, calibration...). Flushed at once."""
+        """Write a metadata record (robot description, experiment file, calibration...); on disk on return."""
+        encoded = encode_metadata(data)
         with self._lock:
             self._check_open()
-            self._writer.add_metadata(name, encode_metadata(data))
-            self._flush_locked()
+            self._ops.append(("metadata", name, encoded))
+        self.flush()
 
     def add_attachment(self, name: str, data: bytes, media_type: str, t_ns: int = 0) -> None:
-        """Attach a file (e.g. the experiment TOML, a calibration image)."""
+        """Attach a file (e.g. the experiment TOML, a calibration image); on disk on return."""
         with self._lock:
             self._check_open()
-            self._writer.add_attachment(
-                create_time=t_ns, log_time=t_ns, name=name, media_type=media_type, data=bytes(data)
-            )
-            self._flush_locked()
+            self._ops.append(("attachment", name, bytes(data), media_type, int(t_ns)))
+        self.flush()
 
     @property
     def message_counts(self) -> dict[str, int]:
         with self._lock:
-            return dict(self._counts)
+            return {k: v for k, v in self._counts.items() if v}
 
-    def flush(self) -> None:
+    def flush(self, timeout_s: float = 30.0) -> None:
+        """Block until everything recorded so far is written and handed to the OS."""
+        done = threading.Event()
         with self._lock:
-            if not self._closed:
-                self._flush_locked()
+            if self._closed:
+                return
+            self._ops.append(("flush", done))
+        self._wake.set()
+        if not done.wait(timeout_s):
+            raise LogWriteError(f"log {self.path}: the writer did not flush within {timeout_s} s")
+        self._raise_writer_error()
 
     def close(self) -> None:
-        """Finish the file (summary, indexes). Safe to call twice."""
+        """Write what is queued, then the summary and indexes. Safe to call twice."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._stop.set()
-            try:
-                self._writer.finish()
-            finally:
-                self._file.close()
-        if self._flusher is not None and self._flusher is not threading.current_thread():
-            self._flusher.join(timeout=2.0)
+            self._ops.append(("close",))
+        self._wake.set()
+        self._thread.join()
         log.info("log closed: %s (%s)", self.path, self._counts)
+        self._raise_writer_error()
 
     def __enter__(self) -> McapRecorder:
         return self
@@ -214,46 +224,85 @@ class McapRecorder:
                 self.event("log_closed_on_error", time.monotonic_ns(), error=f"{exc_type.__name__}: {exc}")
             except Exception:  # never mask the original error
                 log.exception("could not record the error event")
-        self.close()
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception:  # the run's own error is the one to report
+            log.exception("closing the log after an error failed")
 
-    # -- internals
+    # -- caller side internals
     def _check_open(self) -> None:
         if self._closed:
             raise LogWriteError(f"log {self.path} is closed")
+        self._raise_writer_error()
 
-    def _declare(self, channel: str, schema: dict[str, Any], schema_name: str) -> int:
-        schema_id = self._writer.register_schema(
-            name=schema_name, encoding="jsonschema", data=json.dumps(schema).encode()
-        )
-        channel_id = self._writer.register_channel(topic=channel, message_encoding="json", schema_id=schema_id)
-        self._channels[channel] = channel_id
-        self._counts[channel] = 0
-        return channel_id
+    def _raise_writer_error(self) -> None:
+        if self._error is not None:
+            raise LogWriteError(f"writing log {self.path} failed: {self._error}") from self._error
 
-    def _add(self, channel: str, channel_id: int, t_ns: int, data: bytes) -> None:
-        sequence = self._counts[channel]
-        self._writer.add_message(channel_id=channel_id, log_time=t_ns, publish_time=t_ns, data=data, sequence=sequence)
-        self._counts[channel] = sequence + 1
-        self._pending = True
-        if time.monotonic() - self._last_flush_s >= self._flush_period_s:
-            self._flush_locked()
-
-    def _flush_locked(self) -> None:
-        self._writer.flush()
-        self._last_flush_s = time.monotonic()
-        self._pending = False
-
-    def _flush_loop(self) -> None:
-        period = self._flush_period_s / 4.0
-        while not self._stop.wait(period):
-            with self._lock:
-                if self._closed:
-                    return
-                if self._pending and time.monotonic() - self._last_flush_s >= self._flush_period_s:
-                    try:
-                        self._flush_locked()
-                    except Exception:  # disk full etc.: report, keep the run going
-                        log.exception("periodic flush of %s failed", self.path)
+    # -- writer thread
+    def _write_loop(self) -> None:
+        last_flush = time.monotonic()
+        pending = False
+        while True:
+            self._wake.wait(self._flush_period_s / 4.0)
+            self._wake.clear()
+            try:
+                while self._ops:
+                    op = self._ops.popleft()
+                    kind = op[0]
+                    if kind == "message":
+                        _, channel, t_ns, data, sequence = op
+                        self._writer.add_message(
+                            channel_id=self._channel_ids[channel],
+                            log_time=t_ns,
+                            publish_time=t_ns,
+                            data=data,
+                            sequence=sequence,
+                        )
+                        pending = True
+                    elif kind == "declare":
+                        _, channel, schema, schema_name = op
+                        schema_id = self._writer.register_schema(
+                            name=schema_name, encoding="jsonschema", data=json.dumps(schema).encode()
+                        )
+                        self._channel_ids[channel] = self._writer.register_channel(
+                            topic=channel, message_encoding="json", schema_id=schema_id
+                        )
+                    elif kind == "metadata":
+                        self._writer.add_metadata(op[1], op[2])
+                        pending = True
+                    elif kind == "attachment":
+                        _, name, data, media_type, t_ns = op
+                        self._writer.add_attachment(
+                            create_time=t_ns, log_time=t_ns, name=name, media_type=media_type, data=data
+                        )
+                        pending = True
+                    elif kind == "flush":
+                        self._writer.flush()
+                        last_flush, pending = time.monotonic(), False
+                        op[1].set()
+                    elif kind == "close":
+                        self._writer.finish()
+                        self._file.close()
+                        return
+                if pending and time.monotonic() - last_flush >= self._flush_period_s:
+                    self._writer.flush()
+                    last_flush, pending = time.monotonic(), False
+            except BaseException as exc:  # disk full, ...: keep the error for the caller, release waiters
+                log.exception("writing %s failed", self.path)
+                self._error = exc
+                while self._ops:
+                    op = self._ops.popleft()
+                    if op[0] == "flush":
+                        op[1].set()
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
+                return
 
 
 def _schema_name(channel: str) -> str:

@@ -119,7 +119,7 @@ def test_bad_payload_and_closed_recorder_raise_specific_errors(tmp_path):
 def test_flush_interval_makes_data_visible_before_close(tmp_path):
     """While the writer is still open, another reader sees everything recorded before the last flush."""
     path = tmp_path / "live.mcap"
-    rec = McapRecorder(path, flush_interval_s=0.05, background_flush=False)
+    rec = McapRecorder(path, flush_interval_s=10.0)  # no periodic flush during the test: only the explicit one
     for k in range(50):
         rec.record("/x", k, {"k": k})
     rec.flush()
