@@ -55,7 +55,13 @@ def run_start_ns(reader: LogReader) -> int:
     return span[0]
 
 
-def tracked_point(reader: LogReader, body: int = 0, topic: str = MOCAP_TOPIC) -> Track:
+TRACKED_POINT_TOPICS = (MOCAP_TOPIC, "/mocap/tracked_point")
+
+
+def tracked_point(reader: LogReader, body: int = 0, topic: str | None = None) -> Track:
+    """The tracked point from ``topic`` (default: the first of ``/mocap``, ``/mocap/tracked_point`` present)."""
+    if topic is None:
+        topic = next((t for t in TRACKED_POINT_TOPICS if reader.has(t)), MOCAP_TOPIC)
     if not reader.has(topic):
         raise CompareError(f"{reader.path} has no {topic} messages (channels: {', '.join(reader.topics)})")
     mocap = reader.channel(topic)
@@ -180,10 +186,16 @@ class Comparison:
 
 
 def compare_logs(
-    a_path: Any, b_path: Any, *, max_lag_s: float = 0.5, start_window_s: float = 0.5, body: int = 0
+    a_path: Any,
+    b_path: Any,
+    *,
+    max_lag_s: float = 0.5,
+    start_window_s: float = 0.5,
+    body: int = 0,
+    topic: str | None = None,
 ) -> Comparison:
     ra, rb = LogReader(a_path), LogReader(b_path)
-    a, b = tracked_point(ra, body), tracked_point(rb, body)
+    a, b = tracked_point(ra, body, topic), tracked_point(rb, body, topic)
     offset, score = estimate_time_offset(a, b, max_lag_s)
     b_on_a = sample_track(b, a.t_s + offset)
     both = a.valid & np.isfinite(b_on_a).all(axis=1)

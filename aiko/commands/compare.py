@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="seconds at the start over which the position offset is measured (0.5 s)",
     )
+    p.add_argument("--topic", default=None, help="tracked-point channel (default: /mocap, else /mocap/tracked_point)")
+    p.add_argument("--body", type=int, default=0, help="which tracked body of the channel (default 0)")
     p.add_argument("--labels", nargs=2, default=("A (real)", "B (sim)"), metavar=("A", "B"), help="plot legend")
     p.set_defaults(handler=run_compare)
 
@@ -40,7 +42,9 @@ def run_compare(args: argparse.Namespace) -> int:
         raise AikoError(f"--max-lag must be in (0, 60] s, got {args.max_lag}")
     if not 0 < args.start_window <= 600:
         raise AikoError(f"--start-window must be in (0, 600] s, got {args.start_window}")
-    cmp = compare_logs(args.a, args.b, max_lag_s=args.max_lag, start_window_s=args.start_window)
+    cmp = compare_logs(
+        args.a, args.b, max_lag_s=args.max_lag, start_window_s=args.start_window, body=args.body, topic=args.topic
+    )
     if args.plot:
         from aiko.plots import plot_comparison
 
