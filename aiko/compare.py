@@ -106,7 +106,13 @@ def estimate_time_offset(
     a: Track, b: Track, max_lag_s: float = 0.5, step_s: float | None = None
 ) -> tuple[float, float]:
     """Lag (s) maximising the correlation of the planar velocities of A and of B shifted; returns (lag, score)."""
-    dt = float(np.median(np.diff(a.t_s))) if len(a.t_s) > 1 else 0.05
+    for name, track in (("A", a), ("B", b)):
+        if int(track.valid.sum()) < 10:
+            raise CompareError(
+                f"run {name} has {int(track.valid.sum())} valid tracked-point samples of {len(track.t_s)} (need ≥ 10); "
+                "all occluded? (a backend without link poses, e.g. kinematic, gives no simulated motion capture)"
+            )
+    dt = float(np.median(np.diff(a.t_s)))
     step_s = step_s or dt / 20.0
     va = _velocities(a.t_s, a.position_m[:, :2])
     va = va - np.nanmean(va, axis=0)

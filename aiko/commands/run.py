@@ -42,6 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--report", metavar="PATH", help="run report, .html or .png (default: the log's name, .html)")
     run.add_argument("--no-report", action="store_true", help="do not write the run report")
+    run.add_argument(
+        "--replay",
+        nargs="?",
+        const="sim",
+        metavar="BACKEND",
+        help="then replay the log on a simulator (default: sim) and compare: LOG-replay.mcap, LOG-vs-replay.png",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -97,6 +104,10 @@ def run_command(args: argparse.Namespace) -> int:
         from aiko.report import write_report
 
         summary["report_path"] = str(write_report(out, args.report))
+    if args.replay:
+        from aiko.session import replay_and_compare
+
+        summary.update(replay_and_compare(out, backend_name=args.replay))
     if dashboard is not None:
         summary["live_dropped_records"] = dashboard.recorder.dropped
         if not args.json:
@@ -108,6 +119,12 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"log: {out}")
         if "report_path" in summary:
             print(f"report: {summary['report_path']}")
+        if "comparison" in summary:
+            c = summary["comparison"]
+            print(
+                f"replay: {summary['replay_log_path']}: RMS {c['rms_position_error_m'] * 1e3:.2f} mm, "
+                f"distance ratio {c['distance_ratio']}, plot {summary['comparison_plot']}"
+            )
     return 0
 
 
