@@ -10,6 +10,7 @@ readable prefix of a truncated file into a complete one.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import getpass
 import json
@@ -139,6 +140,7 @@ class McapRecorder:
         run_meta.update(metadata or {})
         self._thread = threading.Thread(target=self._write_loop, name="mcap-writer", daemon=True)
         self._thread.start()
+        atexit.register(self._close_at_exit)  # a recorder left open still gets its summary at interpreter exit
         self.add_metadata(RUN_METADATA_NAME, run_meta)
         self.declare_channel(EVENTS_TOPIC, EVENT_SCHEMA, "aiko.Event")
 
@@ -212,8 +214,15 @@ class McapRecorder:
             self._ops.append(("close",))
         self._wake.set()
         self._thread.join()
+        atexit.unregister(self._close_at_exit)
         log.info("log closed: %s (%s)", self.path, self._counts)
         self._raise_writer_error()
+
+    def _close_at_exit(self) -> None:
+        try:
+            self.close()
+        except Exception:  # at exit there is no one left to tell but the log
+            log.exception("closing %s at exit failed", self.path)
 
     def __enter__(self) -> McapRecorder:
         return self

@@ -116,7 +116,7 @@ class MocapTask:
         sample = self.source.sample(int(t_ns))
         self.recorder.record(self.topic, sample.t_ns, sample.payload())
         for event in self.source.pop_events():
-            self.recorder.event(event.kind, event.t_ns, source=sample.source, **event.fields)
+            self.recorder.event(event.kind, event.t_ns, **{"source": sample.source, **event.fields})
         self.samples += 1
         self.occluded += int(bool(sample.occluded[0])) if len(sample.occluded) else 0
         self.last = sample

@@ -217,7 +217,7 @@ class OpenCVMocap(MotionCapture):
                 failures += 1
                 if failures == 1:
                     with self._lock:
-                        self._events.append(MocapEvent("mocap_camera_lost", grabbed, {"source": str(self.source)}))
+                        self._events.append(MocapEvent("mocap_camera_lost", grabbed, {"device": str(self.source)}))
                 self._stop.wait(0.05)
                 continue
             if failures:

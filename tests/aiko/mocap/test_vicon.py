@@ -141,3 +141,19 @@ def test_missing_extra_names_the_pip_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyvicon_datastream", None)
     with pytest.raises(HardwareError, match=r"pip install 'aiko-stack\[vicon\]'"):
         import_pyvicon()
+
+
+def test_connection_events_reach_the_log_through_the_mocap_task():
+    from aiko.mocap.base import MocapTask
+    from aiko.recording import MemoryRecorder
+
+    frame = {"link6": ([10.0, 0.0, 0.0], [1, 0, 0, 0])}
+    client = FakeViconClient([frame, "drop", frame])
+    memory = MemoryRecorder()
+    mocap = ViconMocap("v:801", [ViconBody("aiko", "link6")], reconnect_interval_s=0.01, client_factory=lambda: client)
+    with mocap:
+        assert _wait(lambda: mocap.frames_received == 2)
+        MocapTask(mocap, memory)(time.monotonic_ns())
+    assert memory.event_kinds() == ["mocap_connected", "mocap_connection_lost", "mocap_reconnected"]
+    assert all(fields["source"] == "vicon" and fields["host"] == "v:801" for _, _, fields in memory.events)
+    assert len(memory.channels["/mocap"]) == 1
