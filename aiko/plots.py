@@ -53,14 +53,35 @@ def plot_comparison(cmp: Comparison, out: str | Path, labels: tuple[str, str] = 
         f"distance ratio {r['distance_ratio'] if r['distance_ratio'] is None else round(r['distance_ratio'], 3)}",
         fontsize=10,
     )
-    ax_j = fig.add_subplot(grid[2, :])
-    _joint_rms_bars(ax_j, r["joint_tracking_rms_rad"], labels)
+    _joint_series(fig.add_subplot(grid[2, 0]), cmp, labels, offset)
+    _joint_rms_bars(fig.add_subplot(grid[2, 1]), r["joint_tracking_rms_rad"], labels)
     fig.suptitle(f"{Path(r['a']).name} vs {Path(r['b']).name} — tracked point {r['tracked_point']}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
+
+
+def _joint_series(ax, cmp: Comparison, labels: tuple[str, str], offset_s: float) -> None:
+    """The middle joint's horizontal angle: reference, run A (solid) and run B (dashed)."""
+    ra, rb = cmp.a_reader, cmp.b_reader
+    if not (ra.has("/joint_feedback") and rb.has("/joint_feedback")):
+        ax.text(0.5, 0.5, "no joint data", ha="center", va="center", transform=ax.transAxes)
+        return
+    fa, fb = ra.channel("/joint_feedback"), rb.channel("/joint_feedback")
+    j = fa["angle_h_rad"].shape[1] // 2
+    if ra.has("/references"):
+        refs = ra.channel("/references")
+        ax.step(
+            refs["t_s"], np.degrees(refs["angle_h_rad"][:, j]), where="post", color="0.6", lw=1, label="reference A"
+        )
+    ax.plot(fa["t_s"], np.degrees(fa["angle_h_rad"][:, j]), "-", color="C0", label=labels[0])
+    ax.plot(fb["t_s"], np.degrees(fb["angle_h_rad"][:, j]), "--", color="C1", label=labels[1])
+    ax.set_xlabel("t [s] (joint data share the reference clock: no mocap offset)")
+    ax.set_ylabel(f"joint {j + 1} horizontal [deg]")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right", fontsize=8)
 
 
 def _joint_rms_bars(ax, tracking: dict, labels: tuple[str, str]) -> None:
