@@ -81,6 +81,10 @@ class Ring:
         return t, v
 
 
+ALARM_WORDS = ("fault", "watchdog", "stale", "estop", "emergency", "error", "lost", "diverged")
+"""Event kinds containing one of these count as alarms (module_fault, can_error, mocap_connection_lost, ...)."""
+
+
 @dataclass
 class DashboardModel:
     """Histories for the panels: references vs measured per joint, tracked x–y path, module and bus health."""
@@ -95,6 +99,8 @@ class DashboardModel:
     counts: collections.Counter = field(default_factory=collections.Counter)
     events: collections.deque = field(default_factory=lambda: collections.deque(maxlen=12))
     last_t_s: float = 0.0
+    last_feedback_t_s: float | None = None
+    alarms: int = 0
     occluded_samples: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -117,6 +123,9 @@ class DashboardModel:
                 if payload.get("kind") == "start" and self.start_ns is None:
                     self.start_ns = t_ns
                 t = self.t_s(t_ns)
+                kind = str(payload.get("kind", ""))
+                if any(word in kind for word in ALARM_WORDS):
+                    self.alarms += 1
                 detail = {k: v for k, v in payload.items() if k != "kind"}
                 self.events.append(f"{t:8.3f} s  {payload.get('kind', '?')}  {detail if detail else ''}")
                 return
@@ -125,6 +134,7 @@ class DashboardModel:
             if channel == "/references":
                 self.references.append(payload.get("t_s", t), [*payload["angle_h_rad"], *payload["angle_v_rad"]])
             elif channel == "/joint_feedback":
+                self.last_feedback_t_s = t
                 self.measured.append(payload.get("t_s", t), [*payload["angle_h_rad"], *payload["angle_v_rad"]])
                 status = payload.get("status")
                 if status is not None and len(status) == self.n_joints:
@@ -140,6 +150,10 @@ class DashboardModel:
                     return  # a gap in the path, never a jump to the origin
                 capture = payload.get("capture_t_ns")
                 self.path.append(self.t_s(capture) if capture is not None else t, p[:2])
+
+    def feedback_age_s(self) -> float | None:
+        """How long the joint modules have been silent, on the run's clock (bus health at a glance)."""
+        return None if self.last_feedback_t_s is None else max(0.0, self.last_t_s - self.last_feedback_t_s)
 
     def health(self) -> list[str]:
         """One word per joint module from its status flags (what the operator must see at a glance)."""

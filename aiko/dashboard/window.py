@@ -200,6 +200,8 @@ def build_window(
                 events = list(m.events)
                 t_last = m.last_t_s
                 occluded = m.occluded_samples
+                alarms = m.alarms
+                feedback_age = m.feedback_age_s()
             n = m.n_joints
             ref_deg, fb_deg = np.degrees(ref), np.degrees(fb)
             for j, (h_ref, h_fb, v_ref, v_fb) in enumerate(self.joint_curves):
@@ -218,7 +220,12 @@ def build_window(
                     item.setText(word)
                     item.setForeground(pg.mkColor(HEALTH_COLOURS.get(word, "#000")))
             elapsed = max(t_last, 1e-9)
-            lines = [f"t = {t_last:.2f} s", f"occluded mocap samples: {occluded}"]
+            age = "no feedback yet" if feedback_age is None else f"{feedback_age * 1e3:.0f} ms"
+            lines = [
+                f"t = {t_last:.2f} s",
+                f"bus: feedback age {age}, alarms {alarms}",
+                f"occluded mocap samples: {occluded}",
+            ]
             if self.source is not None:
                 lines.append(f"dropped by the display: {self.source.dropped}")
             for channel in sorted(counts):

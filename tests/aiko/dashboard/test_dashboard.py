@@ -113,3 +113,14 @@ def test_pyside_612_on_python_311_is_refused_with_a_fix():
         check_pyside_version("6.12.0", (3, 11))
     check_pyside_version("6.12.0", (3, 12))
     check_pyside_version("6.11.3", (3, 11))
+
+
+def test_bus_health_feedback_age_and_alarms():
+    model = DashboardModel(n_joints=2)
+    model.ingest("/events", 0, {"kind": "start"})
+    model.ingest("/joint_feedback", 10_000_000, {"t_s": 0.01, "angle_h_rad": [0, 0], "angle_v_rad": [0, 0]})
+    model.ingest("/references", 510_000_000, {"t_s": 0.51, "angle_h_rad": [0, 0], "angle_v_rad": [0, 0]})
+    model.ingest("/events", 520_000_000, {"kind": "module_watchdog", "node": 3})
+    model.ingest("/events", 530_000_000, {"kind": "operator_note", "text": "ok"})
+    assert model.feedback_age_s() == pytest.approx(0.5)
+    assert model.alarms == 1
