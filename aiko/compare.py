@@ -37,6 +37,7 @@ class Track:
     position_m: np.ndarray
     occluded: np.ndarray
     name: str = ""
+    quaternion_wxyz: np.ndarray | None = None  # (N, 4), NaN where unknown
 
     @property
     def valid(self) -> np.ndarray:
@@ -80,7 +81,21 @@ def tracked_point(reader: LogReader, body: int = 0, topic: str | None = None) ->
     t_s = (np.asarray(t_ns, dtype=np.int64)[order] - run_start_ns(reader)) * 1e-9
     names = mocap["names"] if "names" in mocap else None
     name = str(names[0][body]) if names is not None and len(names) and names.ndim == 2 else ""
-    return Track(t_s, p[order], occluded[order], name)
+    quaternion = None
+    if "quaternion_wxyz" in mocap:
+        q = np.asarray(mocap["quaternion_wxyz"], dtype=np.float64)
+        q = q[:, None, :] if q.ndim == 2 else q
+        if q.ndim == 3 and q.shape[1] > body and q.shape[2] == 4:
+            quaternion = q[:, body, :].copy()
+            quaternion[occluded] = np.nan
+            quaternion = quaternion[order]
+    return Track(t_s, p[order], occluded[order], name, quaternion)
+
+
+def yaw_rad(quaternion_wxyz: np.ndarray) -> np.ndarray:
+    """Heading of the body's x axis in the floor plane (rotation about z), from unit quaternions (w, x, y, z)."""
+    w, x, y, z = (quaternion_wxyz[..., i] for i in range(4))
+    return np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
 def sample_track(track: Track, t_s: np.ndarray) -> np.ndarray:
@@ -166,16 +181,31 @@ def joint_difference_rms(a: LogReader, b: LogReader) -> dict[str, list[float]] |
 def displacement(track: Track) -> dict[str, Any]:
     valid = np.flatnonzero(track.valid & (track.t_s >= 0))
     if len(valid) < 2:
-        return {"start_m": None, "end_m": None, "displacement_m": None, "distance_m": 0.0, "heading_deg": None}
+        return {
+            "start_m": None,
+            "end_m": None,
+            "displacement_m": None,
+            "distance_m": 0.0,
+            "heading_deg": None,
+            "yaw_change_deg": None,
+        }
     start, end = track.position_m[valid[0]], track.position_m[valid[-1]]
     d = end - start
-    return {
+    out = {
         "start_m": start.tolist(),
         "end_m": end.tolist(),
         "displacement_m": d.tolist(),
         "distance_m": float(np.hypot(d[0], d[1])),
         "heading_deg": math.degrees(math.atan2(d[1], d[0])),
+        "yaw_change_deg": None,
     }
+    if track.quaternion_wxyz is not None:
+        q = track.quaternion_wxyz[valid]
+        ok = np.isfinite(q).all(axis=1)
+        if ok.sum() >= 2:
+            yaw = np.unwrap(yaw_rad(q[ok]))  # the body may turn more than half a turn over a run
+            out["yaw_change_deg"] = math.degrees(yaw[-1] - yaw[0])
+    return out
 
 
 @dataclass

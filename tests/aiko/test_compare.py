@@ -131,3 +131,31 @@ def test_log_without_mocap_is_a_one_line_error(tmp_path, capsys):
         compare_logs(path, path)
     assert main(["compare", str(path), str(path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_yaw_of_the_tracked_body():
+    from aiko.compare import Track, displacement, yaw_rad
+
+    def q_z(a):
+        return np.array([np.cos(a / 2), 0, 0, np.sin(a / 2)])
+
+    def q_mul(p, q):
+        w1, x1, y1, z1 = p
+        w2, x2, y2, z2 = q
+        return np.array(
+            [
+                w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+                w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+            ]
+        )
+
+    pitch = np.array([np.cos(0.15), 0, np.sin(0.15), 0])  # 0.3 rad about y: the x axis tilts, its heading stays
+    assert yaw_rad(q_mul(q_z(0.7), pitch)) == pytest.approx(0.7, abs=1e-12)
+    angles = np.linspace(0, 4 * np.pi, 200)  # two full turns
+    quats = np.array([q_z(a) for a in angles])
+    t = np.arange(200) * 0.05
+    pos = np.column_stack([np.cos(angles), np.sin(angles), np.zeros(200)])
+    track = Track(t, pos, np.zeros(200, bool), "x", quats)
+    assert displacement(track)["yaw_change_deg"] == pytest.approx(720.0, abs=1e-9)
