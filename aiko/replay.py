@@ -52,6 +52,7 @@ class LoggedReferences:
         self.rate_h_rad_s = np.asarray(rate_h_rad_s, dtype=np.float64)[order]
         self.rate_v_rad_s = np.asarray(rate_v_rad_s, dtype=np.float64)[order]
         self.initial = initial
+        self.initial_posture_source = "given"
         self.n_joints = self.angle_h_rad.shape[1]
 
     def references(self, t_s: float, feedback: JointFeedback | None = None) -> JointReferences:
@@ -77,7 +78,7 @@ class LoggedReferences:
         return self.initial
 
     @staticmethod
-    def from_log(reader: LogReader) -> LoggedReferences:
+    def from_log(reader: LogReader, initial_posture: str = "commanded") -> LoggedReferences:
         if not reader.has(REFERENCES_TOPIC):
             raise ReplayError(f"{reader.path} has no {REFERENCES_TOPIC} messages; nothing to replay")
         refs = reader.channel(REFERENCES_TOPIC)
@@ -89,21 +90,44 @@ class LoggedReferences:
         zeros = np.zeros_like(h)
         rh = refs["rate_h_rad_s"] if "rate_h_rad_s" in refs else zeros
         rv = refs["rate_v_rad_s"] if "rate_v_rad_s" in refs else zeros
-        return LoggedReferences(refs["t_s"], h, v, rh, rv, initial_posture_from_log(reader, h.shape[1]))
+        initial, source = initial_posture_from_log(reader, h.shape[1], initial_posture)
+        gait = LoggedReferences(refs["t_s"], h, v, rh, rv, initial)
+        gait.initial_posture_source = source
+        return gait
 
 
-def initial_posture_from_log(reader: LogReader, n_joints: int) -> JointReferences:
-    """Logged initial posture (metadata), else the first joint feedback, else the first reference."""
+POSTURE_CHOICES = ("commanded", "measured")
+
+
+def initial_posture_from_log(
+    reader: LogReader, n_joints: int, prefer: str = "commanded"
+) -> tuple[JointReferences, str]:
+    """The posture the replay starts from, and where it came from.
+
+    ``commanded``: the start posture stored in the metadata — where every simulator placed the robot, so a replay
+    of a simulated run starts bit-identically (measured angles carry round-off, and contact dynamics amplify a
+    1e-16 rad difference into millimetres over seconds). ``measured``: the joint feedback read at t = 0, for a
+    real robot laid down only roughly in the start posture. Each falls back to the other, then to the first
+    reference.
+    """
+    if prefer not in POSTURE_CHOICES:
+        raise ConfigError(f"initial posture {prefer!r}: choose one of {', '.join(POSTURE_CHOICES)}")
+    candidates: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     meta = reader.run_metadata.get("initial_posture")
     if isinstance(meta, dict) and len(meta.get("angle_h_rad", [])) == n_joints:
-        h, v = np.asarray(meta["angle_h_rad"], float), np.asarray(meta["angle_v_rad"], float)
-    elif reader.has("/joint_feedback"):
+        candidates["commanded"] = (np.asarray(meta["angle_h_rad"], float), np.asarray(meta["angle_v_rad"], float))
+    if reader.has("/joint_feedback"):
         fb = reader.channel("/joint_feedback")
-        h, v = fb["angle_h_rad"][0], fb["angle_v_rad"][0]
+        if "t_s" in fb and abs(float(fb["t_s"][0])) < 1e-6 and fb["angle_h_rad"].shape[1] == n_joints:
+            candidates["measured"] = (fb["angle_h_rad"][0], fb["angle_v_rad"][0])
+    order = [prefer, *(c for c in POSTURE_CHOICES if c != prefer)]
+    source = next((c for c in order if c in candidates), "first reference")
+    if source in candidates:
+        h, v = candidates[source]
     else:
         refs = reader.channel(REFERENCES_TOPIC)
         h, v = refs["angle_h_rad"][0], refs["angle_v_rad"][0]
-    return JointReferences(0.0, h.copy(), v.copy(), np.zeros(n_joints), np.zeros(n_joints))
+    return JointReferences(0.0, h.copy(), v.copy(), np.zeros(n_joints), np.zeros(n_joints)), source
 
 
 def experiment_from_log(reader: LogReader, overrides: Mapping[str, Any] | None = None) -> Experiment:
@@ -139,6 +163,7 @@ def replay(
     *,
     backend_name: str | None = None,
     backend: JointInterface | None = None,
+    initial_posture: str = "commanded",
 ) -> dict[str, Any]:
     """Replay ``log_path`` on a simulator and record ``out_path``; returns the replay's run summary."""
     if Path(out_path).resolve() == Path(log_path).resolve():
@@ -147,7 +172,7 @@ def replay(
     overrides = dict(overrides or {})
     name = backend_name or str(overrides.pop("backend.default", "")) or DEFAULT_REPLAY_BACKEND
     experiment = experiment_from_log(reader, overrides)
-    gait = LoggedReferences.from_log(reader)
+    gait = LoggedReferences.from_log(reader, initial_posture)
     if gait.n_joints != experiment.robot.n_joints:
         raise ReplayError(
             f"the log has references for {gait.n_joints} joints but robot {experiment.robot.name!r} has "
@@ -163,5 +188,9 @@ def replay(
         options,
         backend=backend,
         mocap=settings,
-        extra_metadata={"replay_of": str(Path(log_path)), "replay_overrides": overrides},
+        extra_metadata={
+            "replay_of": str(Path(log_path)),
+            "replay_overrides": overrides,
+            "replay_initial_posture_source": gait.initial_posture_source,
+        },
     )

@@ -28,6 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="override a setting of the logged experiment, e.g. --set sim.mu_x=0.3 (repeatable)",
     )
+    p.add_argument(
+        "--initial-posture",
+        choices=("commanded", "measured"),
+        default="commanded",
+        help="start from the logged start posture (default; exact for simulated runs) or from the joint feedback "
+        "measured at t = 0 (a real robot laid down roughly)",
+    )
     p.add_argument("--json", action="store_true", help="print the replay's JSON summary on stdout")
     p.set_defaults(handler=run_replay)
 
@@ -35,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     overrides = dict(parse_override(item) for item in args.set)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    summary = replay(args.log, args.out, overrides, backend_name=args.backend)
+    summary = replay(args.log, args.out, overrides, backend_name=args.backend, initial_posture=args.initial_posture)
     if args.json:
         print(json.dumps(summary))
     else:

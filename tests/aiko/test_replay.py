@@ -53,6 +53,7 @@ def test_replay_reproduces_trajectory_and_references(original, tmp_path):
     assert rms < 1e-3 and np.ptp(pa[:, 0]) > 0.01  # reproduces within 1 mm and the robot did move
     assert rms < 1e-12  # the chain plant is deterministic: in fact exactly
     assert b.run_metadata["replay_of"] == str(path)
+    assert b.run_metadata["replay_initial_posture_source"] == "commanded"
 
 
 def test_replay_with_override_changes_the_run(original, tmp_path):
