@@ -124,3 +124,18 @@ def test_bus_health_feedback_age_and_alarms():
     model.ingest("/events", 530_000_000, {"kind": "operator_note", "text": "ok"})
     assert model.feedback_age_s() == pytest.approx(0.5)
     assert model.alarms == 1
+
+
+def test_queue_recorder_never_waits_for_a_stalled_display():
+    import multiprocessing as mp
+
+    from aiko.dashboard.live import QueueRecorder
+
+    q = mp.get_context("spawn").Queue(maxsize=10)  # nobody reads it: the display has stalled
+    recorder = QueueRecorder(q)
+    for k in range(1000):
+        recorder.record("/joint_feedback", k, {"k": k})
+    recorder.event("stop", 1000)
+    assert recorder.dropped == 991  # 10 queued, every other record dropped and counted, none waited for
+    q.cancel_join_thread()
+    q.close()
