@@ -175,3 +175,58 @@ def test_missing_video_is_a_config_error(tmp_path):
     mocap = OpenCVMocap(str(tmp_path / "nope.mp4"), MarkerTracker(plane, [MarkerSpec("red", hsv=RED)]))
     with pytest.raises(ConfigError, match="not found"):
         mocap.start()
+
+
+class FakeCamera:
+    """cv2.VideoCapture stand-in for the live (threaded) mode: a few good frames, failed reads, good again."""
+
+    def __init__(self, frames, fail_after=3, fail_count=4):
+        self.frames, self.fail_after, self.fail_count = frames, fail_after, fail_count
+        self.reads = 0
+
+    def isOpened(self):  # noqa: N802 - OpenCV's name
+        return True
+
+    def get(self, prop):
+        return 30.0
+
+    def read(self):
+        import time
+
+        time.sleep(0.005)
+        self.reads += 1
+        if self.fail_after <= self.reads - 1 < self.fail_after + self.fail_count:
+            return False, None
+        return True, self.frames[self.reads % len(self.frames)]
+
+    def release(self):
+        pass
+
+
+def test_live_camera_mode_latest_frame_stale_and_events():
+    import time
+
+    scene, truth = _scene()
+    camera = look_at_camera((0.0, -0.1, 1.0), (0.0, 0.0, 0.0), size=(960, 720), fx_px=800.0)
+    image = render(scene, camera)
+    plane = calibrate_plane(image, _ideal(camera), PATTERN, SQUARE_M, origin_m=BOARD_ORIGIN_M)
+    fake = FakeCamera([image])
+    clock = time.monotonic_ns
+    mocap = OpenCVMocap(
+        0,
+        MarkerTracker(plane, [MarkerSpec("aruco", aruco_id=7)]),
+        capture_factory=lambda s: fake,
+        stale_after_s=0.5,
+        clock_ns=clock,
+    )
+    with mocap:
+        deadline = time.monotonic() + 10
+        while fake.reads < 12 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sample = mocap.sample(clock())
+        assert not sample.occluded[0]
+        assert np.linalg.norm(sample.position_m[0, :2] - truth["aruco"]) < TOL_M
+        assert sample.capture_t_ns <= sample.t_ns  # grabbed before it was handed over
+        stale = mocap.sample(clock() + 2_000_000_000)
+    assert stale.occluded.all() and np.isnan(stale.position_m).all()
+    assert [e.kind for e in mocap.pop_events()] == ["mocap_camera_lost", "mocap_camera_recovered"]
