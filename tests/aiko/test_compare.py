@@ -37,8 +37,10 @@ def run_a(tmp_path_factory):
     return path
 
 
-def shifted_copy(src, dst, shift_s, offset_m, occlude_every=0):
-    """Every message of src; /mocap stamped shift_s later, moved by offset_m, every n-th sample occluded."""
+def shifted_copy(src, dst, shift_s, offset_m, occlude_every=0, noise_std_m=0.0):
+    """Every message of src; /mocap stamped shift_s later, moved by offset_m, every n-th sample occluded,
+    independent Gaussian noise added."""
+    rng = np.random.default_rng(11)
     reader = LogReader(src)
     shift_ns = round(shift_s * 1e9)
     occluded_added = 0
@@ -51,7 +53,7 @@ def shifted_copy(src, dst, shift_s, offset_m, occlude_every=0):
                 continue
             if topic == "/mocap":
                 payload = dict(payload)
-                p = np.array(payload["position_m"], dtype=float) + offset_m
+                p = np.array(payload["position_m"], dtype=float) + offset_m + rng.normal(0, noise_std_m, 3)
                 flags = list(payload["occluded"])
                 if occlude_every and k % occlude_every == 3 and not flags[0]:
                     p[0] = np.nan
@@ -74,6 +76,15 @@ def test_shift_and_offset_recovered(run_a, tmp_path, shift_s):
     np.testing.assert_allclose(r["position_offset_m"], OFFSET_M, atol=1e-3)
     assert r["rms_position_error_m"] < 1e-3
     assert abs(r["distance_ratio"] - 1.0) < 0.02
+
+
+def test_shift_recovered_through_independent_noise(run_a, tmp_path):
+    b = tmp_path / "b.mcap"
+    shifted_copy(run_a, b, 0.12, OFFSET_M, occlude_every=7, noise_std_m=0.001)  # 1 mm noise, as a Vicon on a bad day
+    r = compare_logs(run_a, b).result
+    assert abs(r["time_offset_s"] - 0.12) < MOCAP_PERIOD_S
+    np.testing.assert_allclose(r["position_offset_m"], OFFSET_M, atol=2e-3)
+    assert 0.5e-3 < r["rms_position_error_m"] < 3e-3  # the noise, not an alignment error
 
 
 def test_occluded_samples_are_nan_flagged_skipped_and_counted(run_a, tmp_path):
