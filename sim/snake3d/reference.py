@@ -7,7 +7,10 @@ One step of length Δt:
 4. the prox iteration (eq. 84–93): the joint impulses P_J are solved directly from W_JMᵀ u_E = 0 each time the
    contact impulses change (eq. 84 corrected as in the notes), u_E from eq. 86, then each active contact's
    P_N, P_T, P_V are updated by eq. 87–89. We sweep contacts Gauss–Seidel (each update sees the velocity produced by
-   the previous ones) instead of the paper's Jacobi sweep: same fixed point, faster and more robust convergence;
+   the previous ones) instead of the paper's Jacobi sweep: same fixed point, faster and more robust convergence.
+   Sweeps stop on eq. 93 or on a small velocity change (see :class:`SnakeModel`), and the step is accepted only if
+   the contact laws then hold to ``residual_tolerance_m_s``; otherwise r is halved and the step retried, then it
+   raises with the time and the links of the worst contacts;
 5. q_E = q_M + Δt/2 F(q_M) u_E (eq. 83), then the projection of Sec. VII-C (quaternion norms, joint gaps).
 
 Friction on the ellipse C_T (eq. 58) uses a diagonal prox parameter R_T = c·diag(μ_x², μ_y²). The prox of eq. 61
@@ -37,7 +40,7 @@ class StepInfo:
     iterations: int
     retries: int
     active_contacts: np.ndarray  # indices a of the active contacts
-    impulses: np.ndarray  # (2n, 4) contact impulses [N, Tx, Ty, V] of this step (N s), zero for open contacts
+    impulses: np.ndarray  # (n_all_contacts, 4) impulses [N, T1, T2, V] of this step (N s), 0 for open contacts
     joint_impulses: np.ndarray  # (n−1, 4) P_J of eq. 84
 
 
