@@ -43,9 +43,7 @@ def cardan_chain(
     if not link_length_m > 0:
         raise ChainModelError(f"link_length_m must be > 0, got {link_length_m!r}")
     if not 0 <= axis_offset_m < link_length_m:
-        raise ChainModelError(
-            f"axis_offset_m must be in [0, link_length_m = {link_length_m}), got {axis_offset_m!r}"
-        )
+        raise ChainModelError(f"axis_offset_m must be in [0, link_length_m = {link_length_m}), got {axis_offset_m!r}")
     n_joints = int(n_links) - 1
     ez = np.array([0.0, 0.0, 1.0])
     reach = 0.5 * (link_length_m - axis_offset_m)  # link centre -> nearest axis of a neighbouring joint
@@ -77,8 +75,7 @@ def _check_angles(joint_angles_rad: np.ndarray) -> np.ndarray:
     angles = np.asarray(joint_angles_rad, dtype=float)
     if angles.ndim != 2 or angles.shape[1] != 2 or angles.shape[0] < 1:
         raise ChainModelError(
-            "joint_angles_rad must have shape (n_links - 1, 2) with columns (alpha_h, alpha_v), "
-            f"got {angles.shape}"
+            f"joint_angles_rad must have shape (n_links - 1, 2) with columns (alpha_h, alpha_v), got {angles.shape}"
         )
     if not np.all(np.isfinite(angles)):
         raise ChainModelError("joint_angles_rad contains non-finite values")

@@ -18,6 +18,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from sim import lie
+from sim.chain.fast import eom_matrices
 from sim.chain.kinematics import ChainFrames, chain_frames, check_coordinates
 from sim.chain.model import Chain, ChainModelError
 from sim.chain.transfer import stack_blocks, transfer_blocks, transfer_rate_blocks
@@ -94,21 +95,48 @@ def generalized_force(
 
 
 def forward_dynamics(
-    chain: Chain, q: np.ndarray, q_dot: np.ndarray, tau: np.ndarray | None = None, F_star_extra=None
+    chain: Chain,
+    q: np.ndarray,
+    q_dot: np.ndarray,
+    tau: np.ndarray | None = None,
+    F_star_extra: np.ndarray | None = None,
+    reference: bool = False,
 ) -> np.ndarray:
-    """q_dd = M*^-1 (F*_gravity + tau + F*_extra - N* q_dot) (eq. 87), by Cholesky since M* is SPD."""
-    eom = assemble(chain, q, q_dot)
-    return accelerations(eom, q_dot, tau, F_star_extra)
+    """q_dd = M*^-1 (F*_gravity + tau + F*_extra - N* q_dot) (eq. 87), by Cholesky since M* is SPD.
+
+    Uses the numba kernel (sim.chain.fast); reference=True uses the numpy assembly instead.
+    """
+    M_star, N_star, F_gravity = _matrices(chain, q, q_dot, reference)
+    rhs = F_gravity - N_star @ q_dot
+    if tau is not None:
+        rhs = rhs + check_coordinates(chain, tau, "tau")  # the motor part of F* is exactly tau
+    if F_star_extra is not None:
+        rhs = rhs + F_star_extra
+    return _solve_spd(M_star, rhs)
 
 
 def accelerations(eom: EquationsOfMotion, q_dot: np.ndarray, tau=None, F_star_extra=None) -> np.ndarray:
+    """Forward dynamics from an already assembled EquationsOfMotion."""
     rhs = eom.F_star_gravity - eom.N_star @ q_dot
     if tau is not None:
-        rhs = rhs + tau  # the motor part of F* is exactly the joint torques (test: joint_torque_moments)
+        rhs = rhs + tau
     if F_star_extra is not None:
         rhs = rhs + F_star_extra
+    return _solve_spd(eom.M_star, rhs)
+
+
+def _matrices(chain: Chain, q, q_dot, reference: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    q = check_coordinates(chain, q)
+    q_dot = check_coordinates(chain, q_dot, "q_dot")
+    if reference:
+        eom = assemble(chain, q, q_dot)
+        return eom.M_star, eom.N_star, eom.F_star_gravity
+    return eom_matrices(chain, q, q_dot)
+
+
+def _solve_spd(M_star: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     try:
-        return cho_solve(cho_factor(eom.M_star), rhs)
+        return cho_solve(cho_factor(M_star), rhs)
     except np.linalg.LinAlgError as exc:
         raise ChainModelError(
             "M* is not positive definite: some joint moves no mass or inertia (check masses/inertias)"
@@ -116,12 +144,17 @@ def accelerations(eom: EquationsOfMotion, q_dot: np.ndarray, tau=None, F_star_ex
 
 
 def inverse_dynamics(
-    chain: Chain, q: np.ndarray, q_dot: np.ndarray, q_ddot: np.ndarray, F_star_extra=None
+    chain: Chain,
+    q: np.ndarray,
+    q_dot: np.ndarray,
+    q_ddot: np.ndarray,
+    F_star_extra: np.ndarray | None = None,
+    reference: bool = False,
 ) -> np.ndarray:
     """Joint torques F*_a = M* q_dd + N* q_d - F*_c (eq. 94); F*_c is gravity plus F_star_extra."""
     q_ddot = check_coordinates(chain, q_ddot, "q_ddot")
-    eom = assemble(chain, q, q_dot)
-    tau = eom.M_star @ q_ddot + eom.N_star @ np.asarray(q_dot, dtype=float) - eom.F_star_gravity
+    M_star, N_star, F_gravity = _matrices(chain, q, q_dot, reference)
+    tau = M_star @ q_ddot + N_star @ np.asarray(q_dot, dtype=float) - F_gravity
     if F_star_extra is not None:
         tau = tau - F_star_extra
     return tau
@@ -134,8 +167,7 @@ def kinetic_energy_j(chain: Chain, q: np.ndarray, q_dot: np.ndarray) -> float:
     v = np.einsum("naj,j->na", Bx, q_dot)
     w = np.einsum("naj,j->na", Bw, q_dot)
     return float(
-        0.5 * np.sum(chain.mass_kg * np.sum(v * v, axis=1))
-        + 0.5 * np.einsum("na,nab,nb->", w, chain.inertia_kg_m2, w)
+        0.5 * np.sum(chain.mass_kg * np.sum(v * v, axis=1)) + 0.5 * np.einsum("na,nab,nb->", w, chain.inertia_kg_m2, w)
     )
 
 

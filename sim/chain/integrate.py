@@ -103,9 +103,5 @@ def simulate(
     def rhs(t_s: float, y: np.ndarray) -> np.ndarray:
         return np.concatenate([y[n:], f(t_s, y[:n], y[n:])])
 
-    sol = solve_ivp(
-        rhs, (0.0, t[-1]), np.concatenate([q0, q_dot0]), method=method, t_eval=t, rtol=rtol, atol=atol
-    )
-    return ChainTrajectory(
-        sol.t, sol.y[:n].T, sol.y[n:].T, bool(sol.success), str(sol.message), int(sol.nfev)
-    )
+    sol = solve_ivp(rhs, (0.0, t[-1]), np.concatenate([q0, q_dot0]), method=method, t_eval=t, rtol=rtol, atol=atol)
+    return ChainTrajectory(sol.t, sol.y[:n].T, sol.y[n:].T, bool(sol.success), str(sol.message), int(sol.nfev))

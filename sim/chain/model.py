@@ -76,9 +76,7 @@ class Chain:
         norms = np.linalg.norm(self.joint_axis, axis=1)
         if not np.allclose(norms, 1.0, atol=1e-12):
             i = int(np.argmax(np.abs(norms - 1.0)))
-            raise ChainModelError(
-                f"joint_axis[{i}] has norm {norms[i]:.6g}; generator axes must be unit vectors"
-            )
+            raise ChainModelError(f"joint_axis[{i}] has norm {norms[i]:.6g}; generator axes must be unit vectors")
         if np.any(self.mass_kg < 0):
             raise ChainModelError(f"mass_kg must be >= 0, got {self.mass_kg.min():.6g}")
         J = self.inertia_kg_m2

@@ -223,9 +223,7 @@ def test_tangent_operator_gives_the_exact_frozen_strain_substep():
     source = RNG.normal(size=6)
     eta0 = RNG.normal(size=6)
     h = 0.37
-    sol = solve_ivp(
-        lambda s, y: source - lie.ad(xi) @ y, (0, h), eta0, rtol=1e-12, atol=1e-13, method="DOP853"
-    )
+    sol = solve_ivp(lambda s, y: source - lie.ad(xi) @ y, (0, h), eta0, rtol=1e-12, atol=1e-13, method="DOP853")
     exact = lie.Ad(lie.exp_se3(-h * xi)) @ (eta0 + h * lie.tangent_se3(h * xi) @ source)
     np.testing.assert_allclose(exact, sol.y[:, -1], atol=1e-10)
 
