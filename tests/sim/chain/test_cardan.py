@@ -99,8 +99,8 @@ def test_tracked_link_pose_fixes_every_other_link():
 def test_axis_offset_effect_on_link6_during_sidewinding_is_millimetres():
     """Size of the 2.2 cm yaw-pitch offset on link 6 (relative to link 1) over one sidewinding period.
 
-    Small but not negligible against Vicon's sub-millimetre accuracy: between 1 mm and 2 cm (printed numbers
-    in docs/chain.md come from benchmarks/chain_speed.py --offset-effect)."""
+    Small but not negligible against Vicon's sub-millimetre accuracy: between 1 mm and 2 cm (the numbers in
+    docs/chain.md come from `aiko chain offset-effect experiments/sidewinding.toml`)."""
     period_s = 2 * np.pi / np.deg2rad(80.0)
     shifts = []
     for t in np.linspace(0.0, period_s, 40):
