@@ -18,10 +18,12 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from sim import lie
-from sim.chain.fast import eom_matrices
+from sim.chain.fast import chain_arrays, eom_matrices, forward_dynamics_kernel
 from sim.chain.kinematics import ChainFrames, chain_frames, check_coordinates
 from sim.chain.model import Chain, ChainModelError
 from sim.chain.transfer import stack_blocks, transfer_blocks, transfer_rate_blocks
+
+NOT_SPD_MESSAGE = "M* is not positive definite: some joint moves no mass or inertia (check masses/inertias)"
 
 
 @dataclass(frozen=True)
@@ -106,13 +108,20 @@ def forward_dynamics(
 
     Uses the numba kernel (sim.chain.fast); reference=True uses the numpy assembly instead.
     """
-    M_star, N_star, F_gravity = _matrices(chain, q, q_dot, reference)
-    rhs = F_gravity - N_star @ q_dot
+    q = check_coordinates(chain, q)
+    q_dot = check_coordinates(chain, q_dot, "q_dot")
+    extra = np.zeros(chain.n_bodies)
     if tau is not None:
-        rhs = rhs + check_coordinates(chain, tau, "tau")  # the motor part of F* is exactly tau
+        extra += check_coordinates(chain, tau, "tau")  # the motor part of F* is exactly tau
     if F_star_extra is not None:
-        rhs = rhs + F_star_extra
-    return _solve_spd(M_star, rhs)
+        extra += np.asarray(F_star_extra, dtype=float)
+    if reference:
+        eom = assemble(chain, q, q_dot)
+        return _solve_spd(eom.M_star, eom.F_star_gravity + extra - eom.N_star @ q_dot)
+    q_ddot, ok = forward_dynamics_kernel(*chain_arrays(chain), q, q_dot, extra)
+    if not ok:
+        raise ChainModelError(NOT_SPD_MESSAGE)
+    return q_ddot
 
 
 def accelerations(eom: EquationsOfMotion, q_dot: np.ndarray, tau=None, F_star_extra=None) -> np.ndarray:
@@ -138,9 +147,7 @@ def _solve_spd(M_star: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     try:
         return cho_solve(cho_factor(M_star), rhs)
     except np.linalg.LinAlgError as exc:
-        raise ChainModelError(
-            "M* is not positive definite: some joint moves no mass or inertia (check masses/inertias)"
-        ) from exc
+        raise ChainModelError(NOT_SPD_MESSAGE) from exc
 
 
 def inverse_dynamics(

@@ -174,6 +174,42 @@ def assemble_kernel(parent, axis, joint_off, com_off, mass, inertia, gravity, q,
     )
 
 
+@njit(cache=True)
+def forward_dynamics_kernel(parent, axis, joint_off, com_off, mass, inertia, gravity, q, qd, generalized_force):
+    """q_dd = M*^-1 (F*_gravity + generalized_force - N* q_dot); returns (q_dd, ok). ok is False when M* is
+    not positive definite (Cholesky fails), so the caller can raise a readable error."""
+    M, N, Fg, _, _, _, _ = assemble_kernel(parent, axis, joint_off, com_off, mass, inertia, gravity, q, qd)
+    rhs = Fg + generalized_force - N @ qd
+    n = q.size
+    # Cholesky by hand: numba's np.linalg.cholesky raises an untyped error we cannot map to a message
+    Lc = np.zeros((n, n))
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= Lc[j, k] * Lc[j, k]
+        if not s > 0.0:
+            return np.zeros(n), False
+        Lc[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= Lc[i, k] * Lc[j, k]
+            Lc[i, j] = s / Lc[j, j]
+    y = np.empty(n)
+    for i in range(n):
+        s = rhs[i]
+        for k in range(i):
+            s -= Lc[i, k] * y[k]
+        y[i] = s / Lc[i, i]
+    out = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        s = y[i]
+        for k in range(i + 1, n):
+            s -= Lc[k, i] * out[k]
+        out[i] = s / Lc[i, i]
+    return out, True
+
+
 def chain_arrays(chain: Chain) -> tuple:
     return (
         np.ascontiguousarray(chain.parent),

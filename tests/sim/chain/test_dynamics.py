@@ -179,3 +179,19 @@ def test_numba_kernel_matches_numpy_reference(name):
     np.testing.assert_allclose(
         forward_dynamics(chain, q, qd, tau), forward_dynamics(chain, q, qd, tau, reference=True), atol=1e-11
     )
+
+
+def test_massless_joint_gives_a_readable_error_on_both_paths():
+    from sim.chain import Chain, ChainModelError
+
+    chain = Chain(
+        parent=[-1, 0],
+        joint_axis=[[0, 0, 1.0], [0, 0, 1.0]],
+        joint_offset_m=np.zeros((2, 3)),
+        com_offset_m=[[0.1, 0, 0], [0.1, 0, 0]],
+        mass_kg=[1.0, 0.0],
+        inertia_kg_m2=[np.eye(3) * 1e-3, np.zeros((3, 3))],
+    )
+    for reference in (False, True):
+        with pytest.raises(ChainModelError, match="M\\* is not positive definite"):
+            forward_dynamics(chain, np.zeros(2), np.zeros(2), reference=reference)
