@@ -18,7 +18,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from sim import lie
-from sim.chain.fast import chain_arrays, eom_matrices, forward_dynamics_kernel
+from sim.chain.composite import composite_forward_dynamics, composite_matrices
 from sim.chain.kinematics import ChainFrames, chain_frames, check_coordinates
 from sim.chain.model import Chain, ChainModelError
 from sim.chain.transfer import stack_blocks, transfer_blocks, transfer_rate_blocks
@@ -106,7 +106,8 @@ def forward_dynamics(
 ) -> np.ndarray:
     """q_dd = M*^-1 (F*_gravity + tau + F*_extra - N* q_dot) (eq. 87), by Cholesky since M* is SPD.
 
-    Uses the numba kernel (sim.chain.fast); reference=True uses the numpy assembly instead.
+    Uses the O(n^2) composite-body numba kernel (sim.chain.composite); reference=True uses the numpy
+    assembly of B^T M B instead.
     """
     q = check_coordinates(chain, q)
     q_dot = check_coordinates(chain, q_dot, "q_dot")
@@ -118,7 +119,7 @@ def forward_dynamics(
     if reference:
         eom = assemble(chain, q, q_dot)
         return _solve_spd(eom.M_star, eom.F_star_gravity + extra - eom.N_star @ q_dot)
-    q_ddot, ok = forward_dynamics_kernel(*chain_arrays(chain), q, q_dot, extra)
+    q_ddot, ok = composite_forward_dynamics(chain, q, q_dot, extra)
     if not ok:
         raise ChainModelError(NOT_SPD_MESSAGE)
     return q_ddot
@@ -140,7 +141,7 @@ def _matrices(chain: Chain, q, q_dot, reference: bool) -> tuple[np.ndarray, np.n
     if reference:
         eom = assemble(chain, q, q_dot)
         return eom.M_star, eom.N_star, eom.F_star_gravity
-    return eom_matrices(chain, q, q_dot)
+    return composite_matrices(chain, q, q_dot)
 
 
 def _solve_spd(M_star: np.ndarray, rhs: np.ndarray) -> np.ndarray:

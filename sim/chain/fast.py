@@ -1,7 +1,8 @@
-"""numba kernel for M*, N* and the gravity part of F*: the same corrected recursion as transfer.py/dynamics.py,
-written as explicit loops so that one assembly for n = 20 costs tens of microseconds instead of ~1 ms.
+"""numba kernel for B, B_dot, M*, N* and the gravity part of F*: the same corrected recursion as transfer.py and
+dynamics.py, written as explicit loops (tens of microseconds for n = 20 instead of ~1 ms in numpy).
 
-The numpy modules stay the readable reference; tests require both paths to agree to round-off.
+It keeps the paper's structure (B, then B^T M B block sums, O(n^3) for M* and N*); the dynamics use the O(n^2)
+composite-body kernel of composite.py. Tests require all three paths to agree to round-off.
 """
 
 from __future__ import annotations
@@ -172,42 +173,6 @@ def assemble_kernel(parent, axis, joint_off, com_off, mass, inertia, gravity, q,
         Bxd.transpose(0, 2, 1).copy(),
         Bwd.transpose(0, 2, 1).copy(),
     )
-
-
-@njit(cache=True)
-def forward_dynamics_kernel(parent, axis, joint_off, com_off, mass, inertia, gravity, q, qd, generalized_force):
-    """q_dd = M*^-1 (F*_gravity + generalized_force - N* q_dot); returns (q_dd, ok). ok is False when M* is
-    not positive definite (Cholesky fails), so the caller can raise a readable error."""
-    M, N, Fg, _, _, _, _ = assemble_kernel(parent, axis, joint_off, com_off, mass, inertia, gravity, q, qd)
-    rhs = Fg + generalized_force - N @ qd
-    n = q.size
-    # Cholesky by hand: numba's np.linalg.cholesky raises an untyped error we cannot map to a message
-    Lc = np.zeros((n, n))
-    for j in range(n):
-        s = M[j, j]
-        for k in range(j):
-            s -= Lc[j, k] * Lc[j, k]
-        if not s > 0.0:
-            return np.zeros(n), False
-        Lc[j, j] = np.sqrt(s)
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= Lc[i, k] * Lc[j, k]
-            Lc[i, j] = s / Lc[j, j]
-    y = np.empty(n)
-    for i in range(n):
-        s = rhs[i]
-        for k in range(i):
-            s -= Lc[i, k] * y[k]
-        y[i] = s / Lc[i, i]
-    out = np.empty(n)
-    for i in range(n - 1, -1, -1):
-        s = y[i]
-        for k in range(i + 1, n):
-            s -= Lc[k, i] * out[k]
-        out[i] = s / Lc[i, i]
-    return out, True
 
 
 def chain_arrays(chain: Chain) -> tuple:

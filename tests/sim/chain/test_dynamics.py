@@ -195,3 +195,14 @@ def test_massless_joint_gives_a_readable_error_on_both_paths():
     for reference in (False, True):
         with pytest.raises(ChainModelError, match="M\\* is not positive definite"):
             forward_dynamics(chain, np.zeros(2), np.zeros(2), reference=reference)
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_composite_body_kernel_matches_numpy_reference(name):
+    from sim.chain.composite import composite_matrices
+
+    chain = CHAINS[name]()
+    q, qd = random_state(chain)
+    eom = assemble(chain, q, qd)
+    for fast, ref in zip(composite_matrices(chain, q, qd), (eom.M_star, eom.N_star, eom.F_star_gravity), strict=True):
+        np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * max(1.0, np.abs(ref).max()))
