@@ -206,3 +206,17 @@ def test_composite_body_kernel_matches_numpy_reference(name):
     eom = assemble(chain, q, qd)
     for fast, ref in zip(composite_matrices(chain, q, qd), (eom.M_star, eom.N_star, eom.F_star_gravity), strict=True):
         np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * max(1.0, np.abs(ref).max()))
+
+
+def test_rk4_divergence_ends_the_run_with_a_message_not_an_exception():
+    """A torque that blows the chain up: the trajectory stops, success is False, samples so far are kept."""
+    chain = uniform_chain(3, 0.3, 0.5, 0.02, "zyz")
+    traj = simulate(chain, np.zeros(3), np.zeros(3), 1.0, 1e-2, lambda t, q, v: 1e300 * np.ones(3))
+    assert not traj.success and "diverged" in traj.message
+    assert np.all(np.isfinite(traj.q))
+
+
+def test_wrong_torque_shape_is_reported_not_swallowed():
+    chain = uniform_chain(3, 0.3, 0.5, 0.02, "zyz")
+    with pytest.raises(ValueError, match=r"tau must have shape \(3,\)"):
+        simulate(chain, np.zeros(3), np.zeros(3), 0.1, 1e-2, lambda t, q, v: np.ones(2))
