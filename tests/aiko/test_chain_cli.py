@@ -20,6 +20,18 @@ def test_validate_json_reports_errors_energy_and_parameters(capsys):
     assert out["energy_drift_j"] < 1e-6 * max(out["energy_scale_j"], 1e-9) + 1e-12
     assert out["paper_sum_abs_angle_error_rad"] == 3.1434e-05
     assert out["integration_success"] is True
+    assert out["meaningful_horizon_s"] is None  # never above 1e-6 rad
+
+
+def test_validate_reports_the_horizon_and_plots(capsys, tmp_path):
+    png = tmp_path / "err.png"
+    argv = ["chain", "validate", "--motion", "cobra", "--bodies", "20", "--duration", "0.3", "--no-energy"]
+    assert main([*argv, "--plot", str(png), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # under gravity the open-loop replay leaves 1e-6 rad between 0.1 s and 0.3 s (docs/chain.md)
+    assert 0.1 <= out["meaningful_horizon_s"] < 0.3
+    assert out["max_abs_angle_error_rad"] > 1e-6
+    assert png.stat().st_size > 10_000
 
 
 def test_validate_with_solve_ivp_and_axes_override(capsys):
@@ -36,6 +48,7 @@ def test_validate_with_solve_ivp_and_axes_override(capsys):
         (["--duration", "0.1", "--dt", "0.03"], "whole number of --dt"),
         (["--dt", "-1"], "--dt must be a positive number"),
         (["--link-mass", "0"], "--link-mass must be > 0"),
+        (["--horizon-tolerance", "0"], "--horizon-tolerance must be a positive angle"),
         (["--bodies", "3", "--axes", "zq"], "axes must name one generator per body: 3 characters"),
         (["--bodies", "3", "--duration", "0.01", "--method", "euler"], "method must be 'rk4' or one of"),
     ],
