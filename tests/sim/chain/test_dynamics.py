@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from sim import lie
 from sim.chain import (
     assemble,
     forward_dynamics,
@@ -26,7 +27,7 @@ def random_state(chain):
 
 
 @pytest.mark.parametrize("name", CHAINS)
-def test_M_star_symmetric_positive_definite_and_equals_BtMB(name):
+def test_M_star_N_star_equal_the_dense_formulas_of_eq_86(name):
     chain = CHAINS[name]()
     q, qd = random_state(chain)
     eom = assemble(chain, q, qd)
@@ -39,6 +40,13 @@ def test_M_star_symmetric_positive_definite_and_equals_BtMB(name):
         M[6 * i : 6 * i + 3, 6 * i : 6 * i + 3] = chain.mass_kg[i] * np.eye(3)
         M[6 * i + 3 : 6 * i + 6, 6 * i + 3 : 6 * i + 6] = chain.inertia_kg_m2[i]
     np.testing.assert_allclose(eom.M_star, eom.B.T @ M @ eom.B, rtol=1e-13, atol=1e-15)
+    # eq. 86b literally, with D = blockdiag(0, omega^(1)^, 0, omega^(2)^, ...) (eq. 76)
+    D = np.zeros((6 * n, 6 * n))
+    omega = (eom.B @ qd).reshape(n, 2, 3)[:, 1]
+    for i in range(n):
+        D[6 * i + 3 : 6 * i + 6, 6 * i + 3 : 6 * i + 6] = lie.hat3(omega[i])
+    N_dense = eom.B.T @ (M @ eom.B_dot + D @ M @ eom.B)
+    np.testing.assert_allclose(eom.N_star, N_dense, rtol=0, atol=1e-13 * np.abs(N_dense).max())
     # kinetic energy two ways: 1/2 qd^T M* qd and the body-by-body sum (eq. 66)
     assert np.isclose(0.5 * qd @ eom.M_star @ qd, kinetic_energy_j(chain, q, qd), rtol=1e-13)
 
