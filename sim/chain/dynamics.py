@@ -6,7 +6,9 @@ M = blockdiag(m_i I3, J_i), D = blockdiag(0, omega_i^) (eq. 65, 76), so with B =
     N* = sum_i m_i Bx_i^T Bx_dot_i + Bw_i^T (J_i Bw_dot_i + omega_i^ J_i Bw_i)
     F* = sum_i Bx_i^T F_i + Bw_i^T M_i       (forces inertial, moments in body frames, eq. 83)
 
-This never forms the 6n x 6n block-diagonal matrices, so assembly is O(n^2) (B has O(n^2) non-zero blocks).
+This is the readable reference: it never forms the 6n x 6n block-diagonal matrices (B has O(n^2) non-zero
+blocks; the block sums cost O(n^3/3)). forward_dynamics/inverse_dynamics use the O(n^2) composite-body kernel of
+composite.py, which the tests hold to this reference.
 Gravity acts along chain.gravity_m_s2 (-e3 by default; eq. 79 prints e1 for some bodies, an erratum).
 """
 
