@@ -140,6 +140,18 @@ def cardan_rates_from_velocities(rotations: np.ndarray, omega_body: np.ndarray) 
     return np.stack([omega_joint[:, 1], omega_joint[:, 0]], axis=1)
 
 
+def cardan_angle_rates(rotations: np.ndarray, omega_body: np.ndarray) -> np.ndarray:
+    """Exact joint-angle rates (n - 1, 2) = (alpha_h_dot, alpha_v_dot) from body-frame angular velocities.
+
+    The relative angular velocity is alpha_h_dot e_y^{B_i} + alpha_v_dot e_x^{B_{i+1}}, and the two axes of a
+    cardan joint are orthogonal, so each rate is a projection (eq. 67's omega_h is cos(alpha_v) alpha_h_dot).
+    """
+    R = np.asarray(rotations, dtype=float)
+    w_world = np.einsum("nij,nj->ni", R, np.asarray(omega_body, dtype=float))
+    rel = w_world[1:] - w_world[:-1]
+    return np.stack([np.einsum("ni,ni->n", rel, R[:-1, :, 1]), np.einsum("ni,ni->n", rel, R[1:, :, 0])], axis=1)
+
+
 def quaternions_wxyz(rotations: np.ndarray) -> np.ndarray:
     """(n, 3, 3) rotations -> (n, 4) unit quaternions, scalar first (the stack's link_poses convention)."""
     return Rotation.from_matrix(np.asarray(rotations, dtype=float)).as_quat(scalar_first=True)

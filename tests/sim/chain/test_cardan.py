@@ -7,6 +7,7 @@ from sim import lie
 from sim.chain import ChainModelError, chain_frames
 from sim.chain.cardan import (
     AIKO_AXIS_OFFSET_M,
+    cardan_angle_rates,
     cardan_angles_from_rotations,
     cardan_chain,
     cardan_rates_from_velocities,
@@ -79,6 +80,7 @@ def test_joint_rates_of_eq_67():
     got = cardan_rates_from_velocities(R, omega_links)
     np.testing.assert_allclose(got[:, 1], rates[:, 1], atol=1e-14)
     np.testing.assert_allclose(got[:, 0], np.cos(angles[:, 1]) * rates[:, 0], atol=1e-14)
+    np.testing.assert_allclose(cardan_angle_rates(R, omega_links), rates, atol=1e-14)
 
 
 def test_tracked_link_pose_fixes_every_other_link():

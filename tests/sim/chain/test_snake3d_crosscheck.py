@@ -5,7 +5,11 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from sim import lie
-from sim.chain.cardan import cardan_angles_from_rotations, link_poses_from_joint_angles
+from sim.chain.cardan import (
+    cardan_angle_rates,
+    cardan_angles_from_rotations,
+    link_poses_from_joint_angles,
+)
 from sim.snake3d import kinematics as snake3d_kinematics
 from sim.snake3d.model import SnakeModel
 from sim.snake3d.simulator import SnakeSimulator
@@ -23,6 +27,8 @@ def test_chain_link_poses_match_snake3d_during_sidewinding():
         R = Rotation.from_quat(state.quaternion, scalar_first=True).as_matrix()
         angles = cardan_angles_from_rotations(R)
         np.testing.assert_allclose(angles, snake3d_kinematics.joint_angles(state.quaternion), atol=1e-13)
+        rates = snake3d_kinematics.joint_rates(state.quaternion, state.omega_body_rad_s)
+        np.testing.assert_allclose(cardan_angle_rates(R, state.omega_body_rad_s), rates, atol=1e-12)
         tracked = lie.pose(R[5], state.position_m[5])  # link 6, the Vicon target
         x, R_chain = link_poses_from_joint_angles(angles, model.link_length_m, 0.0, 5, tracked)
         worst_position_m = max(worst_position_m, np.abs(x - state.position_m).max())
