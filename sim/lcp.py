@@ -15,8 +15,8 @@ are then ``None``, never a wrong answer.
 ``p_matrix_test`` is the recursive P-matrix test of Tsatsomeros & Li (BIT 40, 2000), evaluated level by level
 on batches of Schur complements, reporting the smallest principal minor it met.
 
-No library in the allowed stack (numpy/scipy/numba) solves LCPs, hence the hand-written pivoting; scipy's HiGHS
-is used to certify infeasibility after a ray termination.
+No library in the allowed stack (numpy/scipy/numba) solves LCPs, hence the hand-written pivoting;
+scipy's HiGHS is used to certify infeasibility after a ray termination.
 """
 
 from __future__ import annotations
@@ -211,8 +211,9 @@ def _polish(M, q, basis, T, n, rhs, iterations) -> LCPResult:
 
 
 def _ray_termination(M: np.ndarray, q: np.ndarray, iterations: int) -> LCPResult:
-    """Lemke stopped on a secondary ray. For copositive-plus M (e.g. PSD) that proves infeasibility; we certify
-    infeasibility independently by an LP feasibility check with HiGHS and report RAY_TERMINATION otherwise."""
+    """Lemke stopped on a secondary ray. For copositive-plus M (e.g. PSD) that proves infeasibility; we
+    certify infeasibility independently by an LP feasibility check
+    with HiGHS and report RAY_TERMINATION otherwise."""
     n = q.size
     lp = linprog(np.zeros(n), A_ub=-M, b_ub=q, bounds=[(0, None)] * n, method="highs")
     if lp.status == 2:
@@ -311,11 +312,11 @@ class PMatrixResult:
 
 
 def p_matrix_test(A: np.ndarray) -> PMatrixResult:
-    """Recursive P-matrix test of Tsatsomeros & Li: A is P iff a11 > 0, A[1:,1:] is P and the Schur complement
-    A/a11 is P. Every node of the recursion tree contributes exactly one principal minor, det A[S] = (product of
-    the pivots on the path) * a11, so the test visits all 2^n - 1 minors in O(2^n) work. Here the tree is walked
-    breadth-first with each level as one batch of matrices (vectorised numpy); it stops at the first
-    non-positive minor."""
+    """Recursive P-matrix test of Tsatsomeros & Li: A is P iff a11 > 0, A[1:,1:] is P and the Schur
+    complement A/a11 is P. Every node of the recursion tree contributes exactly one principal minor,
+    det A[S] = (product of the pivots on the path) * a11, so the test visits all 2^n - 1 minors in O(2^n)
+    work. Here the tree is walked breadth-first with each level as one batch of matrices (vectorised
+    numpy); it stops at the first non-positive minor."""
     A = np.asarray(A, dtype=float)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise LCPError(f"P-matrix test needs a square matrix, got shape {A.shape}")
@@ -342,7 +343,7 @@ def p_matrix_test(A: np.ndarray) -> PMatrixResult:
 
 
 def p_matrix_test_reference(A: np.ndarray) -> PMatrixResult:
-    """Plain recursion of Tsatsomeros & Li (depth-first), kept as the readable reference for the batched one."""
+    """Plain depth-first recursion of Tsatsomeros & Li: the readable reference for the batched one."""
     A = np.asarray(A, dtype=float)
     state = {"smallest": np.inf, "checked": 0}
 

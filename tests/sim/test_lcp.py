@@ -90,8 +90,8 @@ def test_one_dimensional_analytic():
 
 
 def test_degenerate_problem_does_not_cycle():
-    """Ties in every ratio test (q with repeated entries, a permutation-symmetric M, zero levels in the basis):
-    the lexicographic rule must still terminate with the unique answer."""
+    """Ties in every ratio test (q with repeated entries, a permutation-symmetric M, zero levels in the
+    basis): the lexicographic rule must still terminate with the unique answer."""
     n = 6
     M = np.ones((n, n)) + np.eye(n)  # P-matrix with fully symmetric, tie-prone structure
     q = -np.ones(n)
@@ -127,7 +127,7 @@ def test_infeasible_problem_is_reported():
 
 def test_ray_termination_on_feasible_problem_is_reported_not_answered():
     """M = [[-1, 2], [2, -1]] is not copositive: Lemke runs off on a ray at once although z = (1, 1), w = 0
-    solves the LCP. That must come back as RAY_TERMINATION without a z, not as an answer or as 'infeasible'."""
+    solves the LCP. That must come back as RAY_TERMINATION without a z, not as an answer or 'infeasible'."""
     M = np.array([[-1.0, 2.0], [2.0, -1.0]])
     q = np.array([-1.0, -1.0])
     brute = solve_lcp(M, q, "enumerate")
