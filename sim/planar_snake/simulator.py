@@ -1,0 +1,303 @@
+"""Hybrid simulation of the planar snake among obstacles (paper 001, Sec. V): flow (46–47) with the contact LCP
+(32), jumps (37, 43–44) with the impact LCP (36) at impacts and α ← 0 at detachments, with event location.
+
+One step of length h (``model.time_step_s``):
+
+1. Joint servos turn the held references into torques u (PD, saturated).
+2. Flow map: ``q̈ = M⁻¹(f_u + (C̄ᵀ − μ_o Λ) λ)`` with λ from LCP (32), solved by Lemke; the LCP matrix is checked
+   for the P-property (Tsatsomeros–Li) whenever it is formed, and the smallest principal minor is kept.
+3. Ground friction enters implicitly at velocity level (see ``ground_friction``), split from the flow: f_u of the
+   LCP uses the ground friction force of the previous step. Semi-implicit Euler: q̇⁺ = q̇ + h q̈ + M⁻¹ G P.
+   If this leaves a contacted link moving into its obstacle (O(h) splitting error), the impact LCP (36) on the
+   current contacts projects the velocity (an inelastic correction, counted as ``velocity_projections``).
+4. q moves linearly, q(σ) = q + σ q̇⁺. Event location: the first σ ∈ (0, h] at which a free link's gap to an
+   obstacle reaches zero is found by Brent's method; there the jump map applies (α_i ← α̃(i), impact LCP (36)
+   for all contacted links), and the remaining part of the step continues with the post-impact velocity.
+5. Detachment (40): a contacted link whose gap exceeds ``detach_gap_m`` gets α_i = 0.
+6. Constraint drift: contacted links with a (tiny) negative gap are projected back onto g = 0 by a Newton step
+   along M⁻¹ C̄ᵀ (post-stabilisation); the penetration before projection is reported.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+
+from sim.lcp import LCPStatus, complementarity_residual, p_matrix_test, solve_lcp
+from sim.planar_snake.contact import all_gaps, contact_terms, link_gaps_to
+from sim.planar_snake.ground_friction import solve_ground_friction
+from sim.planar_snake.model import (
+    PlanarSnakeError,
+    PlanarSnakeModel,
+    coriolis_force,
+    joint_angles,
+    link_jacobians,
+    mass_matrix,
+)
+
+__all__ = ["PlanarSnakeState", "SimulationError", "SimulationStats", "initial_state", "step"]
+
+log = logging.getLogger(__name__)
+
+_EVENT_XTOL_S = 1e-13
+
+
+class SimulationError(RuntimeError):
+    """The hybrid model could not be continued (e.g. LCP (32) without solution)."""
+
+
+@dataclass
+class SimulationStats:
+    """Solver statistics and the checks the issue asks for, accumulated over a run."""
+
+    steps: int = 0
+    impacts: int = 0
+    detachments: int = 0
+    flow_lcp_solves: int = 0
+    flow_lcp_pivots: int = 0
+    impact_lcp_solves: int = 0
+    velocity_projections: int = 0
+    p_matrix_checks: int = 0
+    p_matrix_failures: int = 0
+    smallest_principal_minor: float = float("inf")
+    max_complementarity_residual: float = 0.0
+    min_lambda: float = float("inf")
+    min_post_impact_normal_velocity_m_s: float = float("inf")
+    max_penetration_m: float = 0.0
+    ground_friction_sweeps: int = 0
+    max_contacts: int = 0
+
+    def as_dict(self) -> dict:
+        out = dict(self.__dict__)
+        out["flow_lcp_pivots_mean"] = self.flow_lcp_pivots / self.flow_lcp_solves if self.flow_lcp_solves else 0.0
+        out["ground_friction_sweeps_mean"] = self.ground_friction_sweeps / self.steps if self.steps else 0.0
+        for k, v in out.items():
+            if isinstance(v, float) and not np.isfinite(v):
+                out[k] = None
+        return out
+
+
+@dataclass
+class PlanarSnakeState:
+    """Mutable state x = (q, q̇, α) of eq. 38, plus the obstacle each contacted link touches and solver memory."""
+
+    t_s: float
+    q: np.ndarray
+    qd: np.ndarray
+    alpha: np.ndarray  # (n,) int: 0 free, ±1 side of the contact force (eq. 15)
+    contact_obstacle: np.ndarray  # (n,) int: obstacle index, −1 when free
+    ground_impulse: np.ndarray  # (3n,) last ground-friction impulses (PGS warm start)
+    ground_force: np.ndarray  # (n+2,) last ground-friction generalised force (enters f_u of LCP 32)
+    joint_torque_nm: np.ndarray  # (n−1,) last applied torques u
+    stats: SimulationStats = field(default_factory=SimulationStats)
+    last_lambda: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def initial_state(model: PlanarSnakeModel, q0: np.ndarray, qd0: np.ndarray | None = None) -> PlanarSnakeState:
+    """A state at rest (or with ``qd0``) that must not intersect any obstacle."""
+    n = model.n_links
+    q0 = np.array(q0, dtype=float)
+    if q0.shape != (n + 2,):
+        raise PlanarSnakeError(f"q0 must have n_links + 2 = {n + 2} entries (θ_1..θ_n, p_x, p_y), got {q0.shape}")
+    qd0 = np.zeros(n + 2) if qd0 is None else np.array(qd0, dtype=float)
+    gaps = all_gaps(model, q0)
+    if gaps.size and gaps.min() <= 0.0:
+        i, j = np.unravel_index(np.argmin(gaps), gaps.shape)
+        raise PlanarSnakeError(f"initial pose intersects obstacle {j} with link {i + 1} (gap {gaps[i, j]:.3g} m)")
+    return PlanarSnakeState(
+        t_s=0.0,
+        q=q0,
+        qd=qd0,
+        alpha=np.zeros(n, dtype=int),
+        contact_obstacle=np.full(n, -1, dtype=int),
+        ground_impulse=np.zeros(3 * n),
+        ground_force=np.zeros(n + 2),
+        joint_torque_nm=np.zeros(n - 1),
+    )
+
+
+def joint_torques(
+    model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray, angle_ref_rad: np.ndarray, rate_ref_rad_s: np.ndarray
+) -> np.ndarray:
+    """Joint servo: u = sat(K_p (φ_ref − φ) + K_d (φ̇_ref − φ̇)); Dᵀu then drives φ towards φ_ref."""
+    n = model.n_links
+    phi = joint_angles(model, q)
+    phid = model.D @ qd[:n]
+    u = model.joint_kp_nm_rad * (angle_ref_rad - phi) + model.joint_kd_nms_rad * (rate_ref_rad_s - phid)
+    return np.clip(u, -model.joint_torque_limit_nm, model.joint_torque_limit_nm)
+
+
+def _ground_operator(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
+    """G (n+2, 3n): generalised force of link CM forces (x, y) and link torques (eq. 12)."""
+    n = model.n_links
+    Jx, Jy = link_jacobians(model, q)
+    G = np.zeros((n + 2, 3 * n))
+    G[:, :n] = Jx.T
+    G[:, n : 2 * n] = Jy.T
+    G[np.arange(n), 2 * n + np.arange(n)] = 1.0
+    return G
+
+
+def _flow_contact_force(
+    model: PlanarSnakeModel, state: PlanarSnakeState, Minv: np.ndarray, f_u: np.ndarray, active: np.ndarray
+) -> np.ndarray:
+    """λ from LCP (32) for the contacted links and the generalised contact force (C̄ᵀ − μ_o Λ) λ."""
+    stats = state.stats
+    terms = contact_terms(model, state.q, state.qd, active, state.contact_obstacle[active])
+    B = terms.rows.T - model.obstacle_mu * terms.friction_map
+    A = terms.rows @ Minv @ B
+    a = terms.rows @ (Minv @ f_u) + terms.bias
+    if model.check_p_matrix:
+        check = p_matrix_test(A)
+        stats.p_matrix_checks += 1
+        stats.smallest_principal_minor = min(stats.smallest_principal_minor, check.smallest_minor)
+        if not check.is_p_matrix:
+            stats.p_matrix_failures += 1
+            log.warning("t=%.4f s: LCP (32) matrix is not a P-matrix (minor %.3g)", state.t_s, check.smallest_minor)
+    result = solve_lcp(A, a, "lemke")
+    stats.flow_lcp_solves += 1
+    stats.flow_lcp_pivots += result.iterations
+    if result.status is not LCPStatus.SOLVED:
+        raise SimulationError(f"t = {state.t_s:.6f} s: contact LCP (32) {result.status.value}: {result.message}")
+    lam = result.z
+    stats.max_complementarity_residual = max(stats.max_complementarity_residual, result.residual)
+    stats.min_lambda = min(stats.min_lambda, float(lam.min()))
+    state.last_lambda = lam
+    return B @ lam
+
+
+def _impact(model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd: np.ndarray, Minv: np.ndarray):
+    """Impact LCP (36) on all contacted links: v̄⁺ = v̄⁻ + C̄ M⁻¹ C̄ᵀ λ ≥ 0 ⊥ λ ≥ 0; returns q̇⁺ (eq. 37)."""
+    active = np.flatnonzero(state.alpha)
+    terms = contact_terms(model, q, qd, active, state.contact_obstacle[active])
+    v_minus = terms.rows @ qd
+    result = solve_lcp(terms.rows @ Minv @ terms.rows.T, v_minus, "lemke")
+    state.stats.impact_lcp_solves += 1
+    if result.status is not LCPStatus.SOLVED:  # cannot happen for full-rank C̄ (Proposition 15)
+        raise SimulationError(f"t = {state.t_s:.6f} s: impact LCP (36) {result.status.value}: {result.message}")
+    qd_plus = qd + Minv @ (terms.rows.T @ result.z)
+    v_plus = terms.rows @ qd_plus
+    return qd_plus, float(v_plus.min()), complementarity_residual(result.z, v_plus)
+
+
+def _first_impact(model: PlanarSnakeModel, state: PlanarSnakeState, q0: np.ndarray, v: np.ndarray, span: float):
+    """Earliest σ ∈ [0, span] at which a free link touches an obstacle along q(σ) = q0 + σ v, or None."""
+    q_end = q0 + span * v
+    gaps = all_gaps(model, q_end)
+    if gaps.size == 0:
+        return None
+    gaps[state.alpha != 0, :] = np.inf
+    links, obstacles = np.nonzero(gaps <= 0.0)
+    if links.size == 0:
+        return None
+    best = (np.inf, -1, -1)
+    for i, j in zip(links, obstacles, strict=True):
+        g = lambda sigma, i=i, j=j: float(link_gaps_to(model, q0 + sigma * v, [i], [j])[0])  # noqa: E731
+        if g(0.0) <= 0.0:
+            sigma = 0.0
+        else:
+            sigma = brentq(g, 0.0, span, xtol=_EVENT_XTOL_S)
+        if sigma < best[0]:
+            best = (sigma, i, j)
+    return best
+
+
+def _stabilise_positions(model: PlanarSnakeModel, state: PlanarSnakeState, Minv: np.ndarray) -> None:
+    active = np.flatnonzero(state.alpha)
+    if active.size == 0:
+        return
+    obstacles = state.contact_obstacle[active]
+    gaps = link_gaps_to(model, state.q, active, obstacles)
+    state.stats.max_penetration_m = max(state.stats.max_penetration_m, float(-gaps.min()))
+    for _ in range(3):
+        neg = gaps < 0.0
+        if not np.any(neg):
+            return
+        terms = contact_terms(model, state.q, state.qd, active[neg], obstacles[neg])
+        C = terms.rows
+        state.q = state.q + Minv @ C.T @ np.linalg.solve(C @ Minv @ C.T, -gaps[neg])
+        gaps = link_gaps_to(model, state.q, active, obstacles)
+
+
+def step(
+    model: PlanarSnakeModel, state: PlanarSnakeState, angle_ref_rad: np.ndarray, rate_ref_rad_s: np.ndarray
+) -> None:
+    """Advance ``state`` by one time step with the joint servos tracking the given references (held)."""
+    n, h = model.n_links, model.time_step_s
+    stats = state.stats
+    q, qd = state.q, state.qd
+    u = joint_torques(model, q, qd, angle_ref_rad, rate_ref_rad_s)
+    state.joint_torque_nm = u
+    M = mass_matrix(model, q)
+    Minv = np.linalg.inv(M)
+    f_free = coriolis_force(model, q, qd)
+    f_free[: n - 1] += u
+    f_free[1:n] -= u  # Dᵀ u
+    active = np.flatnonzero(state.alpha)
+    f_contact = np.zeros(n + 2)
+    if active.size:
+        stats.max_contacts = max(stats.max_contacts, int(active.size))
+        f_contact = _flow_contact_force(model, state, Minv, f_free + state.ground_force, active)
+    else:
+        state.last_lambda = np.zeros(0)
+    qd_free = qd + h * (Minv @ (f_free + f_contact))
+
+    # implicit set-valued ground friction
+    G = _ground_operator(model, q)
+    MinvG = Minv @ G
+    weight = model.link_mass_kg * model.gravity_m_s2 * model.ground_mu * h
+    force_limit = np.full(n, weight)
+    torque_limit = np.full(n, 0.5 * weight * model.link_half_length_m)
+    P, sweeps = solve_ground_friction(G.T @ MinvG, G.T @ qd_free, state.ground_impulse, force_limit, torque_limit)
+    stats.ground_friction_sweeps += sweeps
+    state.ground_impulse = P
+    state.ground_force = G @ P / h
+    v = qd_free + MinvG @ P
+
+    if active.size:
+        terms = contact_terms(model, q, v, active, state.contact_obstacle[active])
+        if np.min(terms.rows @ v) < 0.0:
+            v, _, _ = _impact(model, state, q, v, Minv)
+            stats.velocity_projections += 1
+
+    # position update with event location (impacts of free links)
+    q_start, remaining = q, h
+    while True:
+        event = _first_impact(model, state, q_start, v, remaining)
+        if event is None:
+            q_start = q_start + remaining * v
+            break
+        sigma, i, j = event
+        q_start = q_start + sigma * v
+        remaining -= sigma
+        state.q = q_start
+        terms_new = contact_terms(model, q_start, v, np.array([i]), np.array([j]))
+        if float(terms_new.rows[0] @ v) < 0.0:  # jump set (39): α̃(i) C_i q̇ < 0
+            state.alpha[i] = int(terms_new.side[0])
+            state.contact_obstacle[i] = j
+            Minv_e = np.linalg.inv(mass_matrix(model, q_start))
+            v, v_min, _ = _impact(model, state, q_start, v, Minv_e)
+            stats.impacts += 1
+            stats.min_post_impact_normal_velocity_m_s = min(stats.min_post_impact_normal_velocity_m_s, v_min)
+        else:  # grazing touch with separating velocity: becomes a contact without a velocity jump
+            state.alpha[i] = int(terms_new.side[0])
+            state.contact_obstacle[i] = j
+        if remaining <= 0.0:
+            break
+    state.q, state.qd = q_start, v
+    state.t_s += h
+    stats.steps += 1
+
+    # detachment (40)
+    active = np.flatnonzero(state.alpha)
+    if active.size:
+        gaps = link_gaps_to(model, state.q, active, state.contact_obstacle[active])
+        gone = active[gaps > model.detach_gap_m]
+        if gone.size:
+            state.alpha[gone] = 0
+            state.contact_obstacle[gone] = -1
+            stats.detachments += int(gone.size)
+        _stabilise_positions(model, state, Minv)
