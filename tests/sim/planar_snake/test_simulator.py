@@ -1,0 +1,133 @@
+"""Hybrid simulation: ground friction (analytic stop, no creep), impacts, contact flow, detachment."""
+
+import numpy as np
+import pytest
+
+from sim.planar_snake import (
+    PlanarSnakeError,
+    PlanarSnakeModel,
+    initial_state,
+    joint_angles,
+    kinetic_energy,
+    link_centres,
+    step,
+)
+from sim.planar_snake.ground_friction import solve_ground_friction, solve_ground_friction_reference
+from sim.planar_snake.simulator import _ground_operator
+
+STRAIGHT = np.zeros(12)
+
+
+def hold(model, state):
+    """References equal to the current joint angles with zero rate: the servos apply no torque at rest."""
+    return joint_angles(model, state.q), np.zeros(model.n_links - 1)
+
+
+def run(model, state, seconds, refs=None):
+    refs = refs if refs is not None else hold(model, state)
+    for _ in range(round(seconds / model.time_step_s)):
+        step(model, state, *refs)
+
+
+def test_sliding_straight_snake_stops_like_a_block():
+    """A straight snake sliding along its axis decelerates at μ g and stops: v(t) = v0 − μ g t."""
+    model = PlanarSnakeModel()
+    v0 = 0.5
+    state = initial_state(model, STRAIGHT, np.r_[np.zeros(10), v0, 0.0])
+    refs = hold(model, state)
+    mu_g = model.ground_mu * model.gravity_m_s2
+    t_stop = v0 / mu_g
+    run(model, state, 0.1, refs)
+    assert state.qd[10] == pytest.approx(v0 - mu_g * 0.1, abs=1e-9)
+    run(model, state, 0.2, refs)
+    assert np.max(np.abs(state.qd)) < 1e-12  # stopped exactly, no creep afterwards
+    # discrete (semi-implicit Euler) travel differs from v0²/2μg by at most h v0
+    assert state.q[10] == pytest.approx(v0**2 / (2 * mu_g), abs=model.time_step_s * v0)
+    assert np.max(np.abs(state.q[:10])) < 1e-12 and abs(state.q[11]) < 1e-12
+    assert t_stop < 0.3
+
+
+def test_resting_snake_with_small_joint_torques_does_not_creep():
+    """Joint torques below the friction limits: the set-valued friction holds every link exactly still."""
+    model = PlanarSnakeModel(joint_kp_nm_rad=1.0)
+    q0 = np.r_[np.deg2rad([7, -32, -57, -46, -8, 33, 53, 45, 12, -23]), 0.0, 0.0]
+    state = initial_state(model, q0)
+    phi = joint_angles(model, state.q)
+    refs = (phi + 0.05 * np.sign(np.sin(np.arange(9))), np.zeros(9))  # up to 0.05 N m per joint
+    run(model, state, 1.0, refs)
+    assert np.max(np.abs(state.q - q0)) < 1e-10
+    assert np.max(np.abs(state.qd)) < 1e-10
+    # the same pose with 20x larger torques does move: the test can fail
+    strong = PlanarSnakeModel(joint_kp_nm_rad=20.0)
+    state2 = initial_state(strong, q0)
+    run(strong, state2, 0.2, refs)
+    assert np.max(np.abs(state2.q - q0)) > 1e-3
+
+
+def test_pgs_matches_reference_solver():
+    model = PlanarSnakeModel()
+    rng = np.random.default_rng(5)
+    q = np.r_[rng.uniform(-1, 1, 10), 0, 0]
+    G = _ground_operator(model, q)
+    from sim.planar_snake import mass_matrix
+
+    H = G.T @ np.linalg.solve(mass_matrix(model, q), G)
+    v_free = G.T @ rng.normal(size=12) * 0.05
+    lim_f, lim_t = np.full(10, 0.003), np.full(10, 0.0001)
+    P, sweeps = solve_ground_friction(H, v_free, np.zeros(30), lim_f, lim_t, max_sweeps=5000, tol=1e-14)
+    P_ref = solve_ground_friction_reference(H, v_free, lim_f, lim_t, 200_000)
+    # the post-step velocities (unique, unlike P when H is singular) agree
+    np.testing.assert_allclose(v_free + H @ P, v_free + H @ P_ref, atol=1e-7)
+
+
+def obstacle_below_link(link, gap, model=None, radius=0.05):
+    model = model or PlanarSnakeModel(ground_mu=0.0)
+    x, y = link_centres(model, STRAIGHT)
+    return model.with_obstacles(np.array([[x[link] + 0.01, y[link] - radius - gap]]), np.array([radius]))
+
+
+def test_inelastic_impact_and_contact_flow():
+    """A straight snake translating onto an obstacle below link 5. The contact itself is inelastic; the
+    compliant joint servos store energy, so the body may rebound and hit again (each time inelastically)."""
+    model = obstacle_below_link(4, 0.01)
+    state = initial_state(model, STRAIGHT, np.r_[np.zeros(10), 0.0, -0.3])
+    e0 = kinetic_energy(model, state.q, state.qd)
+    refs = hold(model, state)
+    sides = set()
+    for _ in range(200):
+        step(model, state, *refs)
+        sides |= {int(a) for a in state.alpha[state.alpha != 0]}
+    s = state.stats
+    assert s.impacts >= 1 and sides == {1}  # force along +y of link 5 (eq. 15): the obstacle is below
+    assert np.all(state.alpha[[0, 1, 2, 3, 5, 6, 7, 8, 9]] == 0)
+    assert s.min_post_impact_normal_velocity_m_s >= -1e-12
+    assert s.max_penetration_m < 1e-6
+    assert kinetic_energy(model, state.q, state.qd) < e0
+    assert s.flow_lcp_solves > 0 and s.max_complementarity_residual < 1e-8 and s.min_lambda >= 0.0
+    assert s.p_matrix_checks == s.flow_lcp_solves and s.p_matrix_failures == 0 and s.smallest_principal_minor > 0
+
+
+def test_pushing_into_obstacle_with_ground_friction_keeps_contact_without_penetration():
+    """Joint torques press the body onto an obstacle for 1 s: λ > 0 persists, gap stays ≥ −1e-6 m."""
+    model = obstacle_below_link(4, 0.002, PlanarSnakeModel())
+    state = initial_state(model, STRAIGHT)
+    bend = np.zeros(9)
+    bend[3], bend[4] = -0.6, 0.6  # fold links 4-6 downwards onto the obstacle
+    run(model, state, 1.0, (bend, np.zeros(9)))
+    s = state.stats
+    assert s.impacts >= 1 and s.max_penetration_m < 1e-6
+    assert s.max_complementarity_residual < 1e-8 and s.min_lambda >= 0.0 and s.p_matrix_failures == 0
+
+
+def test_detachment_when_link_slides_off_the_obstacle():
+    """Moving down onto an obstacle and along +x: the link slides past the obstacle and α returns to 0."""
+    model = obstacle_below_link(9, 0.005)
+    state = initial_state(model, STRAIGHT, np.r_[np.zeros(10), 1.0, -0.2])
+    run(model, state, 0.5)
+    assert state.stats.impacts >= 1 and state.stats.detachments >= 1 and not state.alpha.any()
+
+
+def test_initial_pose_intersecting_an_obstacle_is_rejected():
+    model = obstacle_below_link(4, -0.01)
+    with pytest.raises(PlanarSnakeError, match="intersects obstacle 0 with link 5"):
+        initial_state(model, STRAIGHT)
