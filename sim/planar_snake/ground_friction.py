@@ -85,7 +85,11 @@ def solve_ground_friction(
 
 
 def solve_ground_friction_reference(
-    H: np.ndarray, v_free: np.ndarray, force_limit_ns: np.ndarray, torque_limit_nms: np.ndarray, iterations: int
+    H: np.ndarray,
+    v_free: np.ndarray,
+    force_limit_ns: np.ndarray,
+    torque_limit_nms: np.ndarray,
+    iterations: int,
 ) -> np.ndarray:
     """Plain-numpy reference: projected gradient (Jacobi) on the same convex problem
     min ½ Pᵀ H P + v_freeᵀ P over the disk/interval set, with step 1/||H||. Slow, for tests."""

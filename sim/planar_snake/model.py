@@ -53,7 +53,13 @@ class PlanarSnakeModel:
     def __post_init__(self) -> None:
         if int(self.n_links) != self.n_links or self.n_links < 2:
             raise PlanarSnakeError(f"n_links must be an integer >= 2, got {self.n_links!r}")
-        for name in ("link_half_length_m", "link_mass_kg", "link_inertia_kgm2", "gravity_m_s2", "time_step_s"):
+        for name in (
+            "link_half_length_m",
+            "link_mass_kg",
+            "link_inertia_kgm2",
+            "gravity_m_s2",
+            "time_step_s",
+        ):
             _positive(name, getattr(self, name))
         for name in ("joint_kp_nm_rad", "joint_kd_nms_rad", "joint_torque_limit_nm", "detach_gap_m"):
             _positive(name, getattr(self, name))
@@ -136,7 +142,9 @@ def link_jacobians(model: PlanarSnakeModel, q: np.ndarray) -> tuple[np.ndarray, 
     return Jx, Jy
 
 
-def link_acceleration_bias(model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def link_acceleration_bias(
+    model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Velocity-product part of the link CM accelerations: ẍ = Jx q̈ + bx, ÿ = Jy q̈ + by (differentiate eq. 6)."""
     n, l = model.n_links, model.link_half_length_m
     theta, w2 = q[:n], qd[:n] ** 2
@@ -150,7 +158,9 @@ def mass_matrix(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
     s, c = np.sin(q[:n]), np.cos(q[:n])
     V = model.V
     M = np.zeros((n + 2, n + 2))
-    M[:n, :n] = model.link_inertia_kgm2 * np.eye(n) + m * l * l * (s[:, None] * V * s[None, :] + c[:, None] * V * c)
+    M[:n, :n] = model.link_inertia_kgm2 * np.eye(n) + m * l * l * (
+        s[:, None] * V * s[None, :] + c[:, None] * V * c
+    )
     M[n, n] = M[n + 1, n + 1] = n * m
     return M
 

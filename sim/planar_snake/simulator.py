@@ -72,7 +72,9 @@ class SimulationStats:
 
     def as_dict(self) -> dict:
         out = dict(self.__dict__)
-        out["flow_lcp_pivots_mean"] = self.flow_lcp_pivots / self.flow_lcp_solves if self.flow_lcp_solves else 0.0
+        out["flow_lcp_pivots_mean"] = (
+            self.flow_lcp_pivots / self.flow_lcp_solves if self.flow_lcp_solves else 0.0
+        )
         out["ground_friction_sweeps_mean"] = self.ground_friction_sweeps / self.steps if self.steps else 0.0
         for k, v in out.items():
             if isinstance(v, float) and not np.isfinite(v):
@@ -101,12 +103,16 @@ def initial_state(model: PlanarSnakeModel, q0: np.ndarray, qd0: np.ndarray | Non
     n = model.n_links
     q0 = np.array(q0, dtype=float)
     if q0.shape != (n + 2,):
-        raise PlanarSnakeError(f"q0 must have n_links + 2 = {n + 2} entries (θ_1..θ_n, p_x, p_y), got {q0.shape}")
+        raise PlanarSnakeError(
+            f"q0 must have n_links + 2 = {n + 2} entries (θ_1..θ_n, p_x, p_y), got {q0.shape}"
+        )
     qd0 = np.zeros(n + 2) if qd0 is None else np.array(qd0, dtype=float)
     gaps = all_gaps(model, q0)
     if gaps.size and gaps.min() <= 0.0:
         i, j = np.unravel_index(np.argmin(gaps), gaps.shape)
-        raise PlanarSnakeError(f"initial pose intersects obstacle {j} with link {i + 1} (gap {gaps[i, j]:.3g} m)")
+        raise PlanarSnakeError(
+            f"initial pose intersects obstacle {j} with link {i + 1} (gap {gaps[i, j]:.3g} m)"
+        )
     return PlanarSnakeState(
         t_s=0.0,
         q=q0,
@@ -120,7 +126,11 @@ def initial_state(model: PlanarSnakeModel, q0: np.ndarray, qd0: np.ndarray | Non
 
 
 def joint_torques(
-    model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray, angle_ref_rad: np.ndarray, rate_ref_rad_s: np.ndarray
+    model: PlanarSnakeModel,
+    q: np.ndarray,
+    qd: np.ndarray,
+    angle_ref_rad: np.ndarray,
+    rate_ref_rad_s: np.ndarray,
 ) -> np.ndarray:
     """Joint servo: u = sat(K_p (φ_ref − φ) + K_d (φ̇_ref − φ̇)); Dᵀu then drives φ towards φ_ref."""
     n = model.n_links
@@ -128,6 +138,32 @@ def joint_torques(
     phid = model.D @ qd[:n]
     u = model.joint_kp_nm_rad * (angle_ref_rad - phi) + model.joint_kd_nms_rad * (rate_ref_rad_s - phid)
     return np.clip(u, -model.joint_torque_limit_nm, model.joint_torque_limit_nm)
+
+
+def _implicit_servo(
+    model: PlanarSnakeModel,
+    q: np.ndarray,
+    qd: np.ndarray,
+    angle_ref_rad: np.ndarray,
+    rate_ref_rad_s: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Linearly implicit joint servo. Explicit PD is unstable for the chain's zig-zag mode (inertia J only, so
+    4 K_d h / J > 2 already at h = 1 ms, K_d = 1). With φ⁺ = φ + h φ̇⁺ and u⁺ = K_p(φ_r − φ⁺) + K_d(φ̇_r − φ̇⁺),
+    M (q̇⁺ − q̇) = h (f + Dᵀu⁺) becomes M_eff q̈ = f + Dᵀu' with
+    M_eff = M + h (h K_p + K_d) Dᵀ S D  and  u' = u − h K_p φ̇ on the unsaturated joints S (saturated ones keep
+    their limit torque). Returns (torque reported, u' for the right-hand side, the stiffness term of M_eff)."""
+    n, h = model.n_links, model.time_step_s
+    kp, kd, limit = model.joint_kp_nm_rad, model.joint_kd_nms_rad, model.joint_torque_limit_nm
+    phi = joint_angles(model, q)
+    phid = model.D @ qd[:n]
+    u = kp * (angle_ref_rad - phi) + kd * (rate_ref_rad_s - phid)
+    free = np.abs(u) < limit
+    u_applied = np.clip(u, -limit, limit)
+    u_rhs = np.where(free, u - h * kp * phid, u_applied)
+    D = model.D
+    stiffness = np.zeros((n + 2, n + 2))
+    stiffness[:n, :n] = h * (h * kp + kd) * (D.T * free) @ D
+    return u_applied, u_rhs, stiffness
 
 
 def _ground_operator(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
@@ -156,12 +192,16 @@ def _flow_contact_force(
         stats.smallest_principal_minor = min(stats.smallest_principal_minor, check.smallest_minor)
         if not check.is_p_matrix:
             stats.p_matrix_failures += 1
-            log.warning("t=%.4f s: LCP (32) matrix is not a P-matrix (minor %.3g)", state.t_s, check.smallest_minor)
+            log.warning(
+                "t=%.4f s: LCP (32) matrix is not a P-matrix (minor %.3g)", state.t_s, check.smallest_minor
+            )
     result = solve_lcp(A, a, "lemke")
     stats.flow_lcp_solves += 1
     stats.flow_lcp_pivots += result.iterations
     if result.status is not LCPStatus.SOLVED:
-        raise SimulationError(f"t = {state.t_s:.6f} s: contact LCP (32) {result.status.value}: {result.message}")
+        raise SimulationError(
+            f"t = {state.t_s:.6f} s: contact LCP (32) {result.status.value}: {result.message}"
+        )
     lam = result.z
     stats.max_complementarity_residual = max(stats.max_complementarity_residual, result.residual)
     stats.min_lambda = min(stats.min_lambda, float(lam.min()))
@@ -169,7 +209,9 @@ def _flow_contact_force(
     return B @ lam
 
 
-def _impact(model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd: np.ndarray, Minv: np.ndarray):
+def _impact(
+    model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd: np.ndarray, Minv: np.ndarray
+):
     """Impact LCP (36) on all contacted links: v̄⁺ = v̄⁻ + C̄ M⁻¹ C̄ᵀ λ ≥ 0 ⊥ λ ≥ 0; returns q̇⁺ (eq. 37)."""
     active = np.flatnonzero(state.alpha)
     terms = contact_terms(model, q, qd, active, state.contact_obstacle[active])
@@ -177,13 +219,17 @@ def _impact(model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd:
     result = solve_lcp(terms.rows @ Minv @ terms.rows.T, v_minus, "lemke")
     state.stats.impact_lcp_solves += 1
     if result.status is not LCPStatus.SOLVED:  # cannot happen for full-rank C̄ (Proposition 15)
-        raise SimulationError(f"t = {state.t_s:.6f} s: impact LCP (36) {result.status.value}: {result.message}")
+        raise SimulationError(
+            f"t = {state.t_s:.6f} s: impact LCP (36) {result.status.value}: {result.message}"
+        )
     qd_plus = qd + Minv @ (terms.rows.T @ result.z)
     v_plus = terms.rows @ qd_plus
     return qd_plus, float(v_plus.min()), complementarity_residual(result.z, v_plus)
 
 
-def _first_impact(model: PlanarSnakeModel, state: PlanarSnakeState, q0: np.ndarray, v: np.ndarray, span: float):
+def _first_impact(
+    model: PlanarSnakeModel, state: PlanarSnakeState, q0: np.ndarray, v: np.ndarray, span: float
+):
     """Earliest σ ∈ [0, span] at which a free link touches an obstacle along q(σ) = q0 + σ v, or None."""
     q_end = q0 + span * v
     gaps = all_gaps(model, q_end)
@@ -229,13 +275,14 @@ def step(
     n, h = model.n_links, model.time_step_s
     stats = state.stats
     q, qd = state.q, state.qd
-    u = joint_torques(model, q, qd, angle_ref_rad, rate_ref_rad_s)
+    u, u_rhs, servo_stiffness = _implicit_servo(model, q, qd, angle_ref_rad, rate_ref_rad_s)
     state.joint_torque_nm = u
     M = mass_matrix(model, q)
-    Minv = np.linalg.inv(M)
+    Minv = np.linalg.inv(M + servo_stiffness)  # effective mass of the linearly implicit step
+    Minv_impact = np.linalg.inv(M)  # impacts are impulsive: servo forces stay finite, so the true M
     f_free = coriolis_force(model, q, qd)
-    f_free[: n - 1] += u
-    f_free[1:n] -= u  # Dᵀ u
+    f_free[: n - 1] += u_rhs
+    f_free[1:n] -= u_rhs  # Dᵀ u
     active = np.flatnonzero(state.alpha)
     f_contact = np.zeros(n + 2)
     if active.size:
@@ -251,7 +298,9 @@ def step(
     weight = model.link_mass_kg * model.gravity_m_s2 * model.ground_mu * h
     force_limit = np.full(n, weight)
     torque_limit = np.full(n, 0.5 * weight * model.link_half_length_m)
-    P, sweeps = solve_ground_friction(G.T @ MinvG, G.T @ qd_free, state.ground_impulse, force_limit, torque_limit)
+    P, sweeps = solve_ground_friction(
+        G.T @ MinvG, G.T @ qd_free, state.ground_impulse, force_limit, torque_limit
+    )
     stats.ground_friction_sweeps += sweeps
     state.ground_impulse = P
     state.ground_force = G @ P / h
@@ -260,7 +309,7 @@ def step(
     if active.size:
         terms = contact_terms(model, q, v, active, state.contact_obstacle[active])
         if np.min(terms.rows @ v) < 0.0:
-            v, _, _ = _impact(model, state, q, v, Minv)
+            v, _, _ = _impact(model, state, q, v, Minv_impact)
             stats.velocity_projections += 1
 
     # position update with event location (impacts of free links)
@@ -300,4 +349,4 @@ def step(
             state.alpha[gone] = 0
             state.contact_obstacle[gone] = -1
             stats.detachments += int(gone.size)
-        _stabilise_positions(model, state, Minv)
+        _stabilise_positions(model, state, Minv_impact)

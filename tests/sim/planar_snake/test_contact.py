@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 from sim.planar_snake import PlanarSnakeModel, all_gaps, contact_terms, link_centres
+from sim.planar_snake.model import PlanarSnakeError
 from sim.planar_snake.obstacles import (
     ObstacleField,
     check_assumption_3,
     lattice_field,
     random_field,
 )
-from sim.planar_snake.model import PlanarSnakeError
 
 
 def model_with_obstacle_near(link: int, offset_along: float, side: float, rng):
@@ -59,7 +59,9 @@ def test_lattice_and_random_fields_respect_assumption_3():
     assert check_assumption_3(lat, 0.14) > 0.14
     rnd = random_field(3, (0, 3), (-0.5, 0.5), 25, (0.03, 0.06), 0.14)
     assert rnd.count == 25 and check_assumption_3(rnd, 0.14) > 0.14
-    assert np.array_equal(rnd.centres_m, random_field(3, (0, 3), (-0.5, 0.5), 25, (0.03, 0.06), 0.14).centres_m)
+    assert np.array_equal(
+        rnd.centres_m, random_field(3, (0, 3), (-0.5, 0.5), 25, (0.03, 0.06), 0.14).centres_m
+    )
     with pytest.raises(PlanarSnakeError, match="Assumption 3"):
         check_assumption_3(ObstacleField(np.array([[0.0, 0.0], [0.2, 0.0]]), np.array([0.05, 0.05])), 0.14)
     with pytest.raises(PlanarSnakeError, match="could not place"):

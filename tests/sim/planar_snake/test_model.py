@@ -92,7 +92,12 @@ def test_free_motion_conserves_energy_and_momenta(model):
         X, Y = link_centres(model, q)
         Jx, Jy = link_jacobians(model, q)
         vx, vy = Jx @ qd, Jy @ qd
-        return kinetic_energy(model, q, qd), qd[10], qd[11], float(np.sum(m * (X * vy - Y * vx)) + J * qd[:n].sum())
+        return (
+            kinetic_energy(model, q, qd),
+            qd[10],
+            qd[11],
+            float(np.sum(m * (X * vy - Y * vx)) + J * qd[:n].sum()),
+        )
 
     start, end = momenta(sol.y[:, 0]), momenta(sol.y[:, -1])
     assert end[0] == pytest.approx(start[0], rel=1e-8)

@@ -104,15 +104,17 @@ def test_inelastic_impact_and_contact_flow():
     assert s.max_penetration_m < 1e-6
     assert kinetic_energy(model, state.q, state.qd) < e0
     assert s.flow_lcp_solves > 0 and s.max_complementarity_residual < 1e-8 and s.min_lambda >= 0.0
-    assert s.p_matrix_checks == s.flow_lcp_solves and s.p_matrix_failures == 0 and s.smallest_principal_minor > 0
+    assert (
+        s.p_matrix_checks == s.flow_lcp_solves and s.p_matrix_failures == 0 and s.smallest_principal_minor > 0
+    )
 
 
 def test_pushing_into_obstacle_with_ground_friction_keeps_contact_without_penetration():
     """Joint torques press the body onto an obstacle for 1 s: λ > 0 persists, gap stays ≥ −1e-6 m."""
     model = obstacle_below_link(4, 0.002, PlanarSnakeModel())
-    state = initial_state(model, STRAIGHT)
+    state = initial_state(model, STRAIGHT, np.r_[np.zeros(10), 0.0, -0.2])  # drifts onto the obstacle
     bend = np.zeros(9)
-    bend[3], bend[4] = -0.6, 0.6  # fold links 4-6 downwards onto the obstacle
+    bend[3], bend[4] = -0.6, -0.6  # φ < 0 at joints 4, 5: both halves fold up, link 5 is pushed down
     run(model, state, 1.0, (bend, np.zeros(9)))
     s = state.stats
     assert s.impacts >= 1 and s.max_penetration_m < 1e-6
@@ -120,8 +122,8 @@ def test_pushing_into_obstacle_with_ground_friction_keeps_contact_without_penetr
 
 
 def test_detachment_when_link_slides_off_the_obstacle():
-    """Moving down onto an obstacle and along +x: the link slides past the obstacle and α returns to 0."""
-    model = obstacle_below_link(9, 0.005)
+    """The tail link moves down onto an obstacle and along +x: the obstacle slips off its rear end and α returns to 0."""
+    model = obstacle_below_link(0, 0.005)
     state = initial_state(model, STRAIGHT, np.r_[np.zeros(10), 1.0, -0.2])
     run(model, state, 0.5)
     assert state.stats.impacts >= 1 and state.stats.detachments >= 1 and not state.alpha.any()
