@@ -27,7 +27,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from sim.lcp import LCPStatus, complementarity_residual, p_matrix_test, solve_lcp
-from sim.planar_snake.contact import all_gaps, contact_terms, link_gaps_to
+from sim.planar_snake.contact import ContactTerms, all_gaps, contact_terms, link_gaps_to
 from sim.planar_snake.ground_friction import solve_ground_friction
 from sim.planar_snake.model import (
     PlanarSnakeError,
@@ -177,12 +177,34 @@ def _ground_operator(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
     return G
 
 
+def _independent_contacts(terms: ContactTerms) -> ContactTerms:
+    """Drop duplicate constraints. Two adjacent links touching one obstacle at their shared joint constrain the
+    same material point along the same normal, so their rows coincide and C̄ M⁻¹ C̄ᵀ would be singular (the
+    paper's CM-based rows never coincide, ours are exact gap gradients). One row represents both."""
+    m = terms.links.size
+    if m < 2:
+        return terms
+    keep = np.ones(m, dtype=bool)
+    for a in range(m):
+        for b in range(a + 1, m):
+            if keep[b] and terms.obstacles[a] == terms.obstacles[b]:
+                diff = np.linalg.norm(terms.rows[a] - terms.rows[b])
+                if diff <= 1e-9 * (1.0 + np.linalg.norm(terms.rows[a])):
+                    keep[b] = False
+    if keep.all():
+        return terms
+    return ContactTerms(
+        terms.links[keep], terms.obstacles[keep], terms.rows[keep], terms.bias[keep],
+        terms.friction_map[:, keep], terms.gaps[keep], terms.side[keep], terms.tangential_velocity[keep],
+    )  # fmt: skip
+
+
 def _flow_contact_force(
     model: PlanarSnakeModel, state: PlanarSnakeState, Minv: np.ndarray, f_u: np.ndarray, active: np.ndarray
 ) -> np.ndarray:
     """λ from LCP (32) for the contacted links and the generalised contact force (C̄ᵀ − μ_o Λ) λ."""
     stats = state.stats
-    terms = contact_terms(model, state.q, state.qd, active, state.contact_obstacle[active])
+    terms = _independent_contacts(contact_terms(model, state.q, state.qd, active, state.contact_obstacle[active]))
     B = terms.rows.T - model.obstacle_mu * terms.friction_map
     A = terms.rows @ Minv @ B
     a = terms.rows @ (Minv @ f_u) + terms.bias
@@ -192,7 +214,7 @@ def _flow_contact_force(
         stats.smallest_principal_minor = min(stats.smallest_principal_minor, check.smallest_minor)
         if not check.is_p_matrix:
             stats.p_matrix_failures += 1
-            log.warning(
+            log.debug(
                 "t=%.4f s: LCP (32) matrix is not a P-matrix (minor %.3g)", state.t_s, check.smallest_minor
             )
     result = solve_lcp(A, a, "lemke")
@@ -214,7 +236,7 @@ def _impact(
 ):
     """Impact LCP (36) on all contacted links: v̄⁺ = v̄⁻ + C̄ M⁻¹ C̄ᵀ λ ≥ 0 ⊥ λ ≥ 0; returns q̇⁺ (eq. 37)."""
     active = np.flatnonzero(state.alpha)
-    terms = contact_terms(model, q, qd, active, state.contact_obstacle[active])
+    terms = _independent_contacts(contact_terms(model, q, qd, active, state.contact_obstacle[active]))
     v_minus = terms.rows @ qd
     result = solve_lcp(terms.rows @ Minv @ terms.rows.T, v_minus, "lemke")
     state.stats.impact_lcp_solves += 1
@@ -264,7 +286,8 @@ def _stabilise_positions(model: PlanarSnakeModel, state: PlanarSnakeState, Minv:
             return
         terms = contact_terms(model, state.q, state.qd, active[neg], obstacles[neg])
         C = terms.rows
-        state.q = state.q + Minv @ C.T @ np.linalg.solve(C @ Minv @ C.T, -gaps[neg])
+        correction, *_ = np.linalg.lstsq(C @ Minv @ C.T, -gaps[neg], rcond=1e-12)  # rows may coincide
+        state.q = state.q + Minv @ C.T @ correction
         gaps = link_gaps_to(model, state.q, active, obstacles)
 
 
