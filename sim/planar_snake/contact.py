@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from sim.planar_snake.model import PlanarSnakeModel, link_acceleration_bias, link_centres, link_jacobians
 
-__all__ = ["ContactTerms", "all_gaps", "contact_terms", "link_gaps_to"]
+__all__ = ["ContactTerms", "all_gaps", "contact_terms", "contact_terms_reference", "link_gaps_to"]
 
 
 def _segment_geometry(model: PlanarSnakeModel, q: np.ndarray, links: np.ndarray, obstacles: np.ndarray):
@@ -37,21 +38,40 @@ def _segment_geometry(model: PlanarSnakeModel, q: np.ndarray, links: np.ndarray,
     return s, r, dist, dist - model.obstacle_radii_m[obstacles], t
 
 
+@numba.njit(cache=True)
+def _gap_kernel(theta, x, y, l, centres, radii, links, obstacles):  # pragma: no cover - compiled
+    out = np.empty(links.size)
+    for c in range(links.size):
+        i, j = links[c], obstacles[c]
+        ct, st = np.cos(theta[i]), np.sin(theta[i])
+        dx, dy = centres[j, 0] - x[i], centres[j, 1] - y[i]
+        s = min(max(dx * ct + dy * st, -l), l)
+        out[c] = np.sqrt((s * ct - dx) ** 2 + (s * st - dy) ** 2) - radii[j]
+    return out
+
+
+def link_gaps_to(model: PlanarSnakeModel, q: np.ndarray, links, obstacles) -> np.ndarray:
+    """Gaps of given (link, obstacle) pairs (compiled; ``_segment_geometry`` is the numpy reference)."""
+    x, y = link_centres(model, q)
+    links = np.asarray(links, dtype=np.int64).ravel()
+    obstacles = np.asarray(obstacles, dtype=np.int64).ravel()
+    n, l = model.n_links, model.link_half_length_m
+    return _gap_kernel(q[:n], x, y, l, model.obstacle_centres_m, model.obstacle_radii_m, links, obstacles)
+
+
 def all_gaps(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
     """Gap of every link to every obstacle, shape (n, k)."""
     n, k = model.n_links, model.obstacle_radii_m.size
     if k == 0:
         return np.zeros((n, 0))
+    return link_gaps_to(model, q, np.repeat(np.arange(n), k), np.tile(np.arange(k), n)).reshape(n, k)
+
+
+def all_gaps_reference(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
+    n, k = model.n_links, model.obstacle_radii_m.size
     links = np.repeat(np.arange(n)[:, None], k, axis=1)
     obstacles = np.repeat(np.arange(k)[None, :], n, axis=0)
     return _segment_geometry(model, q, links, obstacles)[3]
-
-
-def link_gaps_to(
-    model: PlanarSnakeModel, q: np.ndarray, links: np.ndarray, obstacles: np.ndarray
-) -> np.ndarray:
-    """Gaps of given (link, obstacle) pairs."""
-    return _segment_geometry(model, q, np.asarray(links), np.asarray(obstacles))[3]
 
 
 @dataclass(frozen=True)
@@ -68,7 +88,7 @@ class ContactTerms:
     tangential_velocity: np.ndarray  # (m,) slip velocity v_t along the contact tangent
 
 
-def contact_terms(
+def contact_terms_reference(
     model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray, links: np.ndarray, obstacles: np.ndarray
 ) -> ContactTerms:
     n, l = model.n_links, model.link_half_length_m
@@ -109,3 +129,75 @@ def contact_terms(
     )
     bias = np.where(interior, bias_interior, bias_end)
     return ContactTerms(links, obstacles, rows, bias, friction_map, gaps, side, v_t)
+
+
+@numba.njit(cache=True)
+def _contact_kernel(theta, qd, x, y, Nt, l, centres, radii, links, obstacles):  # pragma: no cover - compiled
+    """Same quantities as :func:`contact_terms_reference`, in loops (the hot path of every step)."""
+    n = theta.size
+    m = links.size
+    rows = np.zeros((m, n + 2))
+    fmap = np.zeros((n + 2, m))
+    bias = np.zeros(m)
+    gaps = np.zeros(m)
+    side = np.zeros(m)
+    vt = np.zeros(m)
+    sn = np.sin(theta)
+    cs = np.cos(theta)
+    for c in range(m):
+        i, j = links[c], obstacles[c]
+        ct, st = cs[i], sn[i]
+        dx, dy = centres[j, 0] - x[i], centres[j, 1] - y[i]
+        s = min(max(dx * ct + dy * st, -l), l)
+        rx, ry = s * ct - dx, s * st - dy
+        dist = np.sqrt(rx * rx + ry * ry)
+        gaps[c] = dist - radii[j]
+        ncx, ncy = rx / dist, ry / dist
+        nx, ny = -st, ct
+        tcx, tcy = -ncy, ncx
+        vx, vy, bx, by = qd[n], qd[n + 1], 0.0, 0.0
+        for k in range(n):
+            a = l * Nt[i, k]
+            jx, jy = a * sn[k], -a * cs[k]
+            rows[c, k] = ncx * jx + ncy * jy
+            fmap[k, c] = tcx * jx + tcy * jy
+            vx += jx * qd[k]
+            vy += jy * qd[k]
+            w2 = qd[k] * qd[k]
+            bx += a * cs[k] * w2
+            by += a * sn[k] * w2
+        rows[c, n], rows[c, n + 1] = ncx, ncy
+        fmap[n, c], fmap[n + 1, c] = tcx, tcy
+        ncn = ncx * nx + ncy * ny
+        rows[c, i] += s * ncn
+        fmap[i, c] += s * (tcx * nx + tcy * ny)
+        w = qd[i]
+        vpx, vpy = vx + s * w * nx, vy + s * w * ny
+        v_t = tcx * vpx + tcy * vpy
+        vt[c] = v_t
+        sg = 1.0 if v_t > 0 else (-1.0 if v_t < 0 else 0.0)
+        for k in range(n + 2):
+            fmap[k, c] *= sg
+        side[c] = 1.0 if ncn >= 0 else -1.0
+        if abs(s) < l:
+            bias[c] = side[c] * (bx * nx + by * ny - 2.0 * w * (vx * ct + vy * st)) - w * w * dist
+        else:
+            vn = ncx * vpx + ncy * vpy
+            px, py = vpx - vn * ncx, vpy - vn * ncy
+            bias[c] = ncx * (bx - s * w * w * ct) + ncy * (by - s * w * w * st) + (px * px + py * py) / dist
+    return rows, bias, fmap, gaps, side, vt
+
+
+def contact_terms(
+    model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray, links: np.ndarray, obstacles: np.ndarray
+) -> ContactTerms:
+    """Rows C̄, bias C̄̇q̇, friction map Λ, gaps and sides of the given contacts (compiled path)."""
+    n = model.n_links
+    links = np.asarray(links, dtype=np.int64)
+    obstacles = np.asarray(obstacles, dtype=np.int64)
+    x, y = link_centres(model, q)
+    rows, bias, fmap, gaps, side, vt = _contact_kernel(
+        np.ascontiguousarray(q[:n]), np.ascontiguousarray(qd), x, y, model._Nt, model.link_half_length_m,
+        model.obstacle_centres_m, model.obstacle_radii_m, links, obstacles,
+    )  # fmt: skip
+    return ContactTerms(links, obstacles, rows, bias, fmap, gaps, side, vt)

@@ -66,3 +66,19 @@ def test_lattice_and_random_fields_respect_assumption_3():
         check_assumption_3(ObstacleField(np.array([[0.0, 0.0], [0.2, 0.0]]), np.array([0.05, 0.05])), 0.14)
     with pytest.raises(PlanarSnakeError, match="could not place"):
         random_field(0, (0, 0.5), (0, 0.5), 50, (0.05, 0.05), 0.14, max_attempts=1000)
+
+
+def test_compiled_contact_terms_match_numpy_reference():
+    from sim.planar_snake.contact import all_gaps_reference, contact_terms_reference
+
+    rng = np.random.default_rng(21)
+    field = random_field(1, (-0.6, 0.6), (-0.4, 0.4), 12, (0.02, 0.06), 0.14)
+    model = PlanarSnakeModel().with_obstacles(field.centres_m, field.radii_m)
+    for _ in range(20):
+        q, qd = np.r_[rng.uniform(-1, 1, 10), rng.normal(size=2) * 0.1], rng.normal(size=12)
+        np.testing.assert_allclose(all_gaps(model, q), all_gaps_reference(model, q), atol=1e-14)
+        links, obstacles = rng.integers(0, 10, 6), rng.integers(0, 12, 6)
+        fast = contact_terms(model, q, qd, links, obstacles)
+        ref = contact_terms_reference(model, q, qd, links, obstacles)
+        for name in ("rows", "bias", "friction_map", "gaps", "side", "tangential_velocity"):
+            np.testing.assert_allclose(getattr(fast, name), getattr(ref, name), atol=1e-12, err_msg=name)
