@@ -138,7 +138,8 @@ def _lex_min_row(T: np.ndarray, rows: np.ndarray, col: int, n: int, rhs: int) ->
     return int(rows[candidates[0]])
 
 
-def _lemke(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
+def _lemke_reference(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
+    """Plain-numpy Lemke (the readable reference of the compiled :func:`_lemke_kernel`)."""
     n = q.size
     if n == 0 or np.all(q >= 0.0):
         z = np.zeros(n)
@@ -187,6 +188,110 @@ def _lemke(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
         if leaving == z0_col:
             return _polish(M, q, basis, T, n, rhs, iterations)
     return LCPResult(None, None, LCPStatus.MAX_ITERATIONS, iterations, "lemke", np.inf, "pivot limit reached")
+
+
+@numba.njit(cache=True)
+def _lex_min_row_kernel(T, rows, col, n, rhs):  # pragma: no cover - compiled
+    k = rows.size
+    keys = np.empty((k, n + 1))
+    scale = 1.0
+    for a in range(k):
+        piv = T[rows[a], col]
+        keys[a, 0] = T[rows[a], rhs] / piv
+        for c in range(n):
+            keys[a, c + 1] = T[rows[a], c] / piv
+        for c in range(n + 1):
+            if abs(keys[a, c]) > scale:
+                scale = abs(keys[a, c])
+    alive = np.ones(k, dtype=np.bool_)
+    count = k
+    for c in range(n + 1):
+        best = np.inf
+        for a in range(k):
+            if alive[a] and keys[a, c] < best:
+                best = keys[a, c]
+        for a in range(k):
+            if alive[a] and keys[a, c] > best + 1e-11 * scale:
+                alive[a] = False
+                count -= 1
+        if count == 1:
+            break
+    for a in range(k):
+        if alive[a]:
+            return rows[a]
+    return rows[0]
+
+
+@numba.njit(cache=True)
+def _pivot_kernel(T, basis, row, col):  # pragma: no cover - compiled
+    n, width = T.shape
+    p = T[row, col]
+    for j in range(width):
+        T[row, j] /= p
+    for i in range(n):
+        if i != row:
+            f = T[i, col]
+            if f != 0.0:
+                for j in range(width):
+                    T[i, j] -= f * T[row, j]
+    basis[row] = col
+
+
+@numba.njit(cache=True)
+def _lemke_kernel(M, q, max_iterations):  # pragma: no cover - compiled
+    """Same pivoting as :func:`_lemke_reference`. Returns (status, tableau, basis, pivots) with status
+    0 = solved, 1 = ray termination, 2 = pivot limit."""
+    n = q.size
+    z0_col, rhs = 2 * n, 2 * n + 1
+    T = np.zeros((n, 2 * n + 2))
+    for i in range(n):
+        T[i, i] = 1.0
+        for j in range(n):
+            T[i, n + j] = -M[i, j]
+        T[i, z0_col] = -1.0
+        T[i, rhs] = q[i]
+    basis = np.arange(n)
+    pivot_tol = 1e-12 * max(1.0, np.max(np.abs(M)))
+    qmin = q.min()
+    tied = np.flatnonzero(q <= qmin + 1e-14 * max(1.0, abs(qmin)))
+    if tied.size > 1:
+        T_neg = T.copy()
+        T_neg[:, z0_col] = 1.0
+        leave_row = _lex_min_row_kernel(T_neg, tied, z0_col, n, rhs)
+    else:
+        leave_row = tied[0]
+    leaving = basis[leave_row]
+    _pivot_kernel(T, basis, leave_row, z0_col)
+    iterations = 1
+    while iterations < max_iterations:
+        entering = leaving + n if leaving < n else leaving - n
+        rows = np.flatnonzero(T[:, entering] > pivot_tol)
+        if rows.size == 0:
+            return 1, T, basis, iterations
+        leave_row = _lex_min_row_kernel(T, rows, entering, n, rhs)
+        for r in rows:
+            if basis[r] == z0_col:
+                if T[r, rhs] / T[r, entering] <= T[leave_row, rhs] / T[leave_row, entering] + 1e-13:
+                    leave_row = r
+                break
+        leaving = basis[leave_row]
+        _pivot_kernel(T, basis, leave_row, entering)
+        iterations += 1
+        if leaving == z0_col:
+            return 0, T, basis, iterations
+    return 2, T, basis, iterations
+
+
+def _lemke(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
+    n = q.size
+    if n == 0 or np.all(q >= 0.0):
+        return LCPResult(np.zeros(n), q.copy(), LCPStatus.SOLVED, 0, "lemke", 0.0, "trivial: q >= 0")
+    status, T, basis, iterations = _lemke_kernel(np.ascontiguousarray(M), q, max_iterations)
+    if status == 1:
+        return _ray_termination(M, q, iterations)
+    if status == 2:
+        return LCPResult(None, None, LCPStatus.MAX_ITERATIONS, iterations, "lemke", np.inf, "pivot limit reached")
+    return _polish(M, q, basis, T, n, 2 * n + 1, iterations)
 
 
 def _polish(M, q, basis, T, n, rhs, iterations) -> LCPResult:

@@ -214,3 +214,18 @@ def test_p_matrix_examples():
     assert p_matrix_test(np.zeros((0, 0))).is_p_matrix
     with pytest.raises(LCPError):
         p_matrix_test(np.ones((2, 3)))
+
+
+def test_compiled_lemke_matches_numpy_reference():
+    from sim.lcp import _lemke_reference
+
+    rng = np.random.default_rng(77)
+    for n in range(1, 9):
+        for _ in range(60):
+            M = random_p_matrix(rng, n) if rng.random() < 0.5 else random_psd(rng, n)
+            q = rng.normal(size=n)
+            fast = solve_lcp(M, q, "lemke")
+            ref = _lemke_reference(M, q, 50 * n + 100)
+            assert fast.status == ref.status and fast.iterations == ref.iterations
+            if fast.success:
+                np.testing.assert_allclose(fast.z, ref.z, atol=1e-12)
