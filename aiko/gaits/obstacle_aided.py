@@ -93,7 +93,7 @@ class ObstacleAidedGait:
         self._lay_track(0.0, phi0)
         self.sigma_m = 0.0
         self.mode = "propagate"
-        self._t_last: float | None = None
+        self._t_last = 0.0  # σ(t) = v t from run time 0, however sparsely the gait is sampled
         self._error_since: float | None = None
         self._relax_until = 0.0
         self._relaxed = np.zeros(self.n_joints, dtype=bool)
@@ -132,8 +132,10 @@ class ObstacleAidedGait:
         k = 2 * math.pi / self.wavelength_m
         ahead = s > self._sigma_laid
         laid_val = np.interp(s, self._laid_s, self._laid_phi)
-        laid_slope = np.interp(s, 0.5 * (self._laid_s[1:] + self._laid_s[:-1]),
-                               np.diff(self._laid_phi) / np.diff(self._laid_s))  # fmt: skip
+        segment = np.clip(np.searchsorted(self._laid_s, s) - 1, 0, self._laid_s.size - 2)
+        seg_slope = np.diff(self._laid_phi) / np.diff(self._laid_s)
+        inside = (s > self._laid_s[0]) & (s < self._laid_s[-1])
+        laid_slope = np.where(inside, seg_slope[segment], 0.0)  # derivative of the linear interpolation
         blend = np.clip(1.0 - (s - self._sigma_laid) / self.link_length_m, 0.0, 1.0)
         sin_val = self.amplitude_rad * np.sin(k * s + self._psi) + self._head_mismatch * blend
         sin_slope = self.amplitude_rad * k * np.cos(k * s + self._psi) - np.where(
@@ -151,7 +153,7 @@ class ObstacleAidedGait:
         return JointReferences(0.0, phi.copy(), zeros, zeros.copy(), zeros.copy())
 
     def references(self, t_s: float, feedback: JointFeedback | None = None) -> JointReferences:
-        dt = 0.0 if self._t_last is None else max(0.0, t_s - self._t_last)
+        dt = max(0.0, t_s - self._t_last)
         self._t_last = t_s
         p = self.params
         if self.mode == "propagate":

@@ -47,7 +47,9 @@ class PlanarSnakeModel:
     joint_kd_nms_rad: float = 1.0
     joint_torque_limit_nm: float = 10.0
     time_step_s: float = 1e-3
-    detach_gap_m: float = 1e-7  # a contacted link whose gap opens beyond this has left the obstacle (eq. 40)
+    # a contacted link whose gap opens beyond this has left the obstacle (eq. 40). A margin of 1 µm, not 0:
+    # links that separate by less and come back are not counted (and paid for) as new impacts every step.
+    detach_gap_m: float = 1e-6
     check_p_matrix: bool = True
 
     def __post_init__(self) -> None:
