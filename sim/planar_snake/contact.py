@@ -39,24 +39,30 @@ def _segment_geometry(model: PlanarSnakeModel, q: np.ndarray, links: np.ndarray,
 
 
 @numba.njit(cache=True)
-def _gap_kernel(theta, x, y, l, centres, radii, links, obstacles):  # pragma: no cover - compiled
+def _gap_kernel(q, Nt, l, centres, radii, links, obstacles):  # pragma: no cover - compiled
+    """Gaps of (link, obstacle) pairs straight from q: link CMs by eq. 5 for the links needed only."""
+    n = Nt.shape[0]
+    cs = np.cos(q[:n])
+    sn = np.sin(q[:n])
     out = np.empty(links.size)
     for c in range(links.size):
         i, j = links[c], obstacles[c]
-        ct, st = np.cos(theta[i]), np.sin(theta[i])
-        dx, dy = centres[j, 0] - x[i], centres[j, 1] - y[i]
-        s = min(max(dx * ct + dy * st, -l), l)
-        out[c] = np.sqrt((s * ct - dx) ** 2 + (s * st - dy) ** 2) - radii[j]
+        xi, yi = q[n], q[n + 1]
+        for k in range(n):
+            xi -= l * Nt[i, k] * cs[k]
+            yi -= l * Nt[i, k] * sn[k]
+        dx, dy = centres[j, 0] - xi, centres[j, 1] - yi
+        s = min(max(dx * cs[i] + dy * sn[i], -l), l)
+        out[c] = np.sqrt((s * cs[i] - dx) ** 2 + (s * sn[i] - dy) ** 2) - radii[j]
     return out
 
 
 def link_gaps_to(model: PlanarSnakeModel, q: np.ndarray, links, obstacles) -> np.ndarray:
     """Gaps of given (link, obstacle) pairs (compiled; ``_segment_geometry`` is the numpy reference)."""
-    x, y = link_centres(model, q)
     links = np.asarray(links, dtype=np.int64).ravel()
     obstacles = np.asarray(obstacles, dtype=np.int64).ravel()
-    n, l = model.n_links, model.link_half_length_m
-    return _gap_kernel(q[:n], x, y, l, model.obstacle_centres_m, model.obstacle_radii_m, links, obstacles)
+    return _gap_kernel(np.asarray(q, dtype=float), model._Nt, model.link_half_length_m,  # type: ignore[attr-defined]
+                       model.obstacle_centres_m, model.obstacle_radii_m, links, obstacles)  # fmt: skip
 
 
 def all_gaps(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
