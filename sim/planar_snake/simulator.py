@@ -69,7 +69,8 @@ class SimulationStats:
     max_complementarity_residual: float = 0.0
     min_lambda: float = float("inf")
     min_post_impact_normal_velocity_m_s: float = float("inf")
-    max_penetration_m: float = 0.0
+    max_penetration_m: float = 0.0  # deepest overlap of any link with any obstacle in the state after a step
+    max_drift_before_projection_m: float = 0.0  # contact drift the position projection removed (integrator)
     ground_friction_sweeps: int = 0
     max_contacts: int = 0
 
@@ -282,7 +283,7 @@ def _stabilise_positions(model: PlanarSnakeModel, state: PlanarSnakeState, Minv:
         return
     obstacles = state.contact_obstacle[active]
     gaps = link_gaps_to(model, state.q, active, obstacles)
-    state.stats.max_penetration_m = max(state.stats.max_penetration_m, float(-gaps.min()))
+    state.stats.max_drift_before_projection_m = max(state.stats.max_drift_before_projection_m, float(-gaps.min()))
     for _ in range(3):
         neg = gaps < 0.0
         if not np.any(neg):
@@ -376,3 +377,5 @@ def step(
             state.contact_obstacle[gone] = -1
             stats.detachments += int(gone.size)
         _stabilise_positions(model, state, Minv_impact)
+    if model.obstacle_radii_m.size:
+        state.stats.max_penetration_m = max(state.stats.max_penetration_m, float(-all_gaps(model, state.q).min()))

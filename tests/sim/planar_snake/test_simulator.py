@@ -101,7 +101,7 @@ def test_inelastic_impact_and_contact_flow():
     assert s.impacts >= 1 and sides == {1}  # force along +y of link 5 (eq. 15): the obstacle is below
     assert np.all(state.alpha[[0, 1, 2, 3, 5, 6, 7, 8, 9]] == 0)
     assert s.min_post_impact_normal_velocity_m_s >= -1e-12
-    assert s.max_penetration_m < 1e-6
+    assert s.max_penetration_m < 1e-6 and s.max_drift_before_projection_m < 1e-6
     assert kinetic_energy(model, state.q, state.qd) < e0
     assert s.flow_lcp_solves > 0 and s.max_complementarity_residual < 1e-8 and s.min_lambda >= 0.0
     assert (
@@ -117,7 +117,7 @@ def test_pushing_into_obstacle_with_ground_friction_keeps_contact_without_penetr
     bend[3], bend[4] = -0.6, -0.6  # φ < 0 at joints 4, 5: both halves fold up, link 5 is pushed down
     run(model, state, 1.0, (bend, np.zeros(9)))
     s = state.stats
-    assert s.impacts >= 1 and s.max_penetration_m < 1e-6
+    assert s.impacts >= 1 and s.max_penetration_m < 1e-6 and s.max_drift_before_projection_m < 1e-6
     assert s.max_complementarity_residual < 1e-8 and s.min_lambda >= 0.0 and s.p_matrix_failures == 0
 
 
