@@ -19,9 +19,9 @@ from aiko.runner import RunOptions, run_experiment
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 
 
-def run(duration_s: float, environment: str = "structured") -> dict:
+def run(duration_s: float, environment: str = "structured", overrides: dict | None = None) -> dict:
     backend_names()  # imports the backend modules, which register the [sim] section (main does not yet)
-    experiment = load_experiment(EXPERIMENTS / f"obstacle_aided_{environment}.toml")
+    experiment = load_experiment(EXPERIMENTS / f"obstacle_aided_{environment}.toml", overrides)
     start = time.perf_counter()
     _, summary = run_experiment(experiment, MemoryRecorder(), RunOptions(backend="sim", duration_s=duration_s))
     wall = time.perf_counter() - start
@@ -41,4 +41,15 @@ def run(duration_s: float, environment: str = "structured") -> dict:
         "ground_friction_sweeps_mean": summary["ground_friction_sweeps_mean"],
         "distance_x_m": summary["distance_x_m"],
         "mean_forward_speed_m_s": summary["mean_forward_speed_m_s"],
+        "com_end_m": summary["com_end_m"],
+        "jams_detected": summary.get("jams_detected"),
+        "jams_resolved": summary.get("jams_resolved"),
+        "smallest_principal_minor": summary["smallest_principal_minor"],
+        "p_matrix_checks": summary["p_matrix_checks"],
+        "p_matrix_failures": summary["p_matrix_failures"],
+        "max_complementarity_residual": summary["max_complementarity_residual"],
+        "max_penetration_m": summary["max_penetration_m"],
+        "max_drift_before_projection_m": summary["max_drift_before_projection_m"],
+        "min_post_impact_normal_velocity_m_s": summary["min_post_impact_normal_velocity_m_s"],
+        "obstacles": summary["obstacles"],
     }

@@ -164,9 +164,7 @@ def _lemke_reference(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPRe
     most_negative = np.flatnonzero(q <= q.min() + 1e-14 * max(1.0, abs(q.min())))
     T_neg = T.copy()
     T_neg[:, z0_col] = 1.0  # ratio q_i / d_i on the rows tied for the minimum
-    leave_row = (
-        _lex_min_row(T_neg, most_negative, z0_col, n, rhs) if most_negative.size > 1 else most_negative[0]
-    )
+    leave_row = _lex_min_row(T_neg, most_negative, z0_col, n, rhs) if most_negative.size > 1 else most_negative[0]
     leaving = int(basis[leave_row])
     pivot(leave_row, z0_col)
     iterations = 1

@@ -126,13 +126,10 @@ def contact_terms_reference(
     side = np.where(nc_dot_ni >= 0.0, 1.0, -1.0)
     # second time derivative of the gap at fixed q̈ = 0 (derivation in docs/planar_snake.md)
     bias_interior = (
-        side * (np.sum(b_lin * normal, axis=-1) - 2.0 * theta_d * np.sum(v_lin * t, axis=-1))
-        - theta_d**2 * dist
+        side * (np.sum(b_lin * normal, axis=-1) - 2.0 * theta_d * np.sum(v_lin * t, axis=-1)) - theta_d**2 * dist
     )
     v_perp = v_point - np.sum(n_c * v_point, axis=-1)[:, None] * n_c
-    bias_end = (
-        np.sum(n_c * (b_lin - (s * theta_d**2)[:, None] * t), axis=-1) + np.sum(v_perp**2, axis=-1) / dist
-    )
+    bias_end = np.sum(n_c * (b_lin - (s * theta_d**2)[:, None] * t), axis=-1) + np.sum(v_perp**2, axis=-1) / dist
     bias = np.where(interior, bias_interior, bias_end)
     return ContactTerms(links, obstacles, rows, bias, friction_map, gaps, side, v_t)
 

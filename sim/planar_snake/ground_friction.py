@@ -27,8 +27,9 @@ __all__ = ["solve_ground_friction", "solve_ground_friction_reference"]
 def _pgs(H, v_free, P, force_limit, torque_limit, max_sweeps, tol):  # pragma: no cover - compiled
     n = v_free.size // 3
     v = v_free + H @ P
-    sweep = 0
-    for sweep in range(1, max_sweeps + 1):
+    sweeps = 0
+    for _ in range(max_sweeps):
+        sweeps += 1
         change = 0.0
         for i in range(n):
             ix, iy, iw = i, n + i, 2 * n + i
@@ -65,7 +66,7 @@ def _pgs(H, v_free, P, force_limit, torque_limit, max_sweeps, tol):  # pragma: n
                 change = max(change, abs(dw))
         if change <= tol:
             break
-    return sweep
+    return sweeps
 
 
 def solve_ground_friction(

@@ -144,9 +144,7 @@ def link_jacobians(model: PlanarSnakeModel, q: np.ndarray) -> tuple[np.ndarray, 
     return Jx, Jy
 
 
-def link_acceleration_bias(
-    model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def link_acceleration_bias(model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Velocity-product part of the link CM accelerations: ẍ = Jx q̈ + bx, ÿ = Jy q̈ + by (differentiate eq. 6)."""
     n, l = model.n_links, model.link_half_length_m
     theta, w2 = q[:n], qd[:n] ** 2
@@ -160,9 +158,7 @@ def mass_matrix(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
     s, c = np.sin(q[:n]), np.cos(q[:n])
     V = model.V
     M = np.zeros((n + 2, n + 2))
-    M[:n, :n] = model.link_inertia_kgm2 * np.eye(n) + m * l * l * (
-        s[:, None] * V * s[None, :] + c[:, None] * V * c
-    )
+    M[:n, :n] = model.link_inertia_kgm2 * np.eye(n) + m * l * l * (s[:, None] * V * s[None, :] + c[:, None] * V * c)
     M[n, n] = M[n + 1, n + 1] = n * m
     return M
 

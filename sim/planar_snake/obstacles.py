@@ -27,11 +27,7 @@ class ObstacleField:
 
 def edge_distances(centres_m: np.ndarray, radii_m: np.ndarray) -> np.ndarray:
     """Pairwise distances between obstacle edges (k, k); the diagonal is +inf."""
-    d = (
-        np.linalg.norm(centres_m[:, None, :] - centres_m[None, :, :], axis=-1)
-        - radii_m[:, None]
-        - radii_m[None, :]
-    )
+    d = np.linalg.norm(centres_m[:, None, :] - centres_m[None, :, :], axis=-1) - radii_m[:, None] - radii_m[None, :]
     np.fill_diagonal(d, np.inf)
     return d
 
@@ -63,9 +59,7 @@ def lattice_field(
         raise PlanarSnakeError("spacing_x_m and radius_m must be positive")
     offsets = row_offsets_m if row_offsets_m is not None else [0.0] * len(y_rows_m)
     if len(offsets) != len(y_rows_m):
-        raise PlanarSnakeError(
-            f"row_offsets_m needs {len(y_rows_m)} entries (one per row), got {len(offsets)}"
-        )
+        raise PlanarSnakeError(f"row_offsets_m needs {len(y_rows_m)} entries (one per row), got {len(offsets)}")
     centres = []
     for y, off in zip(y_rows_m, offsets, strict=True):
         xs = np.arange(x_range_m[0] + off, x_range_m[1] + 1e-12, spacing_x_m)

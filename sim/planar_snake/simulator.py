@@ -76,9 +76,7 @@ class SimulationStats:
 
     def as_dict(self) -> dict:
         out = dict(self.__dict__)
-        out["flow_lcp_pivots_mean"] = (
-            self.flow_lcp_pivots / self.flow_lcp_solves if self.flow_lcp_solves else 0.0
-        )
+        out["flow_lcp_pivots_mean"] = self.flow_lcp_pivots / self.flow_lcp_solves if self.flow_lcp_solves else 0.0
         out["ground_friction_sweeps_mean"] = self.ground_friction_sweeps / self.steps if self.steps else 0.0
         for k, v in out.items():
             if isinstance(v, float) and not np.isfinite(v):
@@ -107,16 +105,12 @@ def initial_state(model: PlanarSnakeModel, q0: np.ndarray, qd0: np.ndarray | Non
     n = model.n_links
     q0 = np.array(q0, dtype=float)
     if q0.shape != (n + 2,):
-        raise PlanarSnakeError(
-            f"q0 must have n_links + 2 = {n + 2} entries (θ_1..θ_n, p_x, p_y), got {q0.shape}"
-        )
+        raise PlanarSnakeError(f"q0 must have n_links + 2 = {n + 2} entries (θ_1..θ_n, p_x, p_y), got {q0.shape}")
     qd0 = np.zeros(n + 2) if qd0 is None else np.array(qd0, dtype=float)
     gaps = all_gaps(model, q0)
     if gaps.size and gaps.min() <= 0.0:
         i, j = np.unravel_index(np.argmin(gaps), gaps.shape)
-        raise PlanarSnakeError(
-            f"initial pose intersects obstacle {j} with link {i + 1} (gap {gaps[i, j]:.3g} m)"
-        )
+        raise PlanarSnakeError(f"initial pose intersects obstacle {j} with link {i + 1} (gap {gaps[i, j]:.3g} m)")
     return PlanarSnakeState(
         t_s=0.0,
         q=q0,
@@ -218,16 +212,12 @@ def _flow_contact_force(
         stats.smallest_principal_minor = min(stats.smallest_principal_minor, check.smallest_minor)
         if not check.is_p_matrix:
             stats.p_matrix_failures += 1
-            log.debug(
-                "t=%.4f s: LCP (32) matrix is not a P-matrix (minor %.3g)", state.t_s, check.smallest_minor
-            )
+            log.debug("t=%.4f s: LCP (32) matrix is not a P-matrix (minor %.3g)", state.t_s, check.smallest_minor)
     result = solve_lcp(A, a, "lemke")
     stats.flow_lcp_solves += 1
     stats.flow_lcp_pivots += result.iterations
     if result.status is not LCPStatus.SOLVED:
-        raise SimulationError(
-            f"t = {state.t_s:.6f} s: contact LCP (32) {result.status.value}: {result.message}"
-        )
+        raise SimulationError(f"t = {state.t_s:.6f} s: contact LCP (32) {result.status.value}: {result.message}")
     lam = result.z
     stats.max_complementarity_residual = max(stats.max_complementarity_residual, result.residual)
     stats.min_lambda = min(stats.min_lambda, float(lam.min()))
@@ -235,9 +225,7 @@ def _flow_contact_force(
     return B @ lam
 
 
-def _impact(
-    model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd: np.ndarray, Minv: np.ndarray
-):
+def _impact(model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd: np.ndarray, Minv: np.ndarray):
     """Impact LCP (36) on all contacted links: v̄⁺ = v̄⁻ + C̄ M⁻¹ C̄ᵀ λ ≥ 0 ⊥ λ ≥ 0; returns q̇⁺ (eq. 37)."""
     active = np.flatnonzero(state.alpha)
     terms = _independent_contacts(contact_terms(model, q, qd, active, state.contact_obstacle[active]))
@@ -245,17 +233,13 @@ def _impact(
     result = solve_lcp(terms.rows @ Minv @ terms.rows.T, v_minus, "lemke")
     state.stats.impact_lcp_solves += 1
     if result.status is not LCPStatus.SOLVED:  # cannot happen for full-rank C̄ (Proposition 15)
-        raise SimulationError(
-            f"t = {state.t_s:.6f} s: impact LCP (36) {result.status.value}: {result.message}"
-        )
+        raise SimulationError(f"t = {state.t_s:.6f} s: impact LCP (36) {result.status.value}: {result.message}")
     qd_plus = qd + Minv @ (terms.rows.T @ result.z)
     v_plus = terms.rows @ qd_plus
     return qd_plus, float(v_plus.min()), complementarity_residual(result.z, v_plus)
 
 
-def _first_impact(
-    model: PlanarSnakeModel, state: PlanarSnakeState, q0: np.ndarray, v: np.ndarray, span: float
-):
+def _first_impact(model: PlanarSnakeModel, state: PlanarSnakeState, q0: np.ndarray, v: np.ndarray, span: float):
     """Earliest σ ∈ [0, span] at which a free link touches an obstacle along q(σ) = q0 + σ v, or None."""
     q_end = q0 + span * v
     gaps = all_gaps(model, q_end)
@@ -325,9 +309,7 @@ def step(
     weight = model.link_mass_kg * model.gravity_m_s2 * model.ground_mu * h
     force_limit = np.full(n, weight)
     torque_limit = np.full(n, 0.5 * weight * model.link_half_length_m)
-    P, sweeps = solve_ground_friction(
-        G.T @ MinvG, G.T @ qd_free, state.ground_impulse, force_limit, torque_limit
-    )
+    P, sweeps = solve_ground_friction(G.T @ MinvG, G.T @ qd_free, state.ground_impulse, force_limit, torque_limit)
     stats.ground_friction_sweeps += sweeps
     state.ground_impulse = P
     state.ground_force = G @ P / h

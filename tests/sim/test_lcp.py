@@ -182,9 +182,7 @@ def test_bad_input_raises_specific_errors():
 
 def all_principal_minors(A):
     n = A.shape[0]
-    return [
-        np.linalg.det(A[np.ix_(s, s)]) for k in range(1, n + 1) for s in itertools.combinations(range(n), k)
-    ]
+    return [np.linalg.det(A[np.ix_(s, s)]) for k in range(1, n + 1) for s in itertools.combinations(range(n), k)]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 7])
@@ -206,9 +204,7 @@ def test_p_matrix_test_matches_principal_minors(n):
 
 
 def test_p_matrix_examples():
-    assert p_matrix_test(
-        np.array([[1.0, 2.0], [0.0, 1.0]])
-    ).is_p_matrix  # non-symmetric, not PD-symmetric part
+    assert p_matrix_test(np.array([[1.0, 2.0], [0.0, 1.0]])).is_p_matrix  # non-symmetric, not PD-symmetric part
     assert not p_matrix_test(np.array([[1.0, 2.0], [2.0, 1.0]])).is_p_matrix  # det = -3
     assert not p_matrix_test(np.array([[0.0]])).is_p_matrix
     assert p_matrix_test(np.zeros((0, 0))).is_p_matrix

@@ -59,9 +59,7 @@ def test_lattice_and_random_fields_respect_assumption_3():
     assert check_assumption_3(lat, 0.14) > 0.14
     rnd = random_field(3, (0, 3), (-0.5, 0.5), 25, (0.03, 0.06), 0.14)
     assert rnd.count == 25 and check_assumption_3(rnd, 0.14) > 0.14
-    assert np.array_equal(
-        rnd.centres_m, random_field(3, (0, 3), (-0.5, 0.5), 25, (0.03, 0.06), 0.14).centres_m
-    )
+    assert np.array_equal(rnd.centres_m, random_field(3, (0, 3), (-0.5, 0.5), 25, (0.03, 0.06), 0.14).centres_m)
     with pytest.raises(PlanarSnakeError, match="Assumption 3"):
         check_assumption_3(ObstacleField(np.array([[0.0, 0.0], [0.2, 0.0]]), np.array([0.05, 0.05])), 0.14)
     with pytest.raises(PlanarSnakeError, match="could not place"):

@@ -104,9 +104,7 @@ def test_inelastic_impact_and_contact_flow():
     assert s.max_penetration_m < 1e-6 and s.max_drift_before_projection_m < 1e-6
     assert kinetic_energy(model, state.q, state.qd) < e0
     assert s.flow_lcp_solves > 0 and s.max_complementarity_residual < 1e-8 and s.min_lambda >= 0.0
-    assert (
-        s.p_matrix_checks == s.flow_lcp_solves and s.p_matrix_failures == 0 and s.smallest_principal_minor > 0
-    )
+    assert s.p_matrix_checks == s.flow_lcp_solves and s.p_matrix_failures == 0 and s.smallest_principal_minor > 0
 
 
 def test_pushing_into_obstacle_with_ground_friction_keeps_contact_without_penetration():
@@ -122,7 +120,7 @@ def test_pushing_into_obstacle_with_ground_friction_keeps_contact_without_penetr
 
 
 def test_detachment_when_link_slides_off_the_obstacle():
-    """The tail link moves down onto an obstacle and along +x: the obstacle slips off its rear end and α returns to 0."""
+    """The tail link moves down onto an obstacle and along +x: the obstacle slips off its rear end, α → 0."""
     model = obstacle_below_link(0, 0.005)
     state = initial_state(model, STRAIGHT, np.r_[np.zeros(10), 1.0, -0.2])
     run(model, state, 0.5)
