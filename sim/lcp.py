@@ -280,16 +280,61 @@ def _lemke_kernel(M, q, max_iterations):  # pragma: no cover - compiled
     return 2, T, basis, iterations
 
 
+@numba.njit(cache=True)
+def _polish_kernel(M, q, basis, T):  # pragma: no cover - compiled
+    """Compiled twin of :func:`_polish`'s refinement: z_S = −M_SS⁻¹ q_S on the final complementary basis."""
+    n = q.size
+    rhs = 2 * n + 1
+    z = np.zeros(n)
+    count = 0
+    for row in range(n):
+        var = basis[row]
+        if n <= var < 2 * n:
+            z[var - n] = T[row, rhs]
+            count += 1
+    if count == 0:
+        return z
+    idx = np.empty(count, dtype=np.int64)
+    k = 0
+    for row in range(n):
+        var = basis[row]
+        if n <= var < 2 * n:
+            idx[k] = var - n
+            k += 1
+    block = np.empty((count, count))
+    b = np.empty(count)
+    for a in range(count):
+        b[a] = -q[idx[a]]
+        for c in range(count):
+            block[a, c] = M[idx[a], idx[c]]
+    try:
+        sol = np.linalg.solve(block, b)
+    except Exception:  # noqa: BLE001 - singular block (degenerate PSD problem): keep the tableau values
+        return z
+    floor = -1e-9 * (1.0 + np.max(np.abs(z)))
+    for a in range(count):
+        if not sol[a] >= floor:  # also rejects NaN
+            return z
+    for a in range(n):
+        z[a] = 0.0
+    for a in range(count):
+        z[idx[a]] = sol[a]
+    return z
+
+
 def _lemke(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
     n = q.size
     if n == 0 or np.all(q >= 0.0):
         return LCPResult(np.zeros(n), q.copy(), LCPStatus.SOLVED, 0, "lemke", 0.0, "trivial: q >= 0")
-    status, T, basis, iterations = _lemke_kernel(np.ascontiguousarray(M), q, max_iterations)
+    M = np.ascontiguousarray(M)
+    status, T, basis, iterations = _lemke_kernel(M, q, max_iterations)
     if status == 1:
         return _ray_termination(M, q, iterations)
     if status == 2:
         return LCPResult(None, None, LCPStatus.MAX_ITERATIONS, iterations, "lemke", np.inf, "pivot limit reached")
-    return _polish(M, q, basis, T, n, 2 * n + 1, iterations)
+    z = np.maximum(_polish_kernel(M, q, basis, T), 0.0)
+    w = M @ z + q
+    return LCPResult(z, w, LCPStatus.SOLVED, iterations, "lemke", complementarity_residual(z, w))
 
 
 def _polish(M, q, basis, T, n, rhs, iterations) -> LCPResult:

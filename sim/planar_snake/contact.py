@@ -57,6 +57,67 @@ def _gap_kernel(q, Nt, l, centres, radii, links, obstacles):  # pragma: no cover
     return out
 
 
+@numba.njit(cache=True)
+def _pair_gap(q, Nt, l, centres, radii, i, j):  # pragma: no cover - compiled
+    n = Nt.shape[0]
+    xi, yi = q[n], q[n + 1]
+    for k in range(n):
+        xi -= l * Nt[i, k] * np.cos(q[k])
+        yi -= l * Nt[i, k] * np.sin(q[k])
+    ct, st = np.cos(q[i]), np.sin(q[i])
+    dx, dy = centres[j, 0] - xi, centres[j, 1] - yi
+    s = min(max(dx * ct + dy * st, -l), l)
+    return np.sqrt((s * ct - dx) ** 2 + (s * st - dy) ** 2) - radii[j]
+
+
+@numba.njit(cache=True)
+def _first_contact_kernel(q0, v, span, Nt, l, centres, radii, free, xtol):  # pragma: no cover - compiled
+    """Earliest σ ∈ [0, span] at which a free link's gap along q0 + σ v reaches 0 (bracketed secant with
+    bisection safeguard, to ``xtol``). Returns (σ, link, obstacle), link = −1 when no free link touches."""
+    n, k = Nt.shape[0], radii.size
+    q_end = q0 + span * v
+    best, bi, bj = np.inf, -1, -1
+    for i in range(n):
+        if not free[i]:
+            continue
+        for j in range(k):
+            g_end = _pair_gap(q_end, Nt, l, centres, radii, i, j)
+            if g_end > 0.0:
+                continue
+            g_lo = _pair_gap(q0, Nt, l, centres, radii, i, j)
+            if g_lo <= 0.0:
+                sigma = 0.0
+            else:
+                lo, hi, g_hi = 0.0, span, g_end
+                sigma = hi
+                for _ in range(200):
+                    if hi - lo <= xtol:
+                        break
+                    mid = lo - g_lo * (hi - lo) / (g_hi - g_lo)  # secant inside the bracket
+                    if not (lo < mid < hi) or (mid - lo) < 0.01 * (hi - lo) or (hi - mid) < 0.01 * (hi - lo):
+                        mid = 0.5 * (lo + hi)
+                    g_mid = _pair_gap(q0 + mid * v, Nt, l, centres, radii, i, j)
+                    if g_mid > 0.0:
+                        lo, g_lo = mid, g_mid
+                    else:
+                        hi, g_hi = mid, g_mid
+                sigma = hi  # the gap is <= 0 at hi: never report a time before contact
+            if sigma < best:
+                best, bi, bj = sigma, i, j
+    return best, bi, bj
+
+
+def first_contact(model: PlanarSnakeModel, q0: np.ndarray, v: np.ndarray, span_s: float, free: np.ndarray,
+                  xtol_s: float = 1e-13) -> tuple[float, int, int] | None:  # fmt: skip
+    """Earliest time in [0, span_s] at which a free link touches an obstacle moving along q0 + σ v, or None."""
+    if model.obstacle_radii_m.size == 0:
+        return None
+    sigma, i, j = _first_contact_kernel(np.asarray(q0, dtype=float), np.asarray(v, dtype=float), float(span_s),
+                                        model._Nt, model.link_half_length_m, model.obstacle_centres_m,  # type: ignore[attr-defined]
+                                        model.obstacle_radii_m, np.asarray(free, dtype=np.bool_), xtol_s)  # fmt: skip
+    return None if i < 0 else (float(sigma), int(i), int(j))
+
+
 def link_gaps_to(model: PlanarSnakeModel, q: np.ndarray, links, obstacles) -> np.ndarray:
     """Gaps of given (link, obstacle) pairs (compiled; ``_segment_geometry`` is the numpy reference)."""
     links = np.asarray(links, dtype=np.int64).ravel()
@@ -70,7 +131,7 @@ def all_gaps(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:
     n, k = model.n_links, model.obstacle_radii_m.size
     if k == 0:
         return np.zeros((n, 0))
-    return link_gaps_to(model, q, np.repeat(np.arange(n), k), np.tile(np.arange(k), n)).reshape(n, k)
+    return link_gaps_to(model, q, model._pair_links, model._pair_obstacles).reshape(n, k)  # type: ignore[attr-defined]
 
 
 def all_gaps_reference(model: PlanarSnakeModel, q: np.ndarray) -> np.ndarray:

@@ -87,7 +87,11 @@ class PlanarSnakeModel:
         DDt_inv = np.linalg.inv(D @ D.T)
         N = A.T @ DDt_inv @ D
         V = A.T @ DDt_inv @ A
-        for name, mat in (("A", A), ("D", D), ("N", N), ("V", V), ("Nt", N.T.copy())):
+        k = radii.size
+        pair_links = np.repeat(np.arange(n, dtype=np.int64), k)  # every (link, obstacle) pair, link-major
+        pair_obstacles = np.tile(np.arange(k, dtype=np.int64), n)
+        for name, mat in (("A", A), ("D", D), ("N", N), ("V", V), ("Nt", N.T.copy()),
+                          ("pair_links", pair_links), ("pair_obstacles", pair_obstacles)):  # fmt: skip
             mat.setflags(write=False)
             object.__setattr__(self, "_" + name, mat)
 

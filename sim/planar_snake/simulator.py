@@ -27,7 +27,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from sim.lcp import LCPStatus, complementarity_residual, p_matrix_test, solve_lcp
-from sim.planar_snake.contact import ContactTerms, all_gaps, contact_terms, link_gaps_to
+from sim.planar_snake.contact import ContactTerms, all_gaps, contact_terms, first_contact, link_gaps_to
 from sim.planar_snake.ground_friction import solve_ground_friction
 from sim.planar_snake.model import (
     PlanarSnakeError,
@@ -240,9 +240,15 @@ def _impact(model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd:
 
 
 def _first_impact(model: PlanarSnakeModel, state: PlanarSnakeState, q0: np.ndarray, v: np.ndarray, span: float):
-    """Earliest σ ∈ [0, span] at which a free link touches an obstacle along q(σ) = q0 + σ v, or None."""
-    q_end = q0 + span * v
-    gaps = all_gaps(model, q_end)
+    """Earliest σ ∈ [0, span] at which a free link touches an obstacle along q(σ) = q0 + σ v, or None.
+    Compiled bracketed root finding on each gap that closes within the span (``first_contact``); the
+    Brent-method reference is :func:`_first_impact_reference`."""
+    return first_contact(model, q0, v, span, state.alpha == 0, _EVENT_XTOL_S)
+
+
+def _first_impact_reference(model: PlanarSnakeModel, state: PlanarSnakeState, q0: np.ndarray, v: np.ndarray,
+                            span: float):  # fmt: skip
+    gaps = all_gaps(model, q0 + span * v)
     if gaps.size == 0:
         return None
     gaps[state.alpha != 0, :] = np.inf
@@ -252,10 +258,7 @@ def _first_impact(model: PlanarSnakeModel, state: PlanarSnakeState, q0: np.ndarr
     best = (np.inf, -1, -1)
     for i, j in zip(links, obstacles, strict=True):
         g = lambda sigma, i=i, j=j: float(link_gaps_to(model, q0 + sigma * v, [i], [j])[0])  # noqa: E731
-        if g(0.0) <= 0.0:
-            sigma = 0.0
-        else:
-            sigma = brentq(g, 0.0, span, xtol=_EVENT_XTOL_S)
+        sigma = 0.0 if g(0.0) <= 0.0 else brentq(g, 0.0, span, xtol=_EVENT_XTOL_S)
         if sigma < best[0]:
             best = (sigma, i, j)
     return best

@@ -131,3 +131,28 @@ def test_initial_pose_intersecting_an_obstacle_is_rejected():
     model = obstacle_below_link(4, -0.01)
     with pytest.raises(PlanarSnakeError, match="intersects obstacle 0 with link 5"):
         initial_state(model, STRAIGHT)
+
+
+def test_compiled_event_location_matches_brent():
+    from sim.planar_snake.obstacles import random_field
+    from sim.planar_snake.simulator import _first_impact, _first_impact_reference
+
+    field = random_field(5, (-0.8, 0.8), (-0.5, 0.5), 14, (0.03, 0.06), 0.14)
+    rng = np.random.default_rng(8)
+    found = 0
+    for _ in range(200):
+        model = PlanarSnakeModel().with_obstacles(field.centres_m, field.radii_m)
+        q0 = np.r_[rng.uniform(-1, 1, 10), rng.uniform(-0.2, 0.2, 2)]
+        from sim.planar_snake import all_gaps
+
+        if all_gaps(model, q0).min() <= 0:
+            continue
+        state = initial_state(model, q0)
+        v = rng.normal(size=12) * 2.0
+        fast = _first_impact(model, state, q0, v, 0.05)
+        ref = _first_impact_reference(model, state, q0, v, 0.05)
+        assert (fast is None) == (ref is None)
+        if fast is not None:
+            found += 1
+            assert fast[1:] == ref[1:] and fast[0] == pytest.approx(ref[0], abs=1e-12)
+    assert found > 10
