@@ -40,18 +40,15 @@ def _segment_geometry(model: PlanarSnakeModel, q: np.ndarray, links: np.ndarray,
 
 @numba.njit(cache=True)
 def _gap_kernel(q, Nt, l, centres, radii, links, obstacles):  # pragma: no cover - compiled
-    """Gaps of (link, obstacle) pairs straight from q: link CMs by eq. 5 for the links needed only."""
+    """Gaps of (link, obstacle) pairs straight from q (link CMs by eq. 5, computed once)."""
     n = Nt.shape[0]
     cs = np.cos(q[:n])
     sn = np.sin(q[:n])
+    x, y = -l * (Nt @ cs) + q[n], -l * (Nt @ sn) + q[n + 1]
     out = np.empty(links.size)
     for c in range(links.size):
         i, j = links[c], obstacles[c]
-        xi, yi = q[n], q[n + 1]
-        for k in range(n):
-            xi -= l * Nt[i, k] * cs[k]
-            yi -= l * Nt[i, k] * sn[k]
-        dx, dy = centres[j, 0] - xi, centres[j, 1] - yi
+        dx, dy = centres[j, 0] - x[i], centres[j, 1] - y[i]
         s = min(max(dx * cs[i] + dy * sn[i], -l), l)
         out[c] = np.sqrt((s * cs[i] - dx) ** 2 + (s * sn[i] - dy) ** 2) - radii[j]
     return out
@@ -76,12 +73,18 @@ def _first_contact_kernel(q0, v, span, Nt, l, centres, radii, free, xtol):  # pr
     bisection safeguard, to ``xtol``). Returns (σ, link, obstacle), link = −1 when no free link touches."""
     n, k = Nt.shape[0], radii.size
     q_end = q0 + span * v
+    cs, sn = np.cos(q_end[:n]), np.sin(q_end[:n])
+    x, y = -l * (Nt @ cs) + q_end[n], -l * (Nt @ sn) + q_end[n + 1]  # link CMs at the end of the span (eq. 5)
     best, bi, bj = np.inf, -1, -1
     for i in range(n):
         if not free[i]:
             continue
         for j in range(k):
-            g_end = _pair_gap(q_end, Nt, l, centres, radii, i, j)
+            dx, dy = centres[j, 0] - x[i], centres[j, 1] - y[i]
+            if dx * dx + dy * dy > (l + radii[j]) ** 2:
+                continue  # farther than half a link plus the radius: cannot touch
+            s = min(max(dx * cs[i] + dy * sn[i], -l), l)
+            g_end = np.sqrt((s * cs[i] - dx) ** 2 + (s * sn[i] - dy) ** 2) - radii[j]
             if g_end > 0.0:
                 continue
             g_lo = _pair_gap(q0, Nt, l, centres, radii, i, j)
