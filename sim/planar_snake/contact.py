@@ -199,9 +199,11 @@ def contact_terms_reference(
 
 
 @numba.njit(cache=True)
-def _contact_kernel(theta, qd, x, y, Nt, l, centres, radii, links, obstacles):  # pragma: no cover - compiled
+def _contact_kernel(q, qd, Nt, l, centres, radii, links, obstacles):  # pragma: no cover - compiled
     """Same quantities as :func:`contact_terms_reference`, in loops (the hot path of every step)."""
-    n = theta.size
+    n = Nt.shape[0]
+    theta = q[:n]
+    x, y = -l * (Nt @ np.cos(theta)) + q[n], -l * (Nt @ np.sin(theta)) + q[n + 1]
     m = links.size
     rows = np.zeros((m, n + 2))
     fmap = np.zeros((n + 2, m))
@@ -262,9 +264,8 @@ def contact_terms(
     n = model.n_links
     links = np.asarray(links, dtype=np.int64)
     obstacles = np.asarray(obstacles, dtype=np.int64)
-    x, y = link_centres(model, q)
     rows, bias, fmap, gaps, side, vt = _contact_kernel(
-        np.ascontiguousarray(q[:n]), np.ascontiguousarray(qd), x, y, model._Nt, model.link_half_length_m,
-        model.obstacle_centres_m, model.obstacle_radii_m, links, obstacles,
+        np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(qd, dtype=float), model._Nt,  # type: ignore[attr-defined]
+        model.link_half_length_m, model.obstacle_centres_m, model.obstacle_radii_m, links, obstacles,
     )  # fmt: skip
     return ContactTerms(links, obstacles, rows, bias, fmap, gaps, side, vt)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 from scipy.optimize import brentq
 
@@ -282,6 +283,56 @@ def _stabilise_positions(model: PlanarSnakeModel, state: PlanarSnakeState, Minv:
         gaps = link_gaps_to(model, state.q, active, obstacles)
 
 
+@numba.njit(cache=True)
+def _free_dynamics_kernel(q, qd, Nt, V, l, m, J, kp, kd, limit, h, angle_ref, rate_ref):  # pragma: no cover
+    """Everything of a step that does not involve contacts, compiled: servo torques (linearly implicit, see
+    :func:`_implicit_servo`), M⁻¹ of the effective and of the true mass matrix (eq. 10, 12), the free
+    generalised force [Wθ̇² + Dᵀu'; 0; 0] and the ground-friction operator G with M_eff⁻¹G and Gᵀ M_eff⁻¹ G.
+    The numpy functions of ``model`` are its reference (compared in the tests)."""
+    n = qd.size - 2
+    ml2 = m * l * l
+    M = np.zeros((n + 2, n + 2))
+    f = np.zeros(n + 2)
+    for a in range(n):
+        for b in range(n):
+            M[a, b] = ml2 * V[a, b] * np.cos(q[a] - q[b])
+            f[a] += ml2 * V[a, b] * np.sin(q[b] - q[a]) * qd[b] * qd[b]
+        M[a, a] += J
+    M[n, n] = n * m
+    M[n + 1, n + 1] = n * m
+    Minv = np.linalg.inv(M)
+    u = np.empty(n - 1)
+    stiff = h * (h * kp + kd)
+    for i in range(n - 1):
+        phi = q[i] - q[i + 1]
+        phid = qd[i] - qd[i + 1]
+        ui = kp * (angle_ref[i] - phi) + kd * (rate_ref[i] - phid)
+        if abs(ui) < limit:
+            u_rhs = ui - h * kp * phid
+            u[i] = ui
+            M[i, i] += stiff
+            M[i + 1, i + 1] += stiff
+            M[i, i + 1] -= stiff
+            M[i + 1, i] -= stiff
+        else:
+            u_rhs = limit if ui > 0 else -limit
+            u[i] = u_rhs
+        f[i] += u_rhs
+        f[i + 1] -= u_rhs
+    Minv_eff = np.linalg.inv(M)
+    G = np.zeros((n + 2, 3 * n))
+    for i in range(n):
+        for k in range(n):
+            G[k, i] = l * Nt[i, k] * np.sin(q[k])
+            G[k, n + i] = -l * Nt[i, k] * np.cos(q[k])
+        G[n, i] = 1.0
+        G[n + 1, n + i] = 1.0
+        G[i, 2 * n + i] = 1.0
+    MinvG = Minv_eff @ G
+    H = G.T @ MinvG
+    return u, Minv_eff, Minv, f, G, MinvG, H
+
+
 def step(
     model: PlanarSnakeModel, state: PlanarSnakeState, angle_ref_rad: np.ndarray, rate_ref_rad_s: np.ndarray
 ) -> None:
@@ -289,14 +340,14 @@ def step(
     n, h = model.n_links, model.time_step_s
     stats = state.stats
     q, qd = state.q, state.qd
-    u, u_rhs, servo_stiffness = _implicit_servo(model, q, qd, angle_ref_rad, rate_ref_rad_s)
+    # Minv: effective mass of the linearly implicit step; Minv_impact: the true M, since impacts are impulsive
+    # and servo forces stay finite
+    u, Minv, Minv_impact, f_free, G, MinvG, H = _free_dynamics_kernel(
+        q, qd, model._Nt, model.V, model.link_half_length_m, model.link_mass_kg, model.link_inertia_kgm2,  # type: ignore[attr-defined]
+        model.joint_kp_nm_rad, model.joint_kd_nms_rad, model.joint_torque_limit_nm, h,
+        np.asarray(angle_ref_rad, dtype=float), np.asarray(rate_ref_rad_s, dtype=float),
+    )  # fmt: skip
     state.joint_torque_nm = u
-    M = mass_matrix(model, q)
-    Minv = np.linalg.inv(M + servo_stiffness)  # effective mass of the linearly implicit step
-    Minv_impact = np.linalg.inv(M)  # impacts are impulsive: servo forces stay finite, so the true M
-    f_free = coriolis_force(model, q, qd)
-    f_free[: n - 1] += u_rhs
-    f_free[1:n] -= u_rhs  # Dᵀ u
     active = np.flatnonzero(state.alpha)
     f_contact = np.zeros(n + 2)
     if active.size:
@@ -307,12 +358,10 @@ def step(
     qd_free = qd + h * (Minv @ (f_free + f_contact))
 
     # implicit set-valued ground friction
-    G = _ground_operator(model, q)
-    MinvG = Minv @ G
     weight = model.link_mass_kg * model.gravity_m_s2 * model.ground_mu * h
     force_limit = np.full(n, weight)
     torque_limit = np.full(n, 0.5 * weight * model.link_half_length_m)
-    P, sweeps = solve_ground_friction(G.T @ MinvG, G.T @ qd_free, state.ground_impulse, force_limit, torque_limit)
+    P, sweeps = solve_ground_friction(H, G.T @ qd_free, state.ground_impulse, force_limit, torque_limit)
     stats.ground_friction_sweeps += sweeps
     state.ground_impulse = P
     state.ground_force = G @ P / h

@@ -156,3 +156,41 @@ def test_compiled_event_location_matches_brent():
             found += 1
             assert fast[1:] == ref[1:] and fast[0] == pytest.approx(ref[0], abs=1e-12)
     assert found > 10
+
+
+def test_compiled_free_dynamics_match_numpy_reference():
+    from sim.planar_snake import coriolis_force, mass_matrix
+    from sim.planar_snake.simulator import _free_dynamics_kernel, _implicit_servo
+
+    model = PlanarSnakeModel(joint_torque_limit_nm=3.0)
+    rng = np.random.default_rng(12)
+    for _ in range(20):
+        q, qd = np.r_[rng.uniform(-1, 1, 10), rng.normal(size=2)], rng.normal(size=12)
+        ref, rate = rng.normal(size=9) * 0.3, rng.normal(size=9)
+        u, Minv_eff, Minv, f, G, MinvG, H = _free_dynamics_kernel(
+            q,
+            qd,
+            model._Nt,
+            model.V,
+            0.07,
+            1.0,
+            0.0016,
+            model.joint_kp_nm_rad,
+            model.joint_kd_nms_rad,
+            3.0,
+            model.time_step_s,
+            ref,
+            rate,
+        )
+        u_ref, u_rhs, stiffness = _implicit_servo(model, q, qd, ref, rate)
+        M = mass_matrix(model, q)
+        f_ref = coriolis_force(model, q, qd)
+        f_ref[:9] += u_rhs
+        f_ref[1:10] -= u_rhs
+        np.testing.assert_allclose(u, u_ref, atol=1e-12)
+        np.testing.assert_allclose(Minv, np.linalg.inv(M), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(Minv_eff, np.linalg.inv(M + stiffness), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(f, f_ref, atol=1e-10)
+        G_ref = _ground_operator(model, q)
+        np.testing.assert_allclose(G, G_ref, atol=1e-14)
+        np.testing.assert_allclose(H, G_ref.T @ np.linalg.inv(M + stiffness) @ G_ref, atol=1e-10)
