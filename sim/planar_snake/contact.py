@@ -261,7 +261,6 @@ def contact_terms(
     model: PlanarSnakeModel, q: np.ndarray, qd: np.ndarray, links: np.ndarray, obstacles: np.ndarray
 ) -> ContactTerms:
     """Rows C̄, bias C̄̇q̇, friction map Λ, gaps and sides of the given contacts (compiled path)."""
-    n = model.n_links
     links = np.asarray(links, dtype=np.int64)
     obstacles = np.asarray(obstacles, dtype=np.int64)
     rows, bias, fmap, gaps, side, vt = _contact_kernel(

@@ -33,7 +33,6 @@ from sim.planar_snake.ground_friction import solve_ground_friction
 from sim.planar_snake.model import (
     PlanarSnakeError,
     PlanarSnakeModel,
-    coriolis_force,
     joint_angles,
     link_jacobians,
     mass_matrix,
