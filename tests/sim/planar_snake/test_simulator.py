@@ -194,3 +194,55 @@ def test_compiled_free_dynamics_match_numpy_reference():
         G_ref = _ground_operator(model, q)
         np.testing.assert_allclose(G, G_ref, atol=1e-14)
         np.testing.assert_allclose(H, G_ref.T @ np.linalg.inv(M + stiffness) @ G_ref, atol=1e-10)
+
+
+def _multi_contact_model_and_state(rng):
+    """A random posture with pegs placed just beside several links (interior contact points)."""
+    base = PlanarSnakeModel()
+    q = np.r_[rng.uniform(-0.5, 0.5, 10), 0.0, 0.0]
+    x, y = link_centres(base, q)
+    links = np.array([1, 4, 7])
+    centres, sides = [], rng.choice([-1.0, 1.0], links.size)
+    for i, side in zip(links, sides, strict=True):
+        normal = np.array([-np.sin(q[i]), np.cos(q[i])])
+        centres.append(np.array([x[i], y[i]]) + side * 0.05 * normal)  # radius 0.05: touching
+    model = base.with_obstacles(np.array(centres), np.full(links.size, 0.05))
+    return model, q, links, np.arange(links.size)
+
+
+def test_frictionless_lcp_matrix_is_symmetric_positive_definite_and_friction_breaks_symmetry():
+    """Proposition 12: A = C̄M⁻¹C̄ᵀ is SPD (so a P-matrix); with obstacle friction (32) A loses symmetry but,
+    for μ_o = 0.2, stays a P-matrix (Proposition 13 / Remark 14)."""
+    from sim.lcp import p_matrix_test
+    from sim.planar_snake import contact_terms, mass_matrix
+
+    rng = np.random.default_rng(31)
+    for _ in range(50):
+        model, q, links, obstacles = _multi_contact_model_and_state(rng)
+        qd = rng.normal(size=12)
+        terms = contact_terms(model, q, qd, links, obstacles)
+        Minv = np.linalg.inv(mass_matrix(model, q))
+        A0 = terms.rows @ Minv @ terms.rows.T
+        np.testing.assert_allclose(A0, A0.T, atol=1e-14)
+        assert np.linalg.eigvalsh(A0).min() > 0 and p_matrix_test(A0).is_p_matrix
+        A = terms.rows @ Minv @ (terms.rows.T - model.obstacle_mu * terms.friction_map)
+        assert np.abs(A - A.T).max() > 1e-6
+        assert p_matrix_test(A).is_p_matrix
+
+
+def test_impact_lcp_leaves_no_contact_approaching():
+    """Proposition 15 / eq. 36–37: after the impact map every contacted link has v_n ≥ 0, λ ⊥ v_n, and the
+    kinetic energy does not grow."""
+    from sim.planar_snake import mass_matrix
+    from sim.planar_snake.simulator import _impact
+
+    rng = np.random.default_rng(32)
+    for _ in range(50):
+        model, q, links, obstacles = _multi_contact_model_and_state(rng)
+        state = initial_state(PlanarSnakeModel(), q)  # the obstacle-free model: the pegs touch by construction
+        state.alpha[links] = 1
+        state.contact_obstacle[links] = obstacles
+        qd = rng.normal(size=12)
+        qd_plus, v_min, residual = _impact(model, state, q, qd, np.linalg.inv(mass_matrix(model, q)))
+        assert v_min >= -1e-12 and residual < 1e-10
+        assert kinetic_energy(model, q, qd_plus) <= kinetic_energy(model, q, qd) + 1e-12
