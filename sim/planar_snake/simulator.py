@@ -46,6 +46,7 @@ _EVENT_XTOL_S = 1e-13
 # Approach velocities below this after the friction split are left to the position projection: over one step
 # they move a contact by < 1e-9 m, while projecting them would cost an impact LCP nearly every step.
 _PROJECTION_TOL_M_S = 1e-6
+_PROJECTION_GAP_TOL_M = 1e-13  # overlaps below this are round-off, not drift
 
 
 class SimulationError(RuntimeError):
@@ -271,13 +272,16 @@ def _stabilise_positions(model: PlanarSnakeModel, state: PlanarSnakeState, Minv:
     obstacles = state.contact_obstacle[active]
     gaps = link_gaps_to(model, state.q, active, obstacles)
     state.stats.max_drift_before_projection_m = max(state.stats.max_drift_before_projection_m, float(-gaps.min()))
-    for _ in range(3):
-        neg = gaps < 0.0
+    for _ in range(3):  # Newton steps on the negative gaps; one is nearly always enough
+        neg = gaps < -_PROJECTION_GAP_TOL_M
         if not np.any(neg):
             return
-        terms = contact_terms(model, state.q, state.qd, active[neg], obstacles[neg])
-        C = terms.rows
-        correction, *_ = np.linalg.lstsq(C @ Minv @ C.T, -gaps[neg], rcond=1e-12)  # rows may coincide
+        terms = _independent_contacts(contact_terms(model, state.q, state.qd, active[neg], obstacles[neg]))
+        C, targets = terms.rows, -terms.gaps
+        try:
+            correction = np.linalg.solve(C @ Minv @ C.T, targets)
+        except np.linalg.LinAlgError:  # nearly coincident rows: least squares
+            correction, *_ = np.linalg.lstsq(C @ Minv @ C.T, targets, rcond=1e-12)
         state.q = state.q + Minv @ C.T @ correction
         gaps = link_gaps_to(model, state.q, active, obstacles)
 
