@@ -11,7 +11,8 @@ One step of length h (``model.time_step_s``):
    If this leaves a contacted link moving into its obstacle (O(h) splitting error), the impact LCP (36) on the
    current contacts projects the velocity (an inelastic correction, counted as ``velocity_projections``).
 4. q moves linearly, q(σ) = q + σ q̇⁺. Event location: the first σ ∈ (0, h] at which a free link's gap to an
-   obstacle reaches zero is found by Brent's method; there the jump map applies (α_i ← α̃(i), impact LCP (36)
+   obstacle reaches zero is found by a compiled bracketed secant/bisection (Brent's method in the reference path);
+   there the jump map applies (α_i ← α̃(i), impact LCP (36)
    for all contacted links), and the remaining part of the step continues with the post-impact velocity.
 5. Detachment (40): a contacted link whose gap exceeds ``detach_gap_m`` gets α_i = 0.
 6. Constraint drift: contacted links with a (tiny) negative gap are projected back onto g = 0 by a Newton step
