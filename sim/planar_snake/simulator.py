@@ -3,7 +3,7 @@
 
 One step of length h (``model.time_step_s``):
 
-1. Joint servos turn the held references into torques u (PD, saturated).
+1. Joint servos turn the held references into torques u (PD, saturated), integrated linearly implicitly.
 2. Flow map: ``q̈ = M⁻¹(f_u + (C̄ᵀ − μ_o Λ) λ)`` with λ from LCP (32), solved by Lemke; the LCP matrix is checked
    for the P-property (Tsatsomeros–Li) whenever it is formed, and the smallest principal minor is kept.
 3. Ground friction enters implicitly at velocity level (see ``ground_friction``), split from the flow: f_u of the
@@ -11,12 +11,13 @@ One step of length h (``model.time_step_s``):
    If this leaves a contacted link moving into its obstacle (O(h) splitting error), the impact LCP (36) on the
    current contacts projects the velocity (an inelastic correction, counted as ``velocity_projections``).
 4. q moves linearly, q(σ) = q + σ q̇⁺. Event location: the first σ ∈ (0, h] at which a free link's gap to an
-   obstacle reaches zero is found by a compiled bracketed secant/bisection (Brent's method in the reference path);
-   there the jump map applies (α_i ← α̃(i), impact LCP (36)
-   for all contacted links), and the remaining part of the step continues with the post-impact velocity.
+   obstacle reaches zero is found by a compiled bracketed secant/bisection (Brent's method in the reference
+   path); there the jump map applies (α_i ← α̃(i), impact LCP (36) for all contacted links), and the rest of
+   the step continues with the post-impact velocity.
 5. Detachment (40): a contacted link whose gap exceeds ``detach_gap_m`` gets α_i = 0.
 6. Constraint drift: contacted links with a (tiny) negative gap are projected back onto g = 0 by a Newton step
-   along M⁻¹ C̄ᵀ (post-stabilisation); the penetration before projection is reported.
+   along M⁻¹ C̄ᵀ (post-stabilisation). ``max_drift_before_projection_m`` reports what it removed;
+   ``max_penetration_m`` is the deepest overlap of any link with any obstacle in the state after each step.
 """
 
 from __future__ import annotations
