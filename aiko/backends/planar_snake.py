@@ -205,6 +205,7 @@ class PlanarSnakeBackend(JointInterface):
         self.recorder.record("/sim/contacts", t_ns, {
             "t_s": state.t_s, "links": (contacts + 1).tolist(), "side": state.alpha[contacts].tolist(),
             "obstacles": state.contact_obstacle[contacts].tolist(), "lambda_n": state.last_lambda.tolist(),
+            "lambda_links": (state.last_lambda_links + 1).tolist(),
             "joint_torque_nm": state.joint_torque_nm.tolist(),
         })  # fmt: skip
 

@@ -100,7 +100,8 @@ class PlanarSnakeState:
     ground_force: np.ndarray  # (n+2,) last ground-friction generalised force (enters f_u of LCP 32)
     joint_torque_nm: np.ndarray  # (n−1,) last applied torques u
     stats: SimulationStats = field(default_factory=SimulationStats)
-    last_lambda: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    last_lambda: np.ndarray = field(default_factory=lambda: np.zeros(0))  # λ of the last LCP (32), N
+    last_lambda_links: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # its links
 
 
 def initial_state(model: PlanarSnakeModel, q0: np.ndarray, qd0: np.ndarray | None = None) -> PlanarSnakeState:
@@ -225,6 +226,7 @@ def _flow_contact_force(
     stats.max_complementarity_residual = max(stats.max_complementarity_residual, result.residual)
     stats.min_lambda = min(stats.min_lambda, float(lam.min()))
     state.last_lambda = lam
+    state.last_lambda_links = terms.links
     return B @ lam
 
 
@@ -360,6 +362,7 @@ def step(
         f_contact = _flow_contact_force(model, state, Minv, f_free + state.ground_force, active)
     else:
         state.last_lambda = np.zeros(0)
+        state.last_lambda_links = np.zeros(0, dtype=int)
     qd_free = qd + h * (Minv @ (f_free + f_contact))
 
     # implicit set-valued ground friction
