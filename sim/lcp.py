@@ -12,8 +12,8 @@ Shared by every contact model of the stack. Three solvers:
 Failures (ray termination, proven infeasibility, iteration limit) are reported in ``status``; ``z`` and ``w``
 are then ``None``, never a wrong answer.
 
-``p_matrix_test`` is the recursive P-matrix test of Tsatsomeros & Li (BIT 40, 2000), evaluated level by level
-on batches of Schur complements, reporting the smallest principal minor it met.
+``p_matrix_test`` is the recursive P-matrix test of Tsatsomeros & Li (BIT 40, 2000), reporting the smallest
+principal minor it met.
 
 No library in the allowed stack (numpy/scipy/numba) solves LCPs, hence the hand-written pivoting;
 scipy's HiGHS is used to certify infeasibility after a ray termination.
@@ -459,35 +459,59 @@ class PMatrixResult:
     minors_checked: int
 
 
+@numba.njit(cache=True)
+def _p_matrix_kernel(A):  # pragma: no cover - compiled
+    """Depth-first Tsatsomeros–Li recursion with an explicit stack (same visiting order as the reference)."""
+    n = A.shape[0]
+    cap = 2 * n + 2
+    mats = np.zeros((cap, n, n))
+    sizes = np.zeros(cap, dtype=np.int64)
+    factors = np.zeros(cap)
+    mats[0] = A
+    sizes[0] = n
+    factors[0] = 1.0
+    top = 1
+    smallest = np.inf
+    checked = 0
+    while top > 0:
+        top -= 1
+        size, factor = sizes[top], factors[top]
+        B = mats[top, :size, :size].copy()
+        pivot = B[0, 0]
+        minor = factor * pivot
+        checked += 1
+        if minor < smallest:
+            smallest = minor
+        if minor <= 0.0:
+            return False, smallest, checked
+        if size == 1:
+            continue
+        m = size - 1
+        # push the Schur complement first so the trailing block (pushed last) is visited first
+        for i in range(m):
+            for j in range(m):
+                mats[top, i, j] = B[i + 1, j + 1] - B[i + 1, 0] * B[0, j + 1] / pivot
+        sizes[top], factors[top] = m, minor
+        top += 1
+        mats[top, :m, :m] = B[1:, 1:]
+        sizes[top], factors[top] = m, factor
+        top += 1
+    return True, smallest, checked
+
+
 def p_matrix_test(A: np.ndarray) -> PMatrixResult:
     """Recursive P-matrix test of Tsatsomeros & Li: A is P iff a11 > 0, A[1:,1:] is P and the Schur
     complement A/a11 is P. Every node of the recursion tree contributes exactly one principal minor,
     det A[S] = (product of the pivots on the path) * a11, so the test visits all 2^n - 1 minors in O(2^n)
-    work. Here the tree is walked breadth-first with each level as one batch of matrices (vectorised
-    numpy); it stops at the first non-positive minor."""
+    work and reports the smallest; it stops at the first non-positive minor. Compiled depth-first walk;
+    :func:`p_matrix_test_reference` is the plain recursion."""
     A = np.asarray(A, dtype=float)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise LCPError(f"P-matrix test needs a square matrix, got shape {A.shape}")
-    n = A.shape[0]
-    if n == 0:
+    if A.shape[0] == 0:
         return PMatrixResult(True, np.inf, 0)
-    mats = A[None, :, :]
-    factors = np.ones(1)
-    smallest = np.inf
-    checked = 0
-    while True:
-        pivots = mats[:, 0, 0]
-        minors = factors * pivots
-        checked += minors.size
-        smallest = min(smallest, float(minors.min()))
-        if smallest <= 0.0:
-            return PMatrixResult(False, smallest, checked)
-        if mats.shape[1] == 1:
-            return PMatrixResult(True, smallest, checked)
-        trailing = mats[:, 1:, 1:]
-        schur = trailing - mats[:, 1:, :1] * mats[:, :1, 1:] / pivots[:, None, None]
-        mats = np.concatenate([trailing, schur])
-        factors = np.concatenate([factors, minors])
+    ok, smallest, checked = _p_matrix_kernel(np.ascontiguousarray(A))
+    return PMatrixResult(bool(ok), float(smallest), int(checked))
 
 
 def p_matrix_test_reference(A: np.ndarray) -> PMatrixResult:

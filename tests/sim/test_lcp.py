@@ -201,6 +201,7 @@ def test_p_matrix_test_matches_principal_minors(n):
             assert ref.smallest_minor == pytest.approx(min(minors), rel=1e-8, abs=1e-12)
         else:
             assert fast.smallest_minor <= 0 and ref.smallest_minor <= 0
+            assert fast.minors_checked == ref.minors_checked  # same visiting order, same early exit
 
 
 def test_p_matrix_examples():
