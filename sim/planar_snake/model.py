@@ -87,6 +87,9 @@ class PlanarSnakeModel:
         DDt_inv = np.linalg.inv(D @ D.T)
         N = A.T @ DDt_inv @ D
         V = A.T @ DDt_inv @ A
+        impulse = self.link_mass_kg * self.gravity_m_s2 * self.ground_mu * self.time_step_s
+        limits = (np.full(n, impulse), np.full(n, 0.5 * impulse * self.link_half_length_m))
+        object.__setattr__(self, "_ground_impulse_limits", limits)  # per step: μ m g h and μ m g l h / 2
         k = radii.size
         pair_links = np.repeat(np.arange(n, dtype=np.int64), k)  # every (link, obstacle) pair, link-major
         pair_obstacles = np.tile(np.arange(k, dtype=np.int64), n)

@@ -37,7 +37,6 @@ from sim.planar_snake.model import (
     PlanarSnakeModel,
     joint_angles,
     link_jacobians,
-    mass_matrix,
 )
 
 __all__ = ["PlanarSnakeState", "SimulationError", "SimulationStats", "initial_state", "step"]
@@ -227,7 +226,7 @@ def _flow_contact_force(
     stats.min_lambda = min(stats.min_lambda, float(lam.min()))
     state.last_lambda = lam
     state.last_lambda_links = terms.links
-    return B @ lam
+    return B @ lam, terms.rows
 
 
 def _impact(model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd: np.ndarray, Minv: np.ndarray):
@@ -288,6 +287,20 @@ def _stabilise_positions(model: PlanarSnakeModel, state: PlanarSnakeState, Minv:
             correction, *_ = np.linalg.lstsq(C @ Minv @ C.T, targets, rcond=1e-12)
         state.q = state.q + Minv @ C.T @ correction
         gaps = link_gaps_to(model, state.q, active, obstacles)
+
+
+@numba.njit(cache=True)
+def _inverse_mass_kernel(q, V, l, m, J):  # pragma: no cover - compiled
+    """M(q)⁻¹ of eq. 12 (reference: ``np.linalg.inv(mass_matrix(model, q))``)."""
+    n = q.size - 2
+    M = np.zeros((n + 2, n + 2))
+    for a in range(n):
+        for b in range(n):
+            M[a, b] = m * l * l * V[a, b] * np.cos(q[a] - q[b])
+        M[a, a] += J
+    M[n, n] = n * m
+    M[n + 1, n + 1] = n * m
+    return np.linalg.inv(M)
 
 
 @numba.njit(cache=True)
@@ -357,27 +370,25 @@ def step(
     state.joint_torque_nm = u
     active = np.flatnonzero(state.alpha)
     f_contact = np.zeros(n + 2)
+    rows = None
     if active.size:
         stats.max_contacts = max(stats.max_contacts, int(active.size))
-        f_contact = _flow_contact_force(model, state, Minv, f_free + state.ground_force, active)
+        f_contact, rows = _flow_contact_force(model, state, Minv, f_free + state.ground_force, active)
     else:
         state.last_lambda = np.zeros(0)
         state.last_lambda_links = np.zeros(0, dtype=int)
     qd_free = qd + h * (Minv @ (f_free + f_contact))
 
     # implicit set-valued ground friction
-    weight = model.link_mass_kg * model.gravity_m_s2 * model.ground_mu * h
-    force_limit = np.full(n, weight)
-    torque_limit = np.full(n, 0.5 * weight * model.link_half_length_m)
+    force_limit, torque_limit = model._ground_impulse_limits  # type: ignore[attr-defined]
     P, sweeps = solve_ground_friction(H, G.T @ qd_free, state.ground_impulse, force_limit, torque_limit)
     stats.ground_friction_sweeps += sweeps
     state.ground_impulse = P
     state.ground_force = G @ P / h
     v = qd_free + MinvG @ P
 
-    if active.size:
-        terms = contact_terms(model, q, v, active, state.contact_obstacle[active])
-        if np.min(terms.rows @ v) < -_PROJECTION_TOL_M_S:
+    if rows is not None:  # the constraint rows depend on q only: those of the flow LCP
+        if np.min(rows @ v) < -_PROJECTION_TOL_M_S:
             v, _, _ = _impact(model, state, q, v, Minv_impact)
             stats.velocity_projections += 1
 
@@ -396,7 +407,8 @@ def step(
         if float(terms_new.rows[0] @ v) < 0.0:  # jump set (39): α̃(i) C_i q̇ < 0
             state.alpha[i] = int(terms_new.side[0])
             state.contact_obstacle[i] = j
-            Minv_e = np.linalg.inv(mass_matrix(model, q_start))
+            Minv_e = _inverse_mass_kernel(q_start, model.V, model.link_half_length_m, model.link_mass_kg,
+                                          model.link_inertia_kgm2)  # fmt: skip
             v, v_min, _ = _impact(model, state, q_start, v, Minv_e)
             stats.impacts += 1
             stats.min_post_impact_normal_velocity_m_s = min(stats.min_post_impact_normal_velocity_m_s, v_min)

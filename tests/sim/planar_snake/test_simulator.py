@@ -246,3 +246,14 @@ def test_impact_lcp_leaves_no_contact_approaching():
         qd_plus, v_min, residual = _impact(model, state, q, qd, np.linalg.inv(mass_matrix(model, q)))
         assert v_min >= -1e-12 and residual < 1e-10
         assert kinetic_energy(model, q, qd_plus) <= kinetic_energy(model, q, qd) + 1e-12
+
+
+def test_compiled_inverse_mass_matches_numpy():
+    from sim.planar_snake import mass_matrix
+    from sim.planar_snake.simulator import _inverse_mass_kernel
+
+    model = PlanarSnakeModel()
+    q = np.r_[np.random.default_rng(3).uniform(-1, 1, 10), 0.2, 0.1]
+    np.testing.assert_allclose(
+        _inverse_mass_kernel(q, model.V, 0.07, 1.0, 0.0016), np.linalg.inv(mass_matrix(model, q)), atol=1e-10
+    )
