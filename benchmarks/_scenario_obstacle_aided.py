@@ -36,8 +36,8 @@ def run(duration_s: float, environment: str = "structured", overrides: dict | No
         "sim_time_s": summary["sim_time_s"],
         "wall_time_s": wall,
         "realtime_factor": summary["sim_time_s"] / wall,
-        "cpu_time_s": cpu,
-        "warmup_wall_time_s": warmup,  # 0.2 s of simulation before timing, includes any JIT compilation  # on a shared machine wall time includes waiting for a core
+        "cpu_time_s": cpu,  # on a shared machine wall time includes waiting for a core
+        "warmup_wall_time_s": warmup,  # 0.2 s of simulation before timing, includes any JIT compilation
         "realtime_factor_cpu": summary["sim_time_s"] / cpu,
         "steps": summary["steps"],
         "newton_iterations_mean": summary["flow_lcp_pivots_mean"],
@@ -55,6 +55,7 @@ def run(duration_s: float, environment: str = "structured", overrides: dict | No
         "smallest_principal_minor": summary["smallest_principal_minor"],
         "p_matrix_checks": summary["p_matrix_checks"],
         "p_matrix_failures": summary["p_matrix_failures"],
+        "near_singular_lcp_solves": summary["near_singular_lcp_solves"],
         "max_complementarity_residual": summary["max_complementarity_residual"],
         "max_penetration_m": summary["max_penetration_m"],
         "max_drift_before_projection_m": summary["max_drift_before_projection_m"],

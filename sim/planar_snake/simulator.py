@@ -68,6 +68,7 @@ class SimulationStats:
     p_matrix_checks: int = 0
     p_matrix_failures: int = 0
     smallest_principal_minor: float = float("inf")
+    near_singular_lcp_solves: int = 0  # LCP (32) matrices with a principal minor below 1e-6 (still P)
     max_complementarity_residual: float = 0.0
     min_lambda: float = float("inf")
     min_post_impact_normal_velocity_m_s: float = float("inf")
@@ -213,6 +214,7 @@ def _flow_contact_force(
         check = p_matrix_test(A)
         stats.p_matrix_checks += 1
         stats.smallest_principal_minor = min(stats.smallest_principal_minor, check.smallest_minor)
+        stats.near_singular_lcp_solves += int(check.smallest_minor < 1e-6)
         if not check.is_p_matrix:
             stats.p_matrix_failures += 1
             log.debug("t=%.4f s: LCP (32) matrix is not a P-matrix (minor %.3g)", state.t_s, check.smallest_minor)
