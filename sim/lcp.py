@@ -101,13 +101,17 @@ def solve_lcp(
     max_iterations: int | None = None,
     tol: float = 1e-10,
     relaxation: float = 1.0,
+    check_input: bool = True,
 ) -> LCPResult:
     """Solve the LCP (q, M).
 
     ``z0`` warm-starts PGS (ignored by the others). ``tol`` is the PGS stopping residual and the feasibility
     tolerance of the enumeration. ``max_iterations`` defaults to 50 n + 100 pivots (lemke), 1000 sweeps (pgs).
+    ``check_input=False`` skips the shape/finiteness checks, for callers in a hot loop that build M and q
+    themselves (float64 arrays of matching shape).
     """
-    M, q = _check_data(M, q)
+    if check_input:
+        M, q = _check_data(M, q)
     if method == "lemke":
         return _lemke(M, q, max_iterations if max_iterations is not None else 50 * q.size + 100)
     if method == "pgs":

@@ -218,7 +218,7 @@ def _flow_contact_force(
         if not check.is_p_matrix:
             stats.p_matrix_failures += 1
             log.debug("t=%.4f s: LCP (32) matrix is not a P-matrix (minor %.3g)", state.t_s, check.smallest_minor)
-    result = solve_lcp(A, a, "lemke")
+    result = solve_lcp(A, a, "lemke", check_input=False)
     stats.flow_lcp_solves += 1
     stats.flow_lcp_pivots += result.iterations
     if result.status is not LCPStatus.SOLVED:
@@ -231,17 +231,26 @@ def _flow_contact_force(
     return B @ lam, terms.rows
 
 
-def _impact(model: PlanarSnakeModel, state: PlanarSnakeState, q: np.ndarray, qd: np.ndarray, Minv: np.ndarray):
-    """Impact LCP (36) on all contacted links: v̄⁺ = v̄⁻ + C̄ M⁻¹ C̄ᵀ λ ≥ 0 ⊥ λ ≥ 0; returns q̇⁺ (eq. 37)."""
-    active = np.flatnonzero(state.alpha)
-    terms = _independent_contacts(contact_terms(model, q, qd, active, state.contact_obstacle[active]))
-    v_minus = terms.rows @ qd
-    result = solve_lcp(terms.rows @ Minv @ terms.rows.T, v_minus, "lemke")
+def _impact(
+    model: PlanarSnakeModel,
+    state: PlanarSnakeState,
+    q: np.ndarray,
+    qd: np.ndarray,
+    Minv: np.ndarray,
+    rows: np.ndarray | None = None,
+):
+    """Impact LCP (36) on all contacted links: v̄⁺ = v̄⁻ + C̄ M⁻¹ C̄ᵀ λ ≥ 0 ⊥ λ ≥ 0; returns q̇⁺ (eq. 37).
+    ``rows`` (C̄ at q of the current contacts, duplicates removed) may be passed when already known."""
+    if rows is None:
+        active = np.flatnonzero(state.alpha)
+        rows = _independent_contacts(contact_terms(model, q, qd, active, state.contact_obstacle[active])).rows
+    v_minus = rows @ qd
+    result = solve_lcp(rows @ Minv @ rows.T, v_minus, "lemke", check_input=False)
     state.stats.impact_lcp_solves += 1
     if result.status is not LCPStatus.SOLVED:  # cannot happen for full-rank C̄ (Proposition 15)
         raise SimulationError(f"t = {state.t_s:.6f} s: impact LCP (36) {result.status.value}: {result.message}")
-    qd_plus = qd + Minv @ (terms.rows.T @ result.z)
-    v_plus = terms.rows @ qd_plus
+    qd_plus = qd + Minv @ (rows.T @ result.z)
+    v_plus = rows @ qd_plus
     return qd_plus, float(v_plus.min()), complementarity_residual(result.z, v_plus)
 
 
@@ -391,7 +400,7 @@ def step(
 
     if rows is not None:  # the constraint rows depend on q only: those of the flow LCP
         if np.min(rows @ v) < -_PROJECTION_TOL_M_S:
-            v, _, _ = _impact(model, state, q, v, Minv_impact)
+            v, _, _ = _impact(model, state, q, v, Minv_impact, rows)
             stats.velocity_projections += 1
 
     # position update with event location (impacts of free links)
