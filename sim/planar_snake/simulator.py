@@ -292,10 +292,10 @@ def _stabilise_positions(model: PlanarSnakeModel, state: PlanarSnakeState, Minv:
             return
         terms = _independent_contacts(contact_terms(model, state.q, state.qd, active[neg], obstacles[neg]))
         C, targets = terms.rows, -terms.gaps
-        try:
-            correction = np.linalg.solve(C @ Minv @ C.T, targets)
-        except np.linalg.LinAlgError:  # nearly coincident rows: least squares
-            correction, *_ = np.linalg.lstsq(C @ Minv @ C.T, targets, rcond=1e-12)
+        # Truncated least squares: two adjacent links touching one obstacle near their joint give nearly
+        # coincident rows; an exact solve would amplify the tiny difference of their gaps into a large jump of
+        # q (seen: 0.5 mm, enough to push a free link into another obstacle).
+        correction, *_ = np.linalg.lstsq(C @ Minv @ C.T, targets, rcond=1e-6)
         state.q = state.q + Minv @ C.T @ correction
         gaps = link_gaps_to(model, state.q, active, obstacles)
 
