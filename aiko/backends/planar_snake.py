@@ -211,6 +211,9 @@ class PlanarSnakeBackend(JointInterface):
 
     def read(self) -> JointFeedback:
         state, model = self.state, self.model
+        if self.gait is not None and hasattr(self.gait, "observe_body_velocity"):
+            # the simulator plays motion capture for gaits that watch their progress
+            self.gait.observe_body_velocity(state.t_s, state.qd[-2:])
         n = model.n_links
         flags = int(JointStatus.ENABLED) if self._active else 0
         saturated = np.abs(state.joint_torque_nm) >= model.joint_torque_limit_nm * (1 - 1e-9)

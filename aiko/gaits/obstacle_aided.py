@@ -13,10 +13,14 @@ that shape (amplitude, wavelength, phase by least squares), so the head keeps we
 
 **Jam detection.** When the obstacles press the body so that it cannot take the commanded shape, the joints
 fall behind their references. A jam is declared when the largest tracking error stays above ``jam_error_deg``
-for ``jam_time_s`` (or a joint reports torque saturation for that long).
+for ``jam_time_s`` (or a joint reports torque saturation for that long). Optionally (``jam_speed_m_s`` > 0), a
+body-velocity source — motion capture on the robot, the CM velocity in the simulator, fed through
+:meth:`ObstacleAidedGait.observe_body_velocity` — also declares a jam when the mean forward (+x) speed over
+``progress_window_s`` stays below ``jam_speed_m_s``; after such a jam the head's new path bends the other way.
 
 **Jam resolution.** Propagation stops and the joints whose error exceeds half the threshold — those the contact
-forces push against, i.e. whose obstacle forces oppose propulsion — are relaxed: their reference becomes their
+forces push against, i.e. whose obstacle forces oppose propulsion; if none lags, the third with the largest
+motor effort — are relaxed: their reference becomes their
 measured angle, so they comply with the obstacles for ``relax_time_s``. Then the track is re-laid from the body's
 actual shape (Φ on the body := the measured angles) and propagation resumes. A jam counts as resolved when
 propagation then runs ``jam_time_s`` without a new jam.
@@ -25,6 +29,7 @@ propagation then runs ``jam_time_s`` without a new jam.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +54,8 @@ class ObstacleAidedParams:
     jam_error_rad: float = math.radians(15.0)
     jam_time_s: float = 0.5
     relax_time_s: float = 1.0
+    jam_speed_m_s: float = 0.0  # > 0: forward progress below this, averaged over progress_window_s, is a jam
+    progress_window_s: float = 3.0
     amplitude_rad: float | None = None  # of the head's sinusoid; None: fitted to the initial shape
     wavelength_m: float | None = None
     joint_limit_rad: float = math.radians(90.0)
@@ -99,10 +106,13 @@ class ObstacleAidedGait:
         self._relaxed = np.zeros(self.n_joints, dtype=bool)
         self._resumed_at: float | None = None
         self._last_feedback_angles = phi0.copy()
+        self._velocity: deque[tuple[float, float]] = deque()  # (t, forward speed) observations
+        self._alternate_next = False
+        self._watch_from = 0.0  # progress is judged only over windows that start after this
         self.stats = JamStatistics()
 
     # ---------------------------------------------------------------- the track Φ(s)
-    def _lay_track(self, sigma: float, body_angles: np.ndarray) -> None:
+    def _lay_track(self, sigma: float, body_angles: np.ndarray, alternate: bool = False) -> None:
         """The body's current joint angles become the track behind σ. Ahead, the sinusoid continues with the
         phase that keeps the path's mean heading equal to the body's own mean heading (both measured relative
         to the head link, which the joint angles alone determine), so the snake keeps its direction instead of
@@ -122,6 +132,10 @@ class ObstacleAidedGait:
         phi_ahead = self.amplitude_rad * np.sin(k * s_ahead[None, :] + psi) + mismatch * blend
         heading_ahead = -np.cumsum(phi_ahead, axis=1)  # θ_{n+m} − θ_n
         cost = np.abs(heading_ahead.mean(axis=1) - body_heading) + 0.2 * np.abs(mismatch[:, 0])
+        if alternate and hasattr(self, "_psi"):
+            # after a jam without progress, the head bends the other way than the path it was blocked on
+            old_sign = math.copysign(1.0, math.cos(k * sigma + self._psi))
+            cost = np.where(np.sign(np.cos(k * sigma + psi[:, 0])) == old_sign, np.inf, cost)
         best = int(np.argmin(cost))
         self._psi = float(psi[best, 0])
         self._head_mismatch = float(mismatch[best, 0])
@@ -171,35 +185,63 @@ class ObstacleAidedGait:
         return JointReferences(t_s, refs, zeros, rates, zeros.copy())
 
     # ---------------------------------------------------------------- supervisor
+    def observe_body_velocity(self, t_s: float, velocity_xy_m_s: np.ndarray) -> None:
+        """Body (CM) velocity from motion capture or a simulator; its +x component measures progress."""
+        self._velocity.append((t_s, float(velocity_xy_m_s[0])))
+        while self._velocity and self._velocity[0][0] < t_s - self.params.progress_window_s:
+            self._velocity.popleft()
+
+    def _progress_stalled(self, t_s: float) -> bool:
+        p = self.params
+        if (
+            p.jam_speed_m_s <= 0.0
+            or not self._velocity
+            or t_s - max(self._watch_from, self._velocity[0][0]) < 0.95 * p.progress_window_s
+        ):
+            return False
+        speeds = [v for t, v in self._velocity if t >= self._watch_from]
+        return bool(speeds) and float(np.mean(speeds)) < p.jam_speed_m_s
+
     def _supervise(self, t_s: float, feedback: JointFeedback, refs: np.ndarray) -> None:
         p = self.params
         measured = np.asarray(feedback.angle_h_rad, dtype=float)
         self._last_feedback_angles = measured
         if self.mode == "relax":
             if t_s >= self._relax_until:
-                self._lay_track(self.sigma_m, measured)  # re-lay the track along the body's actual shape
+                # re-lay the track along the body's actual shape
+                self._lay_track(self.sigma_m, measured, alternate=self._alternate_next)
                 self.mode = "propagate"
                 self._resumed_at = t_s
+                self._watch_from = t_s
                 self._error_since = None
             return
         error = np.abs(refs - measured)
         saturated = (np.asarray(feedback.status, dtype=int) & int(JointStatus.SATURATED)) != 0
-        jammed_now = bool(error.max() > p.jam_error_rad or saturated.any())
-        if not jammed_now:
+        error_jam = bool(error.max() > p.jam_error_rad or saturated.any())
+        stalled = self._progress_stalled(t_s)
+        if not error_jam:
             self._error_since = None
-            if self._resumed_at is not None and t_s - self._resumed_at >= p.jam_time_s:
+        elif self._error_since is None:
+            self._error_since = t_s
+        jam = stalled or (self._error_since is not None and t_s - self._error_since >= p.jam_time_s)
+        if not jam:
+            settle = p.progress_window_s if p.jam_speed_m_s > 0.0 and self._velocity else p.jam_time_s
+            if self._resumed_at is not None and t_s - self._resumed_at >= settle and not error_jam:
                 self.stats.jams_resolved += 1
                 self._resumed_at = None
             return
-        if self._error_since is None:
-            self._error_since = t_s
-        if t_s - self._error_since >= p.jam_time_s:
-            self.stats.jams_detected += 1
-            self.stats.jam_times_s.append(round(t_s, 4))
-            self.mode = "relax"
-            self._relax_until = t_s + p.relax_time_s
-            self._relaxed = (error > 0.5 * p.jam_error_rad) | saturated
-            self._resumed_at = None
+        self.stats.jams_detected += 1
+        self.stats.jam_times_s.append(round(t_s, 4))
+        self.mode = "relax"
+        self._relax_until = t_s + p.relax_time_s
+        relaxed = (error > 0.5 * p.jam_error_rad) | saturated
+        if not relaxed.any() and feedback.effort_h is not None:
+            # no joint lags: relax those working hardest against the obstacles (largest third of |effort|)
+            effort = np.abs(np.asarray(feedback.effort_h, dtype=float))
+            relaxed = effort >= np.sort(effort)[-max(1, self.n_joints // 3)]
+        self._relaxed = relaxed
+        self._alternate_next = stalled
+        self._resumed_at = None
 
     def statistics(self) -> dict:
         return {
@@ -233,6 +275,8 @@ def obstacle_aided_from_table(table: Table, robot: RobotDescription) -> Obstacle
         jam_error_rad=math.radians(table.number("jam_error_deg", 15.0, min=0.0, min_exclusive=True, max=90.0)),
         jam_time_s=table.number("jam_time_s", 0.5, min=0.0, min_exclusive=True, max=60.0),
         relax_time_s=table.number("relax_time_s", 1.0, min=0.0, min_exclusive=True, max=60.0),
+        jam_speed_m_s=table.number("jam_speed_m_s", 0.0, min=0.0, max=5.0),
+        progress_window_s=table.number("progress_window_s", 3.0, min=0.0, min_exclusive=True, max=600.0),
         amplitude_rad=math.radians(amplitude) if amplitude is not None else None,
         wavelength_m=wavelength,
         joint_limit_rad=limit,

@@ -102,3 +102,34 @@ def test_config_is_validated(experiments_dir):
         obstacle_aided_from_table(Table({"initial_joint_angles_deg": [1.0, 2.0]}, "gait"), robot)
     with pytest.raises(ConfigError, match="propagation_speed_m_s"):
         obstacle_aided_from_table(Table({"propagation_speed_m_s": -1.0}, "gait"), robot)
+
+
+def test_stalled_progress_is_a_jam_and_the_head_then_bends_the_other_way():
+    """With jam_speed_m_s > 0, a body that follows its joint references but does not advance is jammed; the
+    most loaded joints relax, and the re-laid path ahead starts bending opposite to the blocked one."""
+    g = gait(jam_speed_m_s=0.02, progress_window_s=2.0, relax_time_s=0.5)
+    effort = np.linspace(0.1, 0.9, 9)
+    t = 0.0
+    while g.mode == "propagate" and t < 10:
+        refs = g.references(t).angle_h_rad
+        for k in range(10):  # 100 Hz body-velocity observations: no progress at all
+            g.observe_body_velocity(t + 0.01 * k, np.array([0.0, 0.0]))
+        fb = feedback(t, refs)
+        g.references(t, JointFeedback(t, refs, *(np.zeros(9),) * 3, fb.status, effort_h=effort))
+        t = round(t + 0.1, 6)
+    assert g.stats.jams_detected == 1 and 1.9 <= t <= 2.3
+    np.testing.assert_array_equal(g._relaxed, effort >= effort[-3])  # the third with the largest effort
+    k = 2 * math.pi / g.wavelength_m
+    before = math.copysign(1.0, math.cos(k * g.sigma_m + g._psi))
+    while g.mode == "relax":
+        g.references(t, feedback(t, g._last_feedback_angles))
+        t = round(t + 0.1, 6)
+    assert math.copysign(1.0, math.cos(k * g.sigma_m + g._psi)) == -before
+
+
+def test_progress_is_not_watched_by_default():
+    g = gait()
+    for k in range(100):
+        g.observe_body_velocity(0.1 * k, np.zeros(2))
+        g.references(0.1 * k, feedback(0.1 * k, g.references(0.1 * k).angle_h_rad))
+    assert g.stats.jams_detected == 0
