@@ -245,6 +245,10 @@ class PlanarSnakeBackend(JointInterface):
             "realtime_factor": state.t_s / self._wall_s if self._wall_s > 0 else None,
             "com_start_m": self._com_start.tolist(),
             "com_end_m": com_end.tolist(),
+            # The planar model's tracked point is its centre of mass (paper 001 reports the CM's progress).
+            "tracked_point": "centre_of_mass",
+            "tracked_point_start_m": [*map(float, self._com_start), 0.0],
+            "tracked_point_end_m": [*map(float, com_end), 0.0],
             "distance_x_m": float(distance[0]),
             "mean_forward_speed_m_s": float(distance[0] / state.t_s) if state.t_s > 0 else 0.0,
             "obstacles": self.obstacles.count,
