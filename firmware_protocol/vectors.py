@@ -1,4 +1,4 @@
-"""Shared test vectors (vectors.json): physical values, raw integers and payload bytes for every message family.
+"""Shared test vectors (vectors.json): physical values, raw integers and payloads of every message family.
 
 Both codecs are checked against this one file: Python in tests, C through a host-gcc harness. Regenerate with
 ``python -m firmware_protocol.vectors`` after editing the DBC (a test fails while the file is stale).

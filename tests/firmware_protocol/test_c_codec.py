@@ -1,4 +1,4 @@
-"""The C codec (aiko_joint.h/.c) is compiled by host gcc and produces the same bytes as Python on vectors.json;
+"""The C codec (aiko_joint.h/.c) is compiled by host gcc and gives the same bytes as Python on vectors.json;
 its constants agree with the DBC; it also builds for the ATmega128 when avr-gcc is installed."""
 
 import re
