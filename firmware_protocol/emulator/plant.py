@@ -46,11 +46,18 @@ class IndependentInertiaParams:
 class IndependentInertiaPlant:
     """Each axis is a rotor J α̈ = τ − c α̇ with inelastic hard stops at ±limit (semi-implicit Euler)."""
 
-    def __init__(self, n_joints: int, params: IndependentInertiaParams | None = None) -> None:
+    def __init__(
+        self,
+        n_joints: int,
+        params: IndependentInertiaParams | None = None,
+        initial_angles_rad: np.ndarray | None = None,
+    ) -> None:
         if n_joints < 1:
             raise ValueError(f"n_joints must be >= 1, got {n_joints}")
         self.params = params or IndependentInertiaParams()
         self.angles_rad = np.zeros((n_joints, 2))
+        if initial_angles_rad is not None:
+            self.angles_rad[...] = initial_angles_rad
         self.rates_rad_s = np.zeros((n_joints, 2))
         self._limits = np.array([self.params.limit_h_rad, self.params.limit_v_rad])
 
