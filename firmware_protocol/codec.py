@@ -74,9 +74,7 @@ class MessageLayout:
 
     def decode(self, data: bytes | bytearray, *, check_range: bool = False) -> dict[str, float]:
         if len(data) != self.length:
-            raise FrameLengthError(
-                f"{self.name} (id 0x{self.frame_id:03X}) needs {self.length} bytes, got {len(data)}"
-            )
+            raise FrameLengthError(f"{self.name} (id 0x{self.frame_id:03X}) needs {self.length} bytes, got {len(data)}")
         word = int.from_bytes(data, "little")
         out: dict[str, float] = {}
         for s in self.signals:

@@ -101,9 +101,7 @@ class IdScheme:
         if kind in self.broadcast_ids:
             return self.broadcast_ids[kind]
         if node not in self.node_ids:
-            raise ValueError(
-                f"node {node!r} is not defined in {DBC_PATH.name}; allowed nodes: {self.node_ids}"
-            )
+            raise ValueError(f"node {node!r} is not defined in {DBC_PATH.name}; allowed nodes: {self.node_ids}")
         return self.node_bases[kind] + node
 
     def classify(self, frame_id: int) -> tuple[MessageKind, int] | None:
@@ -140,9 +138,7 @@ def id_scheme() -> IdScheme:
         bases[kind] = offsets.pop()
         node_sets.add(tuple(sorted(by_node)))
     if len(node_sets) != 1:
-        raise ValueError(
-            f"{DBC_PATH.name}: per-node message families define different node sets: {node_sets}"
-        )
+        raise ValueError(f"{DBC_PATH.name}: per-node message families define different node sets: {node_sets}")
     return IdScheme(broadcast_ids=broadcast, node_bases=bases, node_ids=node_sets.pop())
 
 

@@ -35,9 +35,7 @@ class ControllerState:
     previous_measurement_rad: np.ndarray  # (n, 2)
 
 
-def new_controller_state(
-    gains: ControllerGains, n_joints: int, measurement_rad: np.ndarray
-) -> ControllerState:
+def new_controller_state(gains: ControllerGains, n_joints: int, measurement_rad: np.ndarray) -> ControllerState:
     kp = np.tile([gains.kp_h_v_per_rad, gains.kp_v_v_per_rad], (n_joints, 1)).astype(float)
     kd = np.tile([gains.kd_h_v_s_per_rad, gains.kd_v_v_s_per_rad], (n_joints, 1)).astype(float)
     return ControllerState(kp, kd, np.zeros((n_joints, 2)), measurement_rad.copy())

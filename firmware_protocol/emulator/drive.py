@@ -61,9 +61,7 @@ class DriveState:
 
 def new_drive_state(n_joints: int) -> DriveState:
     z = np.zeros((n_joints, 2))
-    return DriveState(
-        z.copy(), z.copy(), z.copy(), np.ones((n_joints, 2), bool), np.zeros((n_joints, 2), bool)
-    )
+    return DriveState(z.copy(), z.copy(), z.copy(), np.ones((n_joints, 2), bool), np.zeros((n_joints, 2), bool))
 
 
 def gear_torque_nm(p: DriveParams, state: DriveState) -> np.ndarray:

@@ -67,17 +67,13 @@ class EmulatorConfig:
     def __post_init__(self) -> None:
         def need(ok: bool, name: str, allowed: str) -> None:
             if not ok:
-                raise EmulatorConfigError(
-                    f"EmulatorConfig.{name} = {getattr(self, name)!r}; allowed: {allowed}"
-                )
+                raise EmulatorConfigError(f"EmulatorConfig.{name} = {getattr(self, name)!r}; allowed: {allowed}")
 
         need(len(self.node_ids) > 0 and all(1 <= n <= 10 for n in self.node_ids), "node_ids", "nodes 1..10")
         need(len(set(self.node_ids)) == len(self.node_ids), "node_ids", "distinct node ids")
         need(100 <= self.controller_rate_hz <= 20000, "controller_rate_hz", "100..20000 Hz")
         need(1 <= self.physics_substeps <= 100, "physics_substeps", "1..100")
-        need(
-            0 <= self.feedback_rate_hz <= self.controller_rate_hz, "feedback_rate_hz", "0..controller_rate_hz"
-        )
+        need(0 <= self.feedback_rate_hz <= self.controller_rate_hz, "feedback_rate_hz", "0..controller_rate_hz")
         need(0 <= self.heartbeat_rate_hz <= 100, "heartbeat_rate_hz", "0..100 Hz")
         need(0.001 <= self.reference_period_s <= 1.0, "reference_period_s", "0.001..1 s")
         need(1 <= self.watchdog_periods <= 100, "watchdog_periods", "1..100")
@@ -220,9 +216,7 @@ class JointControllerEmulator:
                     self.handle_frame(msg)
                 now_s = (time.monotonic_ns() - origin_ns) / 1e9
                 target = math.floor(now_s * self.config.controller_rate_hz + 1e-6)
-                if (
-                    target - self.tick > 200
-                ):  # starved of CPU for > 0.2 s: resynchronise, don't replay history
+                if target - self.tick > 200:  # starved of CPU for > 0.2 s: resynchronise, don't replay history
                     log.warning("emulator fell %d ticks behind real time; skipping ahead", target - self.tick)
                     origin_ns += int((target - self.tick - 1) * self.dt_s * 1e9)
                     target = self.tick + 1
@@ -246,9 +240,12 @@ class JointControllerEmulator:
             self.watchdog[tripped] = True
             self.watchdog_trip_s[tripped] = t
             enabled &= ~tripped
-            for node in np.asarray(c.node_ids)[tripped]:
+            for row in np.flatnonzero(tripped):
                 log.warning(
-                    "module %d: no valid reference for %.3f s, watchdog tripped, drive disabled", node, t
+                    "module %d: no valid reference since t=%.3f s, watchdog tripped at t=%.3f s, drive disabled",
+                    c.node_ids[row],
+                    self.last_valid_reference_s[row],
+                    t,
                 )
 
         measurement = self._measurement()
@@ -272,10 +269,7 @@ class JointControllerEmulator:
             due = self._due(self.feedback_rate_hz)
             for row in np.flatnonzero(due):
                 self._send_feedback(row, rates=True)
-        if (
-            c.heartbeat_rate_hz > 0
-            and self.tick % max(1, round(c.controller_rate_hz / c.heartbeat_rate_hz)) == 0
-        ):
+        if c.heartbeat_rate_hz > 0 and self.tick % max(1, round(c.controller_rate_hz / c.heartbeat_rate_hz)) == 0:
             for row in range(c.n_modules):
                 self._send_heartbeat(row)
 
@@ -456,9 +450,7 @@ class JointControllerEmulator:
                 self._reject("duplicate_sequence", row, f"node {self.config.node_ids[row]} seq {sequence}")
                 return
             if delta >= 128:
-                self._reject(
-                    "stale_sequence", row, f"node {self.config.node_ids[row]} seq {sequence} after {last}"
-                )
+                self._reject("stale_sequence", row, f"node {self.config.node_ids[row]} seq {sequence} after {last}")
                 return
         if self.state[row] != ModuleState.ENABLED:
             return  # a disabled module ignores references (not bad traffic)
@@ -484,16 +476,12 @@ class JointControllerEmulator:
             return
         if write:
             if parameter in _READ_ONLY:
-                self._reply_parameter(
-                    row, index, ParameterResult.READ_ONLY, self._read_parameter(row, parameter)
-                )
+                self._reply_parameter(row, index, ParameterResult.READ_ONLY, self._read_parameter(row, parameter))
                 return
             low, high = _PARAMETER_RANGES[parameter]
             if not (low <= value <= high) or not math.isfinite(value):
                 self._reject("out_of_range", row, f"parameter {parameter.name} = {value}")
-                self._reply_parameter(
-                    row, index, ParameterResult.OUT_OF_RANGE, self._read_parameter(row, parameter)
-                )
+                self._reply_parameter(row, index, ParameterResult.OUT_OF_RANGE, self._read_parameter(row, parameter))
                 return
             self._write_parameter(row, parameter, value)
         self._reply_parameter(row, index, ParameterResult.OK, self._read_parameter(row, parameter))

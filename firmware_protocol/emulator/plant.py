@@ -38,9 +38,7 @@ class IndependentInertiaParams:
             if not getattr(self, name) > 0:
                 raise ValueError(f"IndependentInertiaParams.{name} must be > 0, got {getattr(self, name)!r}")
         if self.damping_nm_s_rad < 0:
-            raise ValueError(
-                f"IndependentInertiaParams.damping_nm_s_rad must be >= 0, got {self.damping_nm_s_rad}"
-            )
+            raise ValueError(f"IndependentInertiaParams.damping_nm_s_rad must be >= 0, got {self.damping_nm_s_rad}")
 
 
 class IndependentInertiaPlant:

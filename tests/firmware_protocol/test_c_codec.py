@@ -53,9 +53,7 @@ def harness(tmp_path_factory) -> Path:
 
 
 def test_vectors_file_is_in_sync_with_the_dbc_and_python_codec():
-    assert load_vectors() == build_vectors(), (
-        f"stale {VECTORS_PATH.name}: run python -m firmware_protocol.vectors"
-    )
+    assert load_vectors() == build_vectors(), f"stale {VECTORS_PATH.name}: run python -m firmware_protocol.vectors"
     codec = default_codec()
     families = {v["message"] for v in load_vectors()}
     assert families == {k.value for k in MessageKind}
@@ -69,9 +67,7 @@ def test_vectors_file_is_in_sync_with_the_dbc_and_python_codec():
 def test_c_and_python_produce_identical_bytes(harness):
     vectors = load_vectors()
     lines = [" ".join([v["message"], v["data"], *map(_fmt, _fields(v))]) for v in vectors]
-    result = subprocess.run(
-        [str(harness)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True
-    )
+    result = subprocess.run([str(harness)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
     outputs = result.stdout.splitlines()
     assert len(outputs) == len(vectors)
     for v, out in zip(vectors, outputs, strict=True):
@@ -91,18 +87,14 @@ def test_c_rejects_bad_frames(harness):
         "EmergencyStop a4",  # wrong key
         "JointFeedback 0000000065000000 0 0 0 0 0 0",  # effort 101 %
     ]
-    out = subprocess.run(
-        [str(harness)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([str(harness)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
     rcs = [int(line.split()[1]) for line in out.stdout.splitlines()]
     assert rcs == [-2, -1, -3, -2]
 
 
 def test_c_constants_match_the_dbc():
     header = (PKG / "aiko_joint.h").read_text()
-    defines = {
-        m[1]: int(m[2], 0) for m in re.finditer(r"#define (AIKO_\w+) \(?(0x[0-9A-Fa-f]+|\d+)u?\)?", header)
-    }
+    defines = {m[1]: int(m[2], 0) for m in re.finditer(r"#define (AIKO_\w+) \(?(0x[0-9A-Fa-f]+|\d+)u?\)?", header)}
     codec = default_codec()
     scheme = codec.scheme
     assert defines["AIKO_ID_EMERGENCY_STOP"] == scheme.broadcast_ids[MessageKind.EMERGENCY_STOP]

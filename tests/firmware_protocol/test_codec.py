@@ -40,10 +40,7 @@ def test_per_node_families_share_one_layout():
     assert scheme.node_ids == tuple(range(1, 11))
     for kind, base in scheme.node_bases.items():
         layouts = {
-            tuple(
-                (s.name, s.start, s.length, s.is_signed, s.scale, s.offset, s.minimum, s.maximum)
-                for s in m.signals
-            )
+            tuple((s.name, s.start, s.length, s.is_signed, s.scale, s.offset, s.minimum, s.maximum) for s in m.signals)
             for m in (DB.get_message_by_frame_id(base + n) for n in scheme.node_ids)
         }
         assert len(layouts) == 1, kind
@@ -64,10 +61,7 @@ def _signal_strategy(signal):
 def message_and_values(draw):
     message = draw(st.sampled_from(DB.messages))
     values = {s.name: draw(_signal_strategy(s)) for s in message.signals}
-    values = {
-        k: min(max(v, s.minimum), s.maximum)
-        for (k, v), s in zip(values.items(), message.signals, strict=True)
-    }
+    values = {k: min(max(v, s.minimum), s.maximum) for (k, v), s in zip(values.items(), message.signals, strict=True)}
     return message, values
 
 
@@ -115,9 +109,7 @@ def test_bad_traffic_raises_specific_errors():
         CODEC.decode(fid, bytes(7))
     with pytest.raises(UnknownFrameError, match="0x7FF"):
         CODEC.decode(0x7FF, bytes(8))
-    out_of_range = (18001).to_bytes(2, "little", signed=True) + bytes(
-        6
-    )  # 180.01 deg fits int16 but not the DBC
+    out_of_range = (18001).to_bytes(2, "little", signed=True) + bytes(6)  # 180.01 deg fits int16 but not the DBC
     with pytest.raises(SignalRangeError, match="AngleH"):
         CODEC.decode(fid, out_of_range)
     assert CODEC.decode(fid, out_of_range, check_range=False).values["AngleH"] == pytest.approx(180.01)

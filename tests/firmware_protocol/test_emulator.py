@@ -42,9 +42,7 @@ class Rig:
         self.send_raw(frame_id, data)
 
     def send_raw(self, frame_id: int, data: bytes, **kw) -> None:
-        self.pc.send(
-            can.Message(arbitration_id=frame_id, data=data, is_extended_id=kw.pop("ext", False), **kw)
-        )
+        self.pc.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=kw.pop("ext", False), **kw))
 
     def enable(self) -> None:
         self.send(MessageKind.COMMAND, 0, {"Command": int(Command.ENABLE), "TargetNode": 0})
@@ -64,9 +62,7 @@ class Rig:
 
     def feedback(self, node: int) -> list[tuple[float, dict]]:
         fid = CODEC.frame_id(MessageKind.FEEDBACK, node)
-        return [
-            (m.timestamp, CODEC.decode(fid, m.data).values) for m in self.received if m.arbitration_id == fid
-        ]
+        return [(m.timestamp, CODEC.decode(fid, m.data).values) for m in self.received if m.arbitration_id == fid]
 
 
 @pytest.fixture
@@ -102,9 +98,7 @@ def test_short_brake_decays_with_the_electrical_time_constant():
     damping = p.gear_efficiency * p.gear_ratio**2 * p.torque_constant_nm_a**2 / p.resistance_ohm
     tau = p.reflected_inertia_kg_m2 / (damping + p.gear_viscous_nm_s_rad)
     expected = math.exp(-steps * dt / tau)
-    assert state.gear_rate_rad_s[0, 0] == pytest.approx(
-        expected, rel=5e-3
-    )  # Euler error (dt/tau)^2 n/2 ~ 2e-3
+    assert state.gear_rate_rad_s[0, 0] == pytest.approx(expected, rel=5e-3)  # Euler error (dt/tau)^2 n/2 ~ 2e-3
 
 
 def test_no_load_speed_matches_the_motor_equation():
@@ -152,9 +146,7 @@ def test_free_play_lets_the_joint_lag_the_gear_on_reversal(rig):
     half_play = math.degrees(r.emu.config.drive.free_play_rad) / 2
     assert max(gaps) > 0.8 * half_play and min(gaps) < -0.8 * half_play  # both flanks of the play are used
     # contact compliance: static deflection torque_limit / k, at most doubled by a suddenly applied load
-    compliance = math.degrees(
-        r.emu.config.drive.torque_limit_nm / r.emu.config.drive.contact_stiffness_nm_rad
-    )
+    compliance = math.degrees(r.emu.config.drive.torque_limit_nm / r.emu.config.drive.contact_stiffness_nm_rad)
     assert max(np.abs(gaps)) <= half_play + 2 * compliance
 
 
