@@ -34,7 +34,7 @@ from aiko.experiment import Experiment, register_section
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, RunContext
 from aiko.robot import RobotDescription
 from aiko.validation import Table
-from firmware_protocol.dbc import id_scheme
+from firmware_protocol.dbc import ModuleState, id_scheme
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
@@ -392,8 +392,16 @@ class HilBackend(CanBackend):
 
     def deactivate(self) -> None:
         super().deactivate()
-        if not self._realtime and self.emulator is not None and self.driver is not None and not self.driver.closed:
+        if self.emulator is None or self.driver is None or self.driver.closed:
+            return
+        if not self._realtime:
             self._wait(0.0)
+            return
+        # real time: give the emulator thread up to 0.5 s to handle everything up to the DISABLE (FIFO bus)
+        for _ in range(100):
+            if not (self.emulator.state == ModuleState.ENABLED).any():
+                break
+            time.sleep(0.005)
 
     def emergency_stop(self) -> None:
         super().emergency_stop()
