@@ -6,10 +6,11 @@ bus, so a HIL run is deterministic and faster than real time; with ``--realtime`
 the emulator in its own thread and the driver with a python-can ``Notifier``, exactly as against hardware.
 
 Experiment tables (validated when the file is loaded):
-  [can]  interface, channel, bitrate, slew_limit_deg_s, feedback_timeout_s, enable_timeout_s, watchdog_periods, log
+  [can]  interface, channel, bitrate, slew_limit_deg_s, feedback_timeout_s, enable_timeout_s, watchdog_periods,
+         log, realtime_priority
   [hil]  plant, feedback_rate_hz, controller_rate_hz, free_play_deg, reference_hold, sensor, reply_to_references
 Run options (``RunContext.options``, set by ``aiko run`` flags when present): can_interface, can_channel,
-can_bitrate, can_log, realtime.
+can_bitrate, can_log, can_realtime_priority, realtime.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import itertools
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +31,8 @@ import numpy as np
 from aiko.backends import register_backend
 from aiko.can_driver.driver import CanDriverSettings, CanJointDriver
 from aiko.can_driver.frame_log import open_can_log
+from aiko.can_driver.slcan_bus import BufferedSlcanBus
+from aiko.clock import WallClock
 from aiko.errors import ConfigError, HardwareError
 from aiko.experiment import Experiment, register_section
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, RunContext
@@ -58,6 +62,7 @@ class CanSection:
     enable_timeout_s: float = 1.0
     watchdog_periods: float = 3.0
     log: str | None = None
+    realtime_priority: int = 0  # SCHED_FIFO priority of the streaming thread (Linux); 0 = normal scheduling
 
 
 def parse_can_section(table: Table) -> CanSection:
@@ -70,9 +75,30 @@ def parse_can_section(table: Table) -> CanSection:
         enable_timeout_s=table.number("enable_timeout_s", CanSection.enable_timeout_s, min=0.01, max=30.0),
         watchdog_periods=table.number("watchdog_periods", CanSection.watchdog_periods, min=1.0, max=100.0),
         log=table.string("log", None),
+        realtime_priority=table.integer("realtime_priority", 0, min=0, max=99),
     )
     table.finish()
     return section
+
+
+def set_realtime_priority(priority: int) -> bool:
+    """SCHED_FIFO for the calling thread (the one that streams references); False (and a warning) if refused."""
+    if priority <= 0 or not hasattr(os, "sched_setscheduler"):
+        return False
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (PermissionError, OSError) as exc:
+        log.warning("cannot use real-time priority %d (%s); streaming with normal scheduling", priority, exc)
+        return False
+    return True
+
+
+def restore_normal_priority() -> None:
+    if hasattr(os, "sched_setscheduler"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            pass
 
 
 HilPlantFactory = Callable[[RobotDescription, Experiment, np.ndarray], JointPlant]
@@ -129,17 +155,23 @@ register_section("hil", lambda table, experiment: parse_hil_section(table))
 def add_can_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags for ``aiko run`` (the lead wires them): they override the experiment's [can] table."""
     parser.add_argument(
-        "--interface", metavar="NAME", help="python-can interface for --backend can (socketcan, slcan, pcan, ...)"
+        "--interface", metavar="NAME", help="python-can interface for --backend can (socketcan, slcan, ...)"
     )
     parser.add_argument("--channel", metavar="CH", help="CAN channel, e.g. can0, vcan0, /dev/ttyACM0")
     parser.add_argument("--bitrate", type=int, metavar="BPS", help="CAN bitrate (default 1000000)")
-    parser.add_argument(
-        "--can-log", metavar="PATH", help="write every CAN frame; format by extension (.asc .blf .log .csv .trc)"
-    )
+    parser.add_argument("--can-log", metavar="PATH", help="write every CAN frame (.asc .blf .log .csv .trc)")
+    parser.add_argument("--rt-priority", type=int, metavar="P", help="SCHED_FIFO priority of the streaming thread")
 
 
 def can_context_options(args: argparse.Namespace) -> dict[str, Any]:
-    keys = {"interface": "can_interface", "channel": "can_channel", "bitrate": "can_bitrate", "can_log": "can_log"}
+    """``RunContext.options`` from the flags above (only those given)."""
+    keys = {
+        "interface": "can_interface",
+        "channel": "can_channel",
+        "bitrate": "can_bitrate",
+        "can_log": "can_log",
+        "rt_priority": "can_realtime_priority",
+    }
     return {option: getattr(args, attr) for attr, option in keys.items() if getattr(args, attr, None) is not None}
 
 
@@ -166,6 +198,8 @@ class CanBackend(JointInterface):
         channel = ctx.options.get("can_channel") or section.channel
         bitrate = int(ctx.options.get("can_bitrate") or section.bitrate)
         try:
+            if interface == "slcan":  # python-can's own slcan, with a buffered reader (see slcan_bus.py)
+                return BufferedSlcanBus(channel=channel, bitrate=bitrate)
             return can.Bus(interface=interface, channel=channel, bitrate=bitrate)
         except (can.CanError, OSError, ValueError, ImportError) as exc:
             raise HardwareError(
@@ -201,6 +235,8 @@ class CanBackend(JointInterface):
             enable_timeout_s=section.enable_timeout_s,
             watchdog_periods=section.watchdog_periods,
         )
+        self.realtime_priority = int(ctx.options.get("can_realtime_priority") or section.realtime_priority)
+        self._priority_raised = False
         log_path = ctx.options.get("can_log") or section.log
         frame_log = open_can_log(log_path) if log_path else None
         self.can_log_path = str(log_path) if log_path else None
@@ -243,6 +279,16 @@ class CanBackend(JointInterface):
         feedback = driver.feedback_arrays()
         start = np.where(feedback["have_feedback"][:, None], feedback["angle_rad"], self._initial_angles)
         driver.shaper.reset(start, None)
+        self._priority_raised = set_realtime_priority(self.realtime_priority)
+        self._restart_wall_clock()
+
+    def _restart_wall_clock(self) -> None:
+        """Run time 0 = the modules are enabled. The parameter handshake and the enable confirmation take
+        10-300 ms; a wall clock started before them would put the first deadlines in the past and the loop
+        would send a burst of late references. (The loop records its "start" event right after activate.)"""
+        clock = self.ctx.clock if self.ctx is not None else None
+        if isinstance(clock, WallClock):
+            clock.start_ns = time.monotonic_ns()
 
     def _await_enabled(self, timeout_s: float) -> None:
         driver = self._require()
@@ -301,10 +347,14 @@ class CanBackend(JointInterface):
             return {}
         out = self.driver.statistics()
         out["can_log_path"] = self.can_log_path
+        out["realtime_priority"] = self.realtime_priority if self._priority_raised else 0
         out["module_health"] = self.driver.health.snapshot(self.ctx.clock.now_s() if self.ctx else 0.0)
         return out
 
     def close(self) -> None:
+        if getattr(self, "_priority_raised", False):
+            restore_normal_priority()
+            self._priority_raised = False
         if self.driver is not None:
             self.deactivate()
             self.driver.close()

@@ -220,8 +220,11 @@ class JointControllerEmulator:
                     log.warning("emulator fell %d ticks behind real time; skipping ahead", target - self.tick)
                     origin_ns += int((target - self.tick - 1) * self.dt_s * 1e9)
                     target = self.tick + 1
+                behind = target - self.tick
                 while self.tick < target:
                     self._run_tick()
+            if behind > 1:
+                time.sleep(0)  # catching up: let other threads (the PC's sender) have the GIL between batches
 
     # ----------------------------------------------------------- the tick
     def _measurement(self) -> np.ndarray:
