@@ -89,7 +89,7 @@ def test_can_log_of_a_hil_run_holds_the_gaits_references_at_the_rate(tmp_path, e
             assert values["AngleH"] == pytest.approx(math.degrees(refs.angle_h_rad[node - 1]), abs=0.005)
             assert values["AngleV"] == pytest.approx(math.degrees(refs.angle_v_rad[node - 1]), abs=0.005)
             assert values["RateH"] == pytest.approx(math.degrees(refs.rate_h_rad_s[node - 1]), abs=0.125)
-            assert values["Sequence"] == k % 256
+            assert values["Sequence"] == (k + 1) % 256  # the driver starts at 1
 
 
 def test_unsupported_can_log_extension_is_a_config_error(tmp_path, experiment):
