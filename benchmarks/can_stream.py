@@ -10,9 +10,11 @@ interface talking through a pseudo-terminal to `python -m firmware_protocol.emul
 The modules answer every accepted reference at once (reply_to_references) so the latency is PC -> module -> PC.
 
 Definitions: period jitter = |t_k - t_{k-1} - T| of the instants the driver starts sending reference k;
-drift = max_k |(t_k - t_0) - k T| (a constant start offset is not drift); frames_lost = reference frames sent
-minus those the modules accepted (their own counters); latency = send of reference k to the first feedback
-frame echoing its sequence number.
+drift = cumulative: |median of (t_k - t_0) - k T over the last second - the same over the first second|;
+max_schedule_error = max_k |(t_k - t_0) - k T| (single late sends included); frames_lost = reference frames sent
+minus those the modules received intact (their own counters: accepted, or ignored because a watchdog trip had
+disabled the module, reported separately with the number of trips); latency = send of reference k to the first
+feedback frame echoing its sequence number.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from aiko.recording import MemoryRecorder  # noqa: E402
 from aiko.runner import RunOptions, run_experiment  # noqa: E402
 
 
-def _start_emulator_process(rate_hz: float, feedback_rate_hz: float) -> tuple[subprocess.Popen, str]:
+def _start_emulator_process(rate_hz: float, feedback_rate_hz: float, rt_priority: int) -> tuple[subprocess.Popen, str]:
     cmd = [
         sys.executable,
         "-m",
@@ -47,6 +49,8 @@ def _start_emulator_process(rate_hz: float, feedback_rate_hz: float) -> tuple[su
         str(1000.0 / rate_hz),
         "--feedback-rate",
         str(feedback_rate_hz),
+        "--rt-priority",
+        str(rt_priority),
     ]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
@@ -66,7 +70,7 @@ def run(transport: str, rate_hz: float, duration_s: float, feedback_rate_hz: flo
         backend = HilBackend()
         name = "hil"
     else:
-        proc, pty = _start_emulator_process(rate_hz, feedback_rate_hz)
+        proc, pty = _start_emulator_process(rate_hz, feedback_rate_hz, rt_priority)
         backend = CanBackend()
         name = "can"
         options = {"can_interface": "slcan", "can_channel": pty, "can_bitrate": 1_000_000}
@@ -92,7 +96,9 @@ def run(transport: str, rate_hz: float, duration_s: float, feedback_rate_hz: flo
     period_ns = 1e9 / rate_hz
     k = np.arange(len(sends_ns))
     jitter_ms = np.abs(np.diff(sends_ns) - period_ns) / 1e6
-    drift_ms = np.abs((sends_ns - sends_ns[0]) - k * period_ns) / 1e6
+    error_ms = ((sends_ns - sends_ns[0]) - k * period_ns) / 1e6
+    per_second = max(1, int(round(rate_hz)))  # cumulative drift: median error of the last vs the first second
+    drift_ms = abs(np.median(error_ms[-per_second:]) - np.median(error_ms[:per_second]))
     lateness_ms = (sends_ns - (clock.start_ns + k * period_ns)) / 1e6
     n_modules = len(experiment.robot.can_node_ids)
     frames_sent = len(sends_ns) * n_modules
@@ -103,11 +109,16 @@ def run(transport: str, rate_hz: float, duration_s: float, feedback_rate_hz: flo
         "duration_s": duration_s,
         "feedback_rate_hz": feedback_rate_hz,
         "frames_sent": int(frames_sent),
-        "frames_lost": int(frames_sent - sum(counters["accepted_references"])),
+        "frames_lost": int(
+            frames_sent - sum(counters["accepted_references"]) - sum(counters["ignored_while_disabled"])
+        ),
+        "references_ignored_after_watchdog": int(sum(counters["ignored_while_disabled"])),
+        "watchdog_trips": int(sum(counters["watchdog_trips"])),
         "period_jitter_p50_ms": float(np.percentile(jitter_ms, 50)),
         "period_jitter_p99_ms": float(np.percentile(jitter_ms, 99)),
         "period_jitter_max_ms": float(jitter_ms.max()),
-        "max_drift_ms": float(drift_ms.max()),
+        "max_drift_ms": float(drift_ms),
+        "max_schedule_error_ms": float(np.abs(error_ms).max()),
         "deadline_lateness_p99_ms": float(np.percentile(lateness_ms, 99)),
         "ref_to_feedback_latency_p50_ms": float(np.percentile(latency, 50)) if latency.size else None,
         "ref_to_feedback_latency_p99_ms": float(np.percentile(latency, 99)) if latency.size else None,

@@ -16,6 +16,7 @@ can_bitrate, can_log, can_realtime_priority, realtime.
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import logging
 import math
@@ -268,8 +269,17 @@ class CanBackend(JointInterface):
             raise RuntimeError(f"{self.name} backend used before configure()")
         return self.driver
 
+    def _start_threads(self) -> None:
+        """Hook: threads that must start after the priority is set (the HIL emulator)."""
+
     def activate(self) -> None:
         driver = self._require()
+        # before any thread starts: the Notifier (and the HIL emulator) inherit SCHED_FIFO, so no thread that
+        # holds the GIL can be preempted by other processes while the sender waits for it (priority inversion)
+        self._priority_raised = set_realtime_priority(self.realtime_priority)
+        gc.collect()
+        gc.freeze()  # what exists now is never scanned again: shorter collector pauses while streaming
+        self._start_threads()
         driver.start()
         s = driver.settings
         driver.write_module_parameters(self._wait, s.enable_timeout_s)
@@ -279,7 +289,6 @@ class CanBackend(JointInterface):
         feedback = driver.feedback_arrays()
         start = np.where(feedback["have_feedback"][:, None], feedback["angle_rad"], self._initial_angles)
         driver.shaper.reset(start, None)
-        self._priority_raised = set_realtime_priority(self.realtime_priority)
         self._restart_wall_clock()
 
     def _restart_wall_clock(self) -> None:
@@ -407,6 +416,10 @@ class HilBackend(CanBackend):
         self.hil_plant = hil.plant
         return can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
 
+    def _start_threads(self) -> None:
+        if self._realtime and self.emulator is not None:
+            self.emulator.start()
+
     def _wait(self, dt_s: float) -> None:
         if self._realtime:
             time.sleep(dt_s)
@@ -419,7 +432,6 @@ class HilBackend(CanBackend):
     def activate(self) -> None:
         assert self.emulator is not None
         if self._realtime:
-            self.emulator.start()
             super().activate()
             return
         driver = self._require()

@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--free-play-deg", type=float, default=4.0, help="joint free play (default 4)")
     p.add_argument("--limit-deg", type=float, default=45.0, help="joint limit of both axes (default 45)")
     p.add_argument("--reply-to-references", action="store_true", help="answer each accepted reference at once")
+    p.add_argument("--rt-priority", type=int, default=0, metavar="P", help="SCHED_FIFO priority (Linux; 0 = off)")
     p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
     p.add_argument("-v", "--verbose", action="count", default=0)
     return p
@@ -103,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"aiko-emulator: cannot open the bus: {exc}\n")
         return 2
 
+    if args.rt_priority > 0:  # before the threads start, so that they inherit it
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+        except (AttributeError, OSError) as exc:
+            sys.stderr.write(f"aiko-emulator: real-time priority refused ({exc}); running without\n")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

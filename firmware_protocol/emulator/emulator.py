@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -153,6 +154,8 @@ class JointControllerEmulator:
         self.reference_period_s = np.full(n, float(c.reference_period_s))
         self.feedback_rate_hz = np.full(n, float(c.feedback_rate_hz))
         self.accepted_references = np.zeros(n, np.int64)
+        self.ignored_while_disabled = np.zeros(n, np.int64)  # valid references to a disabled module
+        self.watchdog_trips = np.zeros(n, np.int64)
         self.rejected = {reason: np.zeros(n, np.int64) for reason in REJECTION_REASONS}
         self.unknown_id_frames = 0
         self.serial_garbage_lines = 0
@@ -188,6 +191,8 @@ class JointControllerEmulator:
         """Run in a thread paced by the monotonic clock (real-time mode)."""
         if self._thread is not None:
             raise RuntimeError("emulator already running")
+        # frames from other threads (slcan server, bridge) must not wait 5 ms for the GIL while ticks run
+        sys.setswitchinterval(min(sys.getswitchinterval(), 0.0005))
         self._stop.clear()
         self._thread = threading.Thread(target=self._realtime_loop, name="aiko-joint-emulator", daemon=True)
         self._thread.start()
@@ -214,6 +219,7 @@ class JointControllerEmulator:
             with self._lock:
                 if msg is not None:
                     self.handle_frame(msg)
+                    self.poll_bus()  # everything already queued arrived before the ticks we are about to run
                 now_s = (time.monotonic_ns() - origin_ns) / 1e9
                 target = math.floor(now_s * self.config.controller_rate_hz + 1e-6)
                 if target - self.tick > 200:  # starved of CPU for > 0.2 s: resynchronise, don't replay history
@@ -242,6 +248,7 @@ class JointControllerEmulator:
             self.state[tripped] = ModuleState.WATCHDOG
             self.watchdog[tripped] = True
             self.watchdog_trip_s[tripped] = t
+            self.watchdog_trips[tripped] += 1
             enabled &= ~tripped
             for row in np.flatnonzero(tripped):
                 log.warning(
@@ -456,7 +463,8 @@ class JointControllerEmulator:
                 self._reject("stale_sequence", row, f"node {self.config.node_ids[row]} seq {sequence} after {last}")
                 return
         if self.state[row] != ModuleState.ENABLED:
-            return  # a disabled module ignores references (not bad traffic)
+            self.ignored_while_disabled[row] += 1  # a disabled module ignores references (not bad traffic)
+            return
         self.last_sequence[row] = sequence
         angles = np.radians([values["AngleH"], values["AngleV"]])
         self.reference_rad[row] = np.clip(angles, -self.limits_rad[row], self.limits_rad[row])
@@ -534,6 +542,8 @@ class JointControllerEmulator:
         with self._lock:
             return {
                 "accepted_references": self.accepted_references.tolist(),
+                "ignored_while_disabled": self.ignored_while_disabled.tolist(),
+                "watchdog_trips": self.watchdog_trips.tolist(),
                 "rejected": {k: v.tolist() for k, v in self.rejected.items()},
                 "rejected_total": int(sum(v.sum() for v in self.rejected.values())),
                 "unknown_id_frames": self.unknown_id_frames,

@@ -256,3 +256,22 @@ def test_can_backend_reports_an_unopenable_bus(experiment):
         backend.configure(ctx)
     backend.deactivate()
     backend.close()
+
+
+def test_health_monitor_reports_each_transition_once():
+    from aiko.can_driver import HealthMonitor
+
+    events = []
+    monitor = HealthMonitor((1, 2), stale_after_s=0.5, on_transition=lambda kind, node, f: events.append((kind, node)))
+    ok = {"Enabled": 1, "Fault": 0, "Watchdog": 0, "EStop": 0, "AtLimit": 0, "Saturated": 0}
+    monitor.on_feedback(1, 0.0, ok)
+    monitor.on_feedback(2, 0.0, ok)
+    monitor.check(0.4)
+    assert events == []
+    monitor.on_feedback(2, 0.45, {**ok, "Watchdog": 1, "Enabled": 0})
+    monitor.on_feedback(2, 0.46, {**ok, "Watchdog": 1, "Enabled": 0})
+    monitor.check(0.6)
+    monitor.check(0.7)
+    monitor.on_feedback(1, 0.8, ok)
+    assert events == [("module_watchdog", 2), ("module_feedback_stale", 1), ("module_feedback_recovered", 1)]
+    assert monitor.snapshot(0.8)[1]["watchdog"] is True
