@@ -39,7 +39,7 @@ from aiko.experiment import Experiment, register_section
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, RunContext
 from aiko.robot import RobotDescription
 from aiko.validation import Table
-from firmware_protocol.dbc import ModuleState, id_scheme
+from firmware_protocol.dbc import id_scheme
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
@@ -279,8 +279,11 @@ class CanBackend(JointInterface):
         self._priority_raised = set_realtime_priority(self.realtime_priority)
         gc.collect()
         gc.freeze()  # what exists now is never scanned again: shorter collector pauses while streaming
+        self._gc_frozen = True
         self._start_threads()
         driver.start()
+        if self._priority_raised:  # the sender one level above its helper threads: it preempts them at once
+            set_realtime_priority(min(self.realtime_priority + 1, 99))
         s = driver.settings
         driver.write_module_parameters(self._wait, s.enable_timeout_s)
         driver.enable()
@@ -361,6 +364,9 @@ class CanBackend(JointInterface):
         return out
 
     def close(self) -> None:
+        if getattr(self, "_gc_frozen", False):
+            gc.unfreeze()
+            self._gc_frozen = False
         if getattr(self, "_priority_raised", False):
             restore_normal_priority()
             self._priority_raised = False
@@ -459,9 +465,9 @@ class HilBackend(CanBackend):
         if not self._realtime:
             self._wait(0.0)
             return
-        # real time: give the emulator thread up to 0.5 s to handle everything up to the DISABLE (FIFO bus)
+        # real time: give the emulator thread up to 0.5 s to handle every frame sent, up to the DISABLE
         for _ in range(100):
-            if not (self.emulator.state == ModuleState.ENABLED).any():
+            if self.emulator.frames_received >= self.driver.frames_sent:
                 break
             time.sleep(0.005)
 

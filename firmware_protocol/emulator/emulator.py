@@ -160,6 +160,7 @@ class JointControllerEmulator:
         self.unknown_id_frames = 0
         self.serial_garbage_lines = 0
         self.frames_sent = 0
+        self.frames_received = 0
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -358,6 +359,7 @@ class JointControllerEmulator:
     def handle_frame(self, msg: can.Message) -> None:
         """Firmware receive path: classify, validate, count rejections, act on valid frames only."""
         with self._lock:
+            self.frames_received += 1
             for hook in self.frame_hooks:
                 hook(msg)
             if msg.is_error_frame:
@@ -452,6 +454,10 @@ class JointControllerEmulator:
         values = self._decode(msg, row)
         if values is None:
             return
+        if self.state[row] != ModuleState.ENABLED:
+            # a disabled module ignores references (not bad traffic); its sequence restarts at the next Enable
+            self.ignored_while_disabled[row] += 1
+            return
         sequence = int(values["Sequence"])
         last = int(self.last_sequence[row])
         if last >= 0:
@@ -462,9 +468,6 @@ class JointControllerEmulator:
             if delta >= 128:
                 self._reject("stale_sequence", row, f"node {self.config.node_ids[row]} seq {sequence} after {last}")
                 return
-        if self.state[row] != ModuleState.ENABLED:
-            self.ignored_while_disabled[row] += 1  # a disabled module ignores references (not bad traffic)
-            return
         self.last_sequence[row] = sequence
         angles = np.radians([values["AngleH"], values["AngleV"]])
         self.reference_rad[row] = np.clip(angles, -self.limits_rad[row], self.limits_rad[row])
