@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import itertools
 import logging
 import math
@@ -122,6 +123,49 @@ def _inertia_plant(robot: RobotDescription, experiment: Experiment, initial: np.
 
 
 register_hil_plant("inertia", _inertia_plant)
+
+
+class _Snake3DHilPlant:
+    """issue 4's `sim.snake3d.plant.Snake3DPlant` plus the link poses the control loop tracks."""
+
+    def __init__(self, plant) -> None:
+        self.plant = plant
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.plant.joint_state()
+
+    def advance(self, torques_nm: np.ndarray, dt_s: float) -> None:
+        self.plant.advance(torques_nm, dt_s)
+
+    def link_poses(self) -> tuple[np.ndarray, np.ndarray]:
+        state = self.plant.simulator.state
+        return state.position_m.copy(), state.quaternion.copy()
+
+
+def _snake3d_plant(robot: RobotDescription, experiment: Experiment, initial: np.ndarray) -> JointPlant:
+    """The 3D non-smooth Aiko (paper 000) driven by the emulated motors; its [sim] table sets friction, Δt, ...
+
+    The emulator's physics sub-step (1/4 of the 1 kHz controller period = 0.25 ms) must equal the simulator's
+    Δt (sim.dt_s, 2.5e-4 s by default) so that every sub-step is one simulator step."""
+    from aiko.backends.sim_snake3d import parse_settings  # lazy: numba compiles the simulator on first use
+    from sim.snake3d import posture_state
+    from sim.snake3d.plant import Snake3DPlant
+
+    table = experiment.section("sim")
+    table.string("model", "snake3d")  # read by the sim backend; the HIL plant is snake3d whatever it says
+    settings = parse_settings(table, robot)
+    state = posture_state(
+        settings.model,
+        initial,
+        head_direction_rad=settings.head_direction_rad,
+        centre_link=settings.tracked_link,
+        height_m=settings.start_height_m,
+    )
+    return _Snake3DHilPlant(Snake3DPlant(settings.model, state))
+
+
+if importlib.util.find_spec("sim.snake3d.plant") is not None:
+    register_hil_plant("snake3d", _snake3d_plant)
 
 
 @dataclass(frozen=True)
@@ -415,6 +459,14 @@ class HilBackend(CanBackend):
             drive=DriveParams(free_play_rad=math.radians(free_play_deg)),
         )
         plant = _HIL_PLANTS[hil.plant](robot, ctx.experiment, self._initial_angles)
+        sim_dt_s = getattr(getattr(getattr(plant, "plant", None), "simulator", None), "model", None)
+        physics_dt_s = 1.0 / (hil.controller_rate_hz * config.physics_substeps)
+        if sim_dt_s is not None and abs(sim_dt_s.dt_s - physics_dt_s) > 1e-12:
+            raise ConfigError(
+                f"{ctx.experiment.path}: hil.controller_rate_hz = {hil.controller_rate_hz} gives a "
+                f"{physics_dt_s * 1e3:.4g} ms physics step but sim.dt_s = {sim_dt_s.dt_s}; "
+                f"use controller_rate_hz = {1.0 / (config.physics_substeps * sim_dt_s.dt_s):g}"
+            )
         self._emulator_bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
         self.emulator = JointControllerEmulator(
             self._emulator_bus, config, plant, timestamp_offset_s=time.time() - ctx.clock.now_s()
