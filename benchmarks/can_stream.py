@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +89,7 @@ def run(transport: str, rate_hz: float, duration_s: float, feedback_rate_hz: flo
         )
     finally:
         if proc is not None:
+            time.sleep(0.3)  # frames still in the pty when the run ends must reach the modules' counters
             proc.send_signal(signal.SIGTERM)
             out, _ = proc.communicate(timeout=20)
     counters = json.loads(out.strip().splitlines()[-1]) if proc is not None else summary["emulator"]

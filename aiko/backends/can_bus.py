@@ -249,7 +249,7 @@ class CanBackend(JointInterface):
         except (can.CanError, OSError, ValueError, ImportError) as exc:
             raise HardwareError(
                 f"cannot open CAN bus interface={interface!r} channel={channel!r} bitrate={bitrate}: {exc} "
-                "(see docs/can_protocol.md: socketcan needs 'ip link set can0 up type can bitrate 1000000')"
+                "(see docs/can_hil.md: socketcan needs 'ip link set can0 up type can bitrate 1000000')"
             ) from None
 
     def _lockstep(self) -> bool:
@@ -345,6 +345,8 @@ class CanBackend(JointInterface):
         clock = self.ctx.clock if self.ctx is not None else None
         if isinstance(clock, WallClock):
             clock.start_ns = time.monotonic_ns()
+            if self.driver is not None:  # frame-log stamps stay on the epoch time the bus stamps received frames with
+                self.driver.timestamp_offset_s = time.time() - clock.now_s()
 
     def _await_enabled(self, timeout_s: float) -> None:
         driver = self._require()

@@ -119,11 +119,12 @@ def main(argv: list[str] | None = None) -> int:
             if args.duration is not None and time.monotonic() - started >= args.duration:
                 break
     finally:
-        emulator.stop()
         if server is not None:
-            server.shutdown()
+            server.shutdown()  # stop reading the pty first ...
             if args.link and os.path.islink(args.link):
                 os.unlink(args.link)
+        emulator.stop()
+        emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
         counters = emulator.counters()
         if server is not None:
             counters["slcan_frames_from_pc"] = server.frames_from_pc

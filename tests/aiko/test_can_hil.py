@@ -297,3 +297,10 @@ def test_hil_rejects_a_physics_step_that_differs_from_the_simulators(tmp_path):
     experiment = load_experiment(SIDEWINDING, {"hil.plant": "snake3d", "hil.controller_rate_hz": 500.0})
     with pytest.raises(ConfigError, match=r"sim.dt_s = 0.00025; use controller_rate_hz = 1000"):
         _configured_hil(experiment)
+
+
+def test_hil_streams_at_200_hz():
+    experiment = load_experiment(SIDEWINDING, {"run.reference_rate_hz": 200.0})
+    _, summary = run_experiment(experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=0.5))
+    assert summary["emulator"]["accepted_references"] == [101] * 10  # t = 0 .. 0.5 s every 5 ms
+    assert summary["emulator"]["watchdog_trips"] == [0] * 10  # the modules were told the 5 ms period
