@@ -123,14 +123,15 @@ def test_lockstep_hil_is_deterministic(experiment):
     assert runs[0] == runs[1]
 
 
-def test_exception_in_the_loop_disables_the_modules(experiment):
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
+def test_exception_or_ctrl_c_in_the_loop_disables_the_modules(experiment, error):
     class FailingGait:
         def __init__(self, gait):
             self.gait = gait
 
         def references(self, t_s, feedback=None):
             if t_s >= 0.5:
-                raise RuntimeError("gait blew up")
+                raise error("gait blew up")
             return self.gait.references(t_s, feedback)
 
         def initial_posture(self):
@@ -140,8 +141,11 @@ def test_exception_in_the_loop_disables_the_modules(experiment):
     loop = ControlLoop(
         FailingGait(experiment.gait), backend, recorder, clock, reference_rate_hz=10.0, feedback_rate_hz=100.0
     )
-    with pytest.raises(RuntimeError, match="gait blew up"):
-        loop.run(2.0)
+    if error is KeyboardInterrupt:
+        assert loop.run(2.0).interrupted  # the loop turns Ctrl-C into an orderly stop
+    else:
+        with pytest.raises(RuntimeError, match="gait blew up"):
+            loop.run(2.0)
     try:
         assert (backend.emulator.state == ModuleState.DISABLED).all()
         backend.deactivate()  # twice is fine

@@ -357,3 +357,27 @@ def test_lockstep_is_deterministic(rig):
         hold_reference(r, [5.0, -7.0, 12.0], until_s=0.5)
         runs.append([(m.arbitration_id, bytes(m.data), round(m.timestamp, 9)) for m in r.received])
     assert runs[0] == runs[1] and len(runs[0]) > 100
+
+
+@pytest.mark.parametrize("sensor", ["gear", "joint"])
+def test_free_play_inside_the_loop_hunts_outside_it_rests(rig, sensor):
+    """Backlash between sensor and motor puts a dead zone inside the position loop: the classic limit cycle.
+    Measuring on the gear side (the default, as with a motor encoder) the joint rests inside the play instead."""
+    r = rig(EmulatorConfig(node_ids=(1,), sensor=sensor))
+    r.enable()
+    joint_deg = []
+    t = 0.0
+    for _ in range(30):
+        r.reference_all(10.0)
+        for _ in range(100):
+            t += 1e-3
+            r.step_to(t)
+            joint_deg.append(math.degrees(r.emu.plant.joint_state()[0][0, 0]))
+    last_second = np.array(joint_deg[-1000:])
+    play_deg = math.degrees(r.emu.config.drive.free_play_rad)
+    peak_to_peak = last_second.max() - last_second.min()
+    if sensor == "gear":
+        assert peak_to_peak < 0.01 and abs(last_second.mean() - 10.0) <= play_deg / 2 + 0.05
+    else:
+        assert play_deg / 2 < peak_to_peak < 2 * play_deg  # a sustained oscillation about the size of the play
+        assert abs(last_second.mean() - 10.0) < play_deg / 2
