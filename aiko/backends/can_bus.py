@@ -469,6 +469,13 @@ class HilBackend(CanBackend):
                 f"{physics_dt_s * 1e3:.4g} ms physics step but sim.dt_s = {sim_dt_s.dt_s}; "
                 f"use controller_rate_hz = {1.0 / (config.physics_substeps * sim_dt_s.dt_s):g}"
             )
+        if self._realtime and hil.plant != "inertia":
+            log.warning(
+                "hil.plant = %r with --realtime: the emulator thread must integrate the plant in real time; "
+                "a multibody simulator that runs slower than real time makes the modules fall behind "
+                "(lockstep, without --realtime, has no such limit)",
+                hil.plant,
+            )
         self._emulator_bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
         self.emulator = JointControllerEmulator(
             self._emulator_bus, config, plant, timestamp_offset_s=time.time() - ctx.clock.now_s()
