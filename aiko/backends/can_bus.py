@@ -65,6 +65,7 @@ class CanSection:
     watchdog_periods: float = 3.0
     log: str | None = None
     realtime_priority: int = 0  # SCHED_FIFO priority of the streaming thread (Linux); 0 = normal scheduling
+    clear_estop: bool = False  # allow activate to clear an emergency stop latched in the modules
 
 
 def parse_can_section(table: Table) -> CanSection:
@@ -78,6 +79,7 @@ def parse_can_section(table: Table) -> CanSection:
         watchdog_periods=table.number("watchdog_periods", CanSection.watchdog_periods, min=1.0, max=100.0),
         log=table.string("log", None),
         realtime_priority=table.integer("realtime_priority", 0, min=0, max=99),
+        clear_estop=table.boolean("clear_estop", False),
     )
     table.finish()
     return section
@@ -282,6 +284,7 @@ class CanBackend(JointInterface):
         )
         self.realtime_priority = int(ctx.options.get("can_realtime_priority") or section.realtime_priority)
         self._priority_raised = False
+        self.clear_estop = section.clear_estop
         log_path = ctx.options.get("can_log") or section.log
         frame_log = open_can_log(log_path) if log_path else None
         self.can_log_path = str(log_path) if log_path else None
@@ -330,6 +333,7 @@ class CanBackend(JointInterface):
             set_realtime_priority(min(self.realtime_priority + 1, 99))
         s = driver.settings
         driver.write_module_parameters(self._wait, s.enable_timeout_s)
+        self._refuse_latched_estop(s.enable_timeout_s)
         driver.enable()
         self._active = True
         self._await_enabled(s.enable_timeout_s)
@@ -347,6 +351,22 @@ class CanBackend(JointInterface):
             clock.start_ns = time.monotonic_ns()
             if self.driver is not None:  # frame-log stamps stay on the epoch time the bus stamps received frames with
                 self.driver.timestamp_offset_s = time.time() - clock.now_s()
+
+    def _refuse_latched_estop(self, timeout_s: float) -> None:
+        """An emergency stop latched in a module is cleared by a person, not by starting the next run."""
+        driver = self._require()
+        for _ in range(max(1, int(timeout_s / 0.005))):  # every module's first feedback (status) frame
+            if driver.feedback_arrays()["have_feedback"].all():
+                break
+            self._wait(0.005)
+        latched = [m.node for m in driver.health.modules.values() if m.estop]
+        if latched and not self.clear_estop:
+            raise HardwareError(
+                f"joint modules {latched} are latched in EMERGENCY STOP; make the robot safe, then run again "
+                "with --set can.clear_estop=true to clear it"
+            )
+        if latched:
+            log.warning("clearing the emergency stop latched in modules %s (can.clear_estop = true)", latched)
 
     def _await_enabled(self, timeout_s: float) -> None:
         driver = self._require()

@@ -75,3 +75,25 @@ def test_can_backend_fails_clearly_when_modules_are_missing():
     finally:
         counters = _stop(proc)
     assert counters["accepted_references"] == [0] * 4  # nothing was streamed
+
+
+def test_a_latched_emergency_stop_is_not_cleared_by_the_next_run():
+    from aiko.cli import main
+
+    proc, pty = _start_emulator()
+    try:
+        assert main(["can", "estop", "--interface", "slcan", "--channel", pty, "--repeat", "1"]) == 0
+        experiment = load_experiment(REPO / "experiments" / "sidewinding.toml")
+        options = {"can_interface": "slcan", "can_channel": pty}
+        run = RunOptions(backend="can", duration_s=0.3)
+        with pytest.raises(HardwareError, match=r"latched in EMERGENCY STOP.*can.clear_estop=true"):
+            run_experiment(
+                experiment, MemoryRecorder(), run, backend=CanBackend(), clock=WallClock(), context_options=options
+            )
+        cleared = load_experiment(REPO / "experiments" / "sidewinding.toml", {"can.clear_estop": True})
+        _, summary = run_experiment(
+            cleared, MemoryRecorder(), run, backend=CanBackend(), clock=WallClock(), context_options=options
+        )
+    finally:
+        counters = _stop(proc)
+    assert counters["accepted_references"] == [4] * 10  # only the second run moved the robot
