@@ -58,6 +58,7 @@ def test_server_answers_lawicel_commands_and_counts_garbage():
 @pytest.fixture
 def emulator_process():
     cmd = [sys.executable, "-m", "firmware_protocol.emulator", "--nodes", "1-3", "--feedback-rate", "50"]
+    cmd += ["--watchdog-periods", "20"]  # about the slcan path, not the watchdog: robust on a loaded machine
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield proc
     if proc.poll() is None:
