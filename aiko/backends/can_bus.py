@@ -294,6 +294,8 @@ class CanBackend(JointInterface):
             np.zeros((n, 2)) if posture is None else np.column_stack([posture.angle_h_rad, posture.angle_v_rad])
         )
         self._initial_angles = np.column_stack(robot.clamp(self._initial_angles[:, 0], self._initial_angles[:, 1]))
+        # one epoch offset for every frame stamp of the run (driver and in-process emulator alike)
+        self._timestamp_offset_s = time.time() - ctx.clock.now_s()
         try:
             self.bus = self._open_bus(ctx, section)
         except BaseException:
@@ -307,7 +309,7 @@ class CanBackend(JointInterface):
             clock.now_s,
             use_notifier=not self._lockstep(),
             frame_log=frame_log,
-            timestamp_offset_s=time.time() - clock.now_s(),
+            timestamp_offset_s=self._timestamp_offset_s,
             on_event=lambda kind, fields: ctx.recorder.event(kind, clock.now_ns(), **fields),
         )
 
@@ -498,7 +500,7 @@ class HilBackend(CanBackend):
             )
         self._emulator_bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
         self.emulator = JointControllerEmulator(
-            self._emulator_bus, config, plant, timestamp_offset_s=time.time() - ctx.clock.now_s()
+            self._emulator_bus, config, plant, timestamp_offset_s=self._timestamp_offset_s
         )
         self.hil_plant = hil.plant
         return can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)

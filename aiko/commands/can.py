@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -77,6 +79,8 @@ def decode_command(args: argparse.Namespace) -> int:
             else:
                 fields = " ".join(f"{k}={_fmt(v)}" for k, v in values.items())
                 print(f"{t:12.6f}  0x{msg.arbitration_id:03X}  {kind:17s} {node if node else '-':>2}  {fields}")
+    except BrokenPipeError:  # `aiko can decode LOG | head`: the reader is done, so are we
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
     except (OSError, ValueError) as exc:
         raise AikoError(f"cannot read {path}: {exc}") from None
     return 0
