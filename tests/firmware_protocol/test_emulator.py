@@ -6,6 +6,8 @@ import math
 import can
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from firmware_protocol.codec import default_codec
 from firmware_protocol.dbc import Command, MessageKind, Parameter, ParameterResult
@@ -381,3 +383,42 @@ def test_free_play_inside_the_loop_hunts_outside_it_rests(rig, sensor):
     else:
         assert play_deg / 2 < peak_to_peak < 2 * play_deg  # a sustained oscillation about the size of the play
         assert abs(last_second.mean() - 10.0) < play_deg / 2
+
+
+# ---------------------------------------------------------------- fuzzing the receive path
+_REFERENCE_IDS = {CODEC.frame_id(MessageKind.REFERENCE, n) for n in (1, 2)}
+
+
+@pytest.fixture(scope="module")
+def fuzz_bus():
+    bus = can.Bus(interface="virtual", channel="test-emulator-fuzz")
+    yield bus
+    bus.shutdown()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    frame_id=st.one_of(st.integers(0, 0x7FF), st.sampled_from(sorted(_REFERENCE_IDS))),
+    data=st.binary(min_size=0, max_size=8),
+    extended=st.booleans(),
+)
+def test_random_frames_never_raise_and_only_valid_references_move_the_setpoint(fuzz_bus, frame_id, data, extended):
+    emu = JointControllerEmulator(fuzz_bus, EmulatorConfig(node_ids=(1, 2)))
+    emu.handle_frame(can.Message(arbitration_id=0x010, data=bytes([1, 0]), is_extended_id=False))  # enable all
+    emu.reference_rad[...] = 0.123  # a recognisable setpoint
+    before_rejected = emu.counters()["rejected_total"] + emu.unknown_id_frames
+    emu.handle_frame(can.Message(arbitration_id=frame_id, data=data, is_extended_id=extended))
+    moved = not np.all(emu.reference_rad == 0.123)
+    valid_reference = False
+    if not extended and frame_id in _REFERENCE_IDS and len(data) == 8:
+        angle_h = int.from_bytes(data[0:2], "little", signed=True)
+        angle_v = int.from_bytes(data[2:4], "little", signed=True)
+        valid_reference = abs(angle_h) <= 18000 and abs(angle_v) <= 18000  # first reference after enable
+    assert moved == valid_reference
+    if moved:  # and then only within the joint limits
+        assert np.all(np.abs(emu.reference_rad) <= emu.limits_rad + 1e-12)
+    classified = None if extended else CODEC.scheme.classify(frame_id)
+    if classified is None:
+        assert emu.unknown_id_frames == 1  # every frame outside the protocol is counted
+    elif frame_id in _REFERENCE_IDS and not valid_reference:  # ours but bad: counted (others' are not ours)
+        assert emu.counters()["rejected_total"] + emu.unknown_id_frames == before_rejected + 1
