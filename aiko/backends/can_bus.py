@@ -396,6 +396,7 @@ class CanBackend(JointInterface):
         driver = self._require()
         f = driver.feedback_arrays()
         t_s = self.ctx.clock.now_s() if self.ctx is not None else 0.0
+        driver.health.check(t_s)  # a module that went silent is reported even while the PC is not writing
         return JointFeedback(
             t_s,
             f["angle_rad"][:, 0].copy(),
