@@ -343,6 +343,7 @@ class CanBackend(JointInterface):
         start = np.where(feedback["have_feedback"][:, None], feedback["angle_rad"], self._initial_angles)
         driver.shaper.reset(start, None)
         self._restart_wall_clock()
+        driver.health.reset(self.ctx.clock.now_s())
 
     def _restart_wall_clock(self) -> None:
         """Run time 0 = the modules are enabled. The parameter handshake and the enable confirmation take
@@ -530,6 +531,7 @@ class HilBackend(CanBackend):
         self._wait(0.0)
         self._active = True
         driver.shaper.reset(self._initial_angles, None)
+        driver.health.reset(self.ctx.clock.now_s())
 
     def advance_to(self, t_s: float) -> None:
         if self._realtime or self.emulator is None or self.driver is None:

@@ -78,6 +78,12 @@ class HealthMonitor:
         m.at_limit = bool(flags["AtLimit"])
         m.saturated = bool(flags["Saturated"])
 
+    def reset(self, now_s: float) -> None:
+        """Start watching at now_s: a module that has not reported within `stale_after_s` from here is stale."""
+        for m in self.modules.values():
+            m.last_feedback_s = max(m.last_feedback_s, now_s) if m.feedback_frames else now_s
+            m.stale = False
+
     def check(self, now_s: float) -> None:
         """Flag modules whose last feedback is older than `stale_after_s` (once per episode)."""
         for m in self.modules.values():

@@ -310,3 +310,25 @@ def test_hil_streams_at_200_hz():
     _, summary = run_experiment(experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=0.5))
     assert summary["emulator"]["accepted_references"] == [101] * 10  # t = 0 .. 0.5 s every 5 ms
     assert summary["emulator"]["watchdog_trips"] == [0] * 10  # the modules were told the 5 ms period
+
+
+def test_a_module_that_goes_silent_is_reported_stale(experiment):
+    from firmware_protocol.dbc import Parameter
+
+    backend, recorder, clock = _configured_hil(experiment)
+    try:
+        backend.activate()
+        backend.driver.request_parameter(7, Parameter.FEEDBACK_RATE_HZ, 0.0)  # module 7 stops reporting
+        for k in range(1, 11):
+            t = k / 10
+            clock.sleep_until(t)
+            backend.advance_to(t)
+            backend.write(experiment.gait.references(t))
+            backend.read()
+        stale = [fields["node"] for _, kind, fields in recorder.events if kind == "module_feedback_stale"]
+        assert stale == [7]  # after feedback_timeout_s = 0.5 s; the other nine stay healthy
+        health = {m["node"]: m for m in backend.driver.health.snapshot(clock.now_s())}
+        assert health[7]["stale"] and health[7]["feedback_age_s"] > 0.5
+        assert not any(health[n]["stale"] for n in health if n != 7)
+    finally:
+        backend.close()
