@@ -193,7 +193,8 @@ class JointControllerEmulator:
         if self._thread is not None:
             raise RuntimeError("emulator already running")
         # frames from other threads (slcan server, bridge) must not wait 5 ms for the GIL while ticks run
-        sys.setswitchinterval(min(sys.getswitchinterval(), 0.0005))
+        self._previous_switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._previous_switch_interval, 0.0005))
         self._stop.clear()
         self._thread = threading.Thread(target=self._realtime_loop, name="aiko-joint-emulator", daemon=True)
         self._thread.start()
@@ -203,6 +204,7 @@ class JointControllerEmulator:
             self._stop.set()
             self._thread.join(timeout=5.0)
             self._thread = None
+            sys.setswitchinterval(self._previous_switch_interval)
 
     def __enter__(self) -> JointControllerEmulator:
         return self
