@@ -50,6 +50,7 @@ def run_snake3d(scenario: str, duration_s: float, dt_s: float) -> dict:
         "steps": result.steps,
         "newton_iterations_mean": result.newton_iterations_mean,
         "newton_iterations_max": result.newton_iterations_max,
+        "contact_residual_max_m_s": result.simulator.stats.max_residual_m_s,
         "tracked_point_start_m": start.tolist(),
         "tracked_point_end_m": end.tolist(),
         "distance_m": math.hypot(dx, dy),

@@ -65,7 +65,10 @@ def parse_settings(table: Table, robot: RobotDescription) -> Snake3DSettings:
         prox_mode=table.string("prox_mode", "local", choices=("local", "paper")),
         tolerance=table.number("tolerance_ns", 1e-9, min=0.0, min_exclusive=True),
         velocity_tolerance_m_s=table.number("velocity_tolerance_m_s", 1e-7, min=0.0, min_exclusive=True),
+        residual_tolerance_m_s=table.number("residual_tolerance_m_s", 1e-5, min=0.0, min_exclusive=True),
         max_iterations=table.integer("max_iterations", 1000, min=1, max=1_000_000),
+        mu_obstacle=table.number("mu_obstacle", 0.2, min=0.0, min_exclusive=True, max=10.0),
+        obstacles=_obstacles(table),
     )
     settings = dict(
         reference_hold=table.boolean("reference_hold", True),
@@ -90,6 +93,23 @@ def parse_settings(table: Table, robot: RobotDescription) -> Snake3DSettings:
     except SnakeModelError as exc:
         raise ConfigError(f"{table.source}: sim: {exc}") from None
     return Snake3DSettings(model=model, **settings)
+
+
+def _obstacles(table: Table) -> tuple[tuple[float, float, float], ...]:
+    """``obstacles = [[x_m, y_m, radius_m], ...]``: vertical cylinders standing on the ground."""
+    raw = table.raw("obstacles", [])
+    if not isinstance(raw, list):
+        raise ConfigError(f"{table.source}: sim.obstacles: expected a list of [x_m, y_m, radius_m], got {raw!r}")
+    posts = []
+    for k, item in enumerate(raw):
+        ok = isinstance(item, list) and len(item) == 3
+        ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in item)
+        if not ok or item[2] <= 0:
+            raise ConfigError(
+                f"{table.source}: sim.obstacles[{k}]: expected [x_m, y_m, radius_m] with radius_m > 0, got {item!r}"
+            )
+        posts.append((float(item[0]), float(item[1]), float(item[2])))
+    return tuple(posts)
 
 
 def validate_section(table: Table, experiment: Experiment) -> None:
@@ -231,18 +251,21 @@ class Snake3DBackend(JointInterface):
                 },
             )
             forces = sim.contact_forces_n()
-            self.recorder.record(
-                "/sim/contacts",
-                stamp,
-                {
-                    "t_s": t,
-                    "order": "front spheres of links 1..n, then rear spheres of links 1..n",
-                    "normal_n": forces[:, 0].tolist(),
-                    "friction_along_n": forces[:, 1].tolist(),
-                    "friction_across_n": forces[:, 2].tolist(),
-                    "rolling_n": forces[:, 3].tolist(),
-                },
-            )
+            ground = forces[: sim.model.n_contacts]
+            payload = {
+                "t_s": t,
+                "order": "front spheres of links 1..n, then rear spheres of links 1..n",
+                "normal_n": ground[:, 0].tolist(),
+                "friction_along_n": ground[:, 1].tolist(),
+                "friction_across_n": ground[:, 2].tolist(),
+                "rolling_n": ground[:, 3].tolist(),
+            }
+            if sim.model.obstacles:
+                posts = forces[sim.model.n_contacts :].reshape(sim.model.n_links, len(sim.model.obstacles), 4)
+                payload["obstacle_normal_n"] = posts[:, :, 0].tolist()  # [link][obstacle]
+                payload["obstacle_friction_horizontal_n"] = posts[:, :, 1].tolist()
+                payload["obstacle_friction_vertical_n"] = posts[:, :, 2].tolist()
+            self.recorder.record("/sim/contacts", stamp, payload)
             stats = sim.stats
             self.recorder.record(
                 "/sim/solver",
@@ -266,6 +289,7 @@ class Snake3DBackend(JointInterface):
             "newton_iterations_mean": stats.newton_iterations_mean,
             "newton_iterations_max": stats.max_sweeps,
             "newton_retries": stats.retries,
+            "contact_residual_max_m_s": stats.max_residual_m_s,
             "sim_wall_time_s": self._sim_wall_s,
             "realtime_factor": sim.state.t_s / self._sim_wall_s if self._sim_wall_s > 0 else None,
             "reference_hold": self.settings.reference_hold,

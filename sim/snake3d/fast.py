@@ -20,7 +20,7 @@ from sim.snake3d.rotations import quat_rate, quat_to_matrix
 
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
-P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER = range(14, 22)
+P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO, P_RTOL = range(14, 24)
 INNER_TOLERANCE_FACTOR = 1e-2
 
 STATUS_OK = 0
@@ -112,10 +112,40 @@ def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol,
 
 
 @njit(cache=True)
-def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, t_s, out_impulses, out_stats):
+def _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0):
+    """Violation of the contact laws (eq. 87–89) in m/s: max over contacts of ‖P − prox(P − rγ)‖ / r."""
+    residual = 0.0
+    for k in range(m):
+        wk = widths[k]
+        for d in range(4):
+            s = 0.0
+            for c in range(wk):
+                s += Yh[k, d, c] * zhat[c]
+            gamma0[d] = s
+        pn = max(0.0, P[k, 0] - rpar[k, 0] * gamma0[0])
+        res = abs(pn - P[k, 0]) / rpar[k, 0]
+        t1, t2 = _prox_ellipse(
+            P[k, 1] - rpar[k, 1] * gamma0[1], P[k, 2] - rpar[k, 2] * gamma0[2], c_mu[k, 0] * P[k, 0],
+            c_mu[k, 1] * P[k, 0],
+        )  # fmt: skip
+        res = max(res, math.sqrt(((t1 - P[k, 1]) / rpar[k, 1]) ** 2 + ((t2 - P[k, 2]) / rpar[k, 2]) ** 2))
+        if rpar[k, 3] > 0.0:
+            bound = c_mu[k, 2] * P[k, 0]
+            pv = min(bound, max(-bound, P[k, 3] - rpar[k, 3] * gamma0[3]))
+            res = max(res, abs(pv - P[k, 3]) / rpar[k, 3])
+        residual = max(residual, res)
+    return residual
+
+
+@njit(cache=True)
+def step(
+    pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses, out_stats,
+    diagnostics,
+):  # fmt: skip
     """One time step in place. Returns a status code; ``out_stats`` = [sweeps, retries, n_active, worst contacts x3].
 
-    ``out_impulses`` (2n, 4) receives this step's contact impulses (zero for open contacts)."""
+    ``out_impulses`` (n_all_contacts, 4) receives this step's contact impulses (zero for open contacts);
+    ``obstacles`` (n_obs, 3) holds the vertical cylinders (x, y, radius)."""
     n = pos.shape[0]
     nj = n - 1
     nz = 6 + 2 * nj
@@ -237,48 +267,106 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             s -= U[r, k] * zhat_free[k]
         zhat_free[r] = s / U[r, r]
 
-    # 5. active contacts at the midpoint and their rows Ŷ = W_aᵀ N U⁻ᵀ
-    active = np.empty(2 * n, dtype=np.int64)
+    # 5. active contacts at the midpoint: link, body-point offset, directions (N, T1, T2) and friction bounds.
+    # Ground: the lowest points of the end spheres, T along / across the link (frame Π), rolling about the link axis.
+    # Obstacles: the point of the link capsule closest to a vertical cylinder, T horizontal / vertical, no rolling.
+    n_obs = obstacles.shape[0]
+    n_all = 2 * n + n * n_obs
+    active = np.empty(n_all, dtype=np.int64)
+    c_link = np.empty(n_all, dtype=np.int64)
+    c_off = np.empty((n_all, 3))
+    c_dir = np.empty((n_all, 3, 3))
+    c_mu = np.empty((n_all, 3))
     m = 0
     for a in range(2 * n):
         i = a % n
         sign = 1.0 if a < n else -1.0
         if posM[i, 2] + sign * lgs * R[i, 2, 2] - lsc <= 0.0:
             active[m] = a
+            c_link[m] = i
+            for c in range(3):
+                c_off[m, c] = sign * lgs * R[i, c, 2]
+            c_off[m, 2] -= lsc
+            ax = R[i, 0, 2]
+            ay = R[i, 1, 2]
+            norm = math.sqrt(ax * ax + ay * ay)
+            if norm < 1e-9:  # vertical link: eq. 27 undefined, use the (horizontal) body e_x axis
+                ax = R[i, 0, 0]
+                ay = R[i, 1, 0]
+                norm = math.sqrt(ax * ax + ay * ay)
+            c_dir[m, 0, 0] = 0.0
+            c_dir[m, 0, 1] = 0.0
+            c_dir[m, 0, 2] = 1.0
+            c_dir[m, 1, 0] = ax / norm
+            c_dir[m, 1, 1] = ay / norm
+            c_dir[m, 1, 2] = 0.0
+            c_dir[m, 2, 0] = -ay / norm
+            c_dir[m, 2, 1] = ax / norm
+            c_dir[m, 2, 2] = 0.0
+            c_mu[m, 0] = mux
+            c_mu[m, 1] = muy
+            c_mu[m, 2] = muv
             m += 1
+    for i in range(n):
+        hx = R[i, 0, 2]
+        hy = R[i, 1, 2]
+        h2 = hx * hx + hy * hy
+        for o in range(n_obs):
+            relx = posM[i, 0] - obstacles[o, 0]
+            rely = posM[i, 1] - obstacles[o, 1]
+            sp = 0.0
+            if h2 >= 1e-12:
+                sp = min(1.0, max(-1.0, -(relx * hx + rely * hy) / (lgs * h2)))
+            cx = relx + sp * lgs * hx
+            cy = rely + sp * lgs * hy
+            dist = math.sqrt(cx * cx + cy * cy)
+            if dist - lsc - obstacles[o, 2] <= 0.0:
+                active[m] = 2 * n + i * n_obs + o
+                c_link[m] = i
+                nx = cx / dist if dist > 0.0 else 1.0
+                ny = cy / dist if dist > 0.0 else 0.0
+                for c in range(3):
+                    c_off[m, c] = sp * lgs * R[i, c, 2]
+                c_off[m, 0] -= lsc * nx
+                c_off[m, 1] -= lsc * ny
+                c_dir[m, 0, 0] = nx
+                c_dir[m, 0, 1] = ny
+                c_dir[m, 0, 2] = 0.0
+                c_dir[m, 1, 0] = -ny  # e_z × n
+                c_dir[m, 1, 1] = nx
+                c_dir[m, 1, 2] = 0.0
+                c_dir[m, 2, 0] = 0.0
+                c_dir[m, 2, 1] = 0.0
+                c_dir[m, 2, 2] = 1.0
+                c_mu[m, 0] = prm[P_MUO]
+                c_mu[m, 1] = prm[P_MUO]
+                c_mu[m, 2] = 0.0
+                m += 1
+
+    # their rows Ŷ = W_aᵀ N U⁻ᵀ, Delassus blocks and prox parameters
     Yh = np.zeros((m, 4, nz))
     blocks = np.zeros((m, 4, 4))
     widths = np.empty(m, dtype=np.int64)
-    rpar = np.zeros((m, 4))  # r_N, R_T,x, R_T,y, r_V
+    rpar = np.zeros((m, 4))  # r_N, R_T,1, R_T,2, r_V
     row = np.empty(nz)
     for k in range(m):
-        a = active[k]
-        i = a % n
-        sign = 1.0 if a < n else -1.0
-        off = np.empty(3)
-        for c in range(3):
-            off[c] = sign * lgs * R[i, c, 2]
-        off[2] -= lsc
-        ax = R[i, 0, 2]
-        ay = R[i, 1, 2]
-        norm = math.sqrt(ax * ax + ay * ay)
-        ex = np.array([ax / norm, ay / norm, 0.0])
-        ey = np.array([-ex[1], ex[0], 0.0])
-        ez = np.array([0.0, 0.0, 1.0])
+        i = c_link[k]
+        off = c_off[k]
         width = min(nz, 6 + 2 * i)
         widths[k] = width
         for dim in range(4):
             for c in range(nz):
                 row[c] = 0.0
             if dim < 3:
-                d = ez if dim == 0 else (ex if dim == 1 else ey)
+                d = c_dir[k, dim]
                 rd = _cross(off, d)
                 for c in range(width):
                     row[c] = (
                         d[0] * Nv[i, 0, c] + d[1] * Nv[i, 1, c] + d[2] * Nv[i, 2, c]
                         + rd[0] * Nw[i, 0, c] + rd[1] * Nw[i, 1, c] + rd[2] * Nw[i, 2, c]
                     )  # fmt: skip
-            else:  # rolling about the link axis: L_SC (e_x^Π)ᵀ ω_I
+            elif c_mu[k, 2] > 0.0:  # rolling about the link axis: L_SC (e_x^Π)ᵀ ω_I
+                ex = c_dir[k, 1]
                 for c in range(width):
                     row[c] = lsc * (ex[0] * Nw[i, 0, c] + ex[1] * Nw[i, 1, c])
             for r in range(width - 1, -1, -1):
@@ -293,19 +381,21 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
                     s += Yh[k, d1, c] * Yh[k, d2, c]
                 blocks[k, d1, d2] = s
         B = blocks[k]
+        mu1 = c_mu[k, 0]
+        mu2 = c_mu[k, 1]
         if prm[P_PAPER] > 0.5:
             rpar[k, 0] = prm[P_RN]
-            rpar[k, 1] = prm[P_RT] * mux / muy
-            rpar[k, 2] = prm[P_RT] * muy / mux
+            rpar[k, 1] = prm[P_RT] * mu1 / mu2
+            rpar[k, 2] = prm[P_RT] * mu2 / mu1
             rpar[k, 3] = prm[P_RV]
         else:
             rpar[k, 0] = prm[P_RN] / B[0, 0]
             c_t = prm[P_RT] / _max_eig_2x2(
-                mux * mux * B[1, 1], mux * muy * B[1, 2], muy * mux * B[2, 1], muy * muy * B[2, 2]
+                mu1 * mu1 * B[1, 1], mu1 * mu2 * B[1, 2], mu2 * mu1 * B[2, 1], mu2 * mu2 * B[2, 2]
             )
-            rpar[k, 1] = c_t * mux * mux
-            rpar[k, 2] = c_t * muy * muy
-            rpar[k, 3] = prm[P_RV] / B[3, 3]
+            rpar[k, 1] = c_t * mu1 * mu1
+            rpar[k, 2] = c_t * mu2 * mu2
+            rpar[k, 3] = prm[P_RV] / B[3, 3] if B[3, 3] > 0.0 else 0.0
 
     # 6. prox iteration (block Gauss–Seidel over contacts), retries with halved r
     P = np.zeros((m, 4))
@@ -317,6 +407,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
     scale = 1.0
     sweeps = 0
     converged = False
+    residual = 0.0
     maxit = int(prm[P_MAXIT])
     retries = int(prm[P_RETRIES])
     attempt = 0
@@ -343,7 +434,8 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
                         s += Yh[k, d, c] * zhat[c]
                     gamma0[d] = s
                 _solve_contact(
-                    gamma0, blocks[k], P[k], rpar[k, 0], rpar[k, 1], rpar[k, 2], rpar[k, 3], scale, mux, muy, muv,
+                    gamma0, blocks[k], P[k], rpar[k, 0], rpar[k, 1], rpar[k, 2], rpar[k, 3], scale, c_mu[k, 0],
+                    c_mu[k, 1], c_mu[k, 2],
                     tol, int(prm[P_INNER]), newP,
                 )  # fmt: skip
                 ch = 0.0
@@ -368,8 +460,11 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
             for c in range(nz):
                 du += (zhat[c] - zhat_sweep[c]) ** 2
             if err < tol or math.sqrt(du) < prm[P_VTOL]:
-                converged = True
-                break
+                # accept only if the contact laws hold to the residual tolerance (m/s)
+                residual = _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0)
+                if residual <= prm[P_RTOL]:
+                    converged = True
+                    break
         if converged:
             break
         scale *= 0.5
@@ -381,6 +476,8 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
         for q in range(3):
             out_stats[3 + q] = active[order[q]] if q < m else -1
         return STATUS_NOT_CONVERGED
+
+    diagnostics[0] = residual
 
     # 7. u_E = N z, z = U⁻ᵀ ẑ; q_E (eq. 83); projection (Sec. VII-C)
     z = np.empty(nz)
@@ -407,7 +504,7 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
         for k in range(3):
             pos[i, k] = posM[i, k] + 0.5 * dt * vel[i, k]
     project_joint_constraints(pos, quat, L)
-    for a in range(2 * n):
+    for a in range(n_all):
         for d in range(4):
             out_impulses[a, d] = 0.0
     for k in range(m):
@@ -424,15 +521,16 @@ def step(pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, pr
 
 @njit(cache=True)
 def run_steps(
-    n_steps, pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, t_s, out_impulses, out_stats,
-    totals,
+    n_steps, pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses,
+    out_stats, totals, diagnostics,
 ):  # fmt: skip
-    """Several steps with the same (held) references; ``totals`` accumulates [steps, sweeps, max sweeps, retries]."""
+    """Several steps with the same (held) references; ``totals`` accumulates [steps, sweeps, max sweeps, retries],
+    ``diagnostics`` = [contact-law residual of the last step, its maximum] in m/s."""
     dt = prm[P_DT]
     for s in range(n_steps):
         status = step(
-            pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, t_s + s * dt, out_impulses,
-            out_stats,
+            pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s + s * dt,
+            out_impulses, out_stats, diagnostics,
         )  # fmt: skip
         if status != STATUS_OK:
             return status, s
@@ -440,4 +538,5 @@ def run_steps(
         totals[1] += out_stats[0]
         totals[2] = max(totals[2], out_stats[0])
         totals[3] += out_stats[1]
+        diagnostics[1] = max(diagnostics[1], diagnostics[0])
     return STATUS_OK, n_steps

@@ -67,13 +67,20 @@ def _direction_column(direction: np.ndarray, offset: np.ndarray, R: np.ndarray) 
     return np.concatenate([direction, R.T @ np.cross(offset, direction)])
 
 
+VERTICAL_AXIS_EPS = 1e-9
+
+
 def plane_frame(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """e_x^Π, e_y^Π of eq. 27 (the link axis projected on the ground, and its horizontal normal)."""
+    """e_x^Π, e_y^Π of eq. 27 (the link axis projected on the ground, and its horizontal normal).
+
+    Eq. 27 is undefined for a vertical link; then the body's e_x axis (horizontal in that pose) takes its place."""
     axis = R[:, 2].copy()
     axis[2] = 0.0
     norm = np.linalg.norm(axis)
-    if norm < 1e-12:
-        raise ValueError("link axis is vertical: the friction frame Π of eq. 27 is undefined")
+    if norm < VERTICAL_AXIS_EPS:
+        axis = R[:, 0].copy()
+        axis[2] = 0.0
+        norm = np.linalg.norm(axis)
     ex = axis / norm
     ey = np.cross(E_Z, ex)
     return ex, ey / np.linalg.norm(ey)
@@ -100,6 +107,56 @@ def contact_directions(model: SnakeModel, position: np.ndarray, quat: np.ndarray
         # eq. 36 projected on e_y^Π: (e_y^Π)ᵀ Dᵀ L_SC ẽ_z^I R ω_B = L_SC (e_x^Π)ᵀ R ω_B
         out[a, 3, 3:] = lsc * Ri.T @ ex
     return out
+
+
+def obstacle_contacts(
+    model: SnakeModel, position: np.ndarray, quat: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Link–obstacle contacts (paper ref. [29]): gaps (n·n_obs,), links, and force directions (n·n_obs, 4, 6).
+
+    A link is the capsule of its two end spheres (centres r ± L_GS e_z^B, radius L_SC); an obstacle is a vertical
+    cylinder. The gap is the horizontal distance from the obstacle axis to the capsule's axis segment minus both
+    radii; the normal n points horizontally from the obstacle to the link, and the force acts at the body point of
+    the link closest to the obstacle. Friction is isotropic Coulomb in the tangent plane (e_z × n, e_z); there is no
+    rolling resistance (fourth direction zero)."""
+    R = rotation_matrices(quat)
+    obstacles = model.obstacle_array()
+    n_obs = len(obstacles)
+    gaps = np.zeros(model.n_links * n_obs)
+    links = np.zeros(model.n_links * n_obs, dtype=int)
+    dirs = np.zeros((model.n_links * n_obs, 4, 6))
+    for i in range(model.n_links):
+        axis = R[i, :, 2]
+        horizontal = axis[:2]
+        for o, (cx, cy, radius) in enumerate(obstacles):
+            k = i * n_obs + o
+            rel = position[i, :2] - np.array([cx, cy])
+            h2 = horizontal @ horizontal
+            s = 0.0 if h2 < 1e-12 else float(np.clip(-(rel @ horizontal) / (model.sphere_offset_m * h2), -1.0, 1.0))
+            closest = rel + s * model.sphere_offset_m * horizontal
+            distance = float(np.hypot(*closest))
+            # a link axis through the post's axis has no defined normal: push along +x (deep penetration only)
+            normal = np.array([closest[0] / distance, closest[1] / distance, 0.0]) if distance > 0 else E_X.copy()
+            offset = s * model.sphere_offset_m * axis - model.link_radius_m * normal
+            tangent = np.cross(E_Z, normal)
+            gaps[k] = distance - model.link_radius_m - radius
+            links[k] = i
+            dirs[k, 0] = _direction_column(normal, offset, R[i])
+            dirs[k, 1] = _direction_column(tangent, offset, R[i])
+            dirs[k, 2] = _direction_column(E_Z, offset, R[i])
+    return gaps, links, dirs
+
+
+def all_contacts(model: SnakeModel, position: np.ndarray, quat: np.ndarray):
+    """Ground then obstacle contacts: gaps, links, directions (·, 4, 6), friction bounds (·, 3) [μ1, μ2, μ_V]."""
+    n = model.n_links
+    ground_dirs = contact_directions(model, position, quat)
+    ground_mu = np.tile([model.mu_longitudinal, model.mu_transversal, model.mu_rolling], (2 * n, 1))
+    obs_gaps, obs_links, obs_dirs = obstacle_contacts(model, position, quat)
+    obs_mu = np.tile([model.mu_obstacle, model.mu_obstacle, 0.0], (len(obs_gaps), 1))
+    gaps = np.concatenate([gap_normal(model, position, quat), obs_gaps])
+    links = np.concatenate([np.arange(2 * n) % n, obs_links])
+    return gaps, links, np.concatenate([ground_dirs, obs_dirs]), np.concatenate([ground_mu, obs_mu])
 
 
 def _place(model: SnakeModel, W: np.ndarray, column: int, link: int, w: np.ndarray) -> None:
@@ -237,7 +294,7 @@ def posture_state(
     c = min(max(centre_link, 1), n) - 1
     pos[:, :2] -= pos[c, :2]
     quat = np.array([matrix_to_quat(Ri) for Ri in R])
-    return SnakeState(0.0, pos, quat, np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((model.n_contacts, 4)))
+    return SnakeState(0.0, pos, quat, np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((model.n_all_contacts, 4)))
 
 
 def total_energy(model: SnakeModel, state: SnakeState) -> float:

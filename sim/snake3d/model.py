@@ -44,6 +44,8 @@ class SnakeModel:
     velocity by less than ``velocity_tolerance_m_s`` in the kinetic-energy norm ‖Δu‖_M / sqrt(total mass). The second
     test is needed because resting contacts are redundant (22 spheres on 26 degrees of freedom): their impulse
     distribution is not unique and drifts slowly under the iteration while the motion has long converged.
+    Either way the step is accepted only if the contact laws (eq. 87–89) then hold to ``residual_tolerance_m_s``:
+    max over contacts of ‖P − prox(P − rγ)‖ / r, a velocity.
     """
 
     n_links: int = 11
@@ -59,6 +61,8 @@ class SnakeModel:
     mu_longitudinal: float = 0.2
     mu_transversal: float = 0.2
     mu_rolling: float = 0.05
+    obstacles: tuple[tuple[float, float, float], ...] = ()
+    mu_obstacle: float = 0.2
     kp_h_nm_rad: float = 40.0
     kd_h_nms_rad: float = 0.2
     kp_v_nm_rad: float = 800.0
@@ -73,6 +77,7 @@ class SnakeModel:
     prox_scale_v: float = 1.0
     tolerance: float = 1e-9
     velocity_tolerance_m_s: float = 1e-7
+    residual_tolerance_m_s: float = 1e-5
     max_iterations: int = 1000
     max_retries: int = 4
     contact_inner_iterations: int = 1
@@ -87,6 +92,7 @@ class SnakeModel:
             "mu_longitudinal": self.mu_longitudinal,
             "mu_transversal": self.mu_transversal,
             "mu_rolling": self.mu_rolling,
+            "mu_obstacle": self.mu_obstacle,
             "dt_s": self.dt_s,
             "r_n": self.r_n,
             "r_t": self.r_t,
@@ -96,6 +102,7 @@ class SnakeModel:
             "prox_scale_v": self.prox_scale_v,
             "tolerance": self.tolerance,
             "velocity_tolerance_m_s": self.velocity_tolerance_m_s,
+            "residual_tolerance_m_s": self.residual_tolerance_m_s,
         }
         for name, value in positive.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
@@ -120,6 +127,12 @@ class SnakeModel:
             )
         if not (0.0 <= self.slope_rad < math.pi / 2) or not math.isfinite(self.slope_azimuth_rad):
             raise SnakeModelError(f"snake3d.slope_rad: must be in [0, pi/2), got {self.slope_rad!r}")
+        for k, obstacle in enumerate(self.obstacles):
+            if len(obstacle) != 3 or not all(math.isfinite(v) for v in obstacle) or obstacle[2] <= 0:
+                raise SnakeModelError(
+                    f"snake3d.obstacles[{k}]: must be (x_m, y_m, radius_m) with finite values and radius > 0, "
+                    f"got {obstacle!r}"
+                )
         if self.prox_mode not in ("local", "paper"):
             raise SnakeModelError(f"snake3d.prox_mode: must be 'local' or 'paper', got {self.prox_mode!r}")
         for name, least in (("max_iterations", 1), ("max_retries", 0), ("contact_inner_iterations", 1)):
@@ -133,8 +146,17 @@ class SnakeModel:
 
     @property
     def n_contacts(self) -> int:
-        """Two end spheres per link: contacts 0..n-1 are the front spheres, n..2n-1 the rear ones (eq. 10)."""
+        """Ground contacts: two end spheres per link, 0..n-1 the front spheres, n..2n-1 the rear ones (eq. 10)."""
         return 2 * self.n_links
+
+    @property
+    def n_all_contacts(self) -> int:
+        """Ground contacts, then one contact per (link, obstacle) pair: 2n + i·n_obstacles + o."""
+        return 2 * self.n_links + self.n_links * len(self.obstacles)
+
+    def obstacle_array(self) -> np.ndarray:
+        """Vertical cylinders (n_obstacles, 3): centre x, y and radius (m)."""
+        return np.array(self.obstacles, dtype=np.float64).reshape(len(self.obstacles), 3)
 
     def gravity_vector(self) -> np.ndarray:
         """Gravity in frame I; on a slope it points downhill along the azimuth direction (ground stays z = 0)."""
@@ -175,6 +197,8 @@ class SnakeModel:
             "vtol": self.velocity_tolerance_m_s * math.sqrt(self.n_links * self.link_mass_kg),
             "maxit": float(self.max_iterations),
             "retries": float(self.max_retries),
+            "muo": self.mu_obstacle,
+            "rtol": self.residual_tolerance_m_s,
             "inner": float(self.contact_inner_iterations),
         }
         return np.array([values[k] for k in PARAM_NAMES], dtype=np.float64)
@@ -182,7 +206,7 @@ class SnakeModel:
 
 PARAM_NAMES = (
     "L", "Lsc", "Lgs", "m", "th1", "th3", "gx", "gy", "gz", "mux", "muy", "muv", "dt", "paper",
-    "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner",
+    "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner", "muo", "rtol",
 )  # fmt: skip
 PARAM_INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 
@@ -190,8 +214,8 @@ PARAM_INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 @dataclass
 class SnakeState:
     """Mutable state: positions (n,3) in I, unit quaternions (n,4) wxyz (B_i -> I), velocities (n,3) in I,
-    angular velocities (n,3) in B_i, the time, and the last contact impulses per contact (2n, 4: N, Tx, Ty, V)
-    used to warm-start the prox iteration (Sec. VII-B)."""
+    angular velocities (n,3) in B_i, the time, and the last contact impulses per contact
+    (n_all_contacts, 4: N, T1, T2, V) used to warm-start the prox iteration (Sec. VII-B)."""
 
     t_s: float
     position_m: np.ndarray

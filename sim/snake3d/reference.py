@@ -7,7 +7,10 @@ One step of length Δt:
 4. the prox iteration (eq. 84–93): the joint impulses P_J are solved directly from W_JMᵀ u_E = 0 each time the
    contact impulses change (eq. 84 corrected as in the notes), u_E from eq. 86, then each active contact's
    P_N, P_T, P_V are updated by eq. 87–89. We sweep contacts Gauss–Seidel (each update sees the velocity produced by
-   the previous ones) instead of the paper's Jacobi sweep: same fixed point, faster and more robust convergence;
+   the previous ones) instead of the paper's Jacobi sweep: same fixed point, faster and more robust convergence.
+   Sweeps stop on eq. 93 or on a small velocity change (see :class:`SnakeModel`), and the step is accepted only if
+   the contact laws then hold to ``residual_tolerance_m_s``; otherwise r is halved and the step retried, then it
+   raises with the time and the links of the worst contacts;
 5. q_E = q_M + Δt/2 F(q_M) u_E (eq. 83), then the projection of Sec. VII-C (quaternion norms, joint gaps).
 
 Friction on the ellipse C_T (eq. 58) uses a diagonal prox parameter R_T = c·diag(μ_x², μ_y²). The prox of eq. 61
@@ -37,7 +40,7 @@ class StepInfo:
     iterations: int
     retries: int
     active_contacts: np.ndarray  # indices a of the active contacts
-    impulses: np.ndarray  # (2n, 4) contact impulses [N, Tx, Ty, V] of this step (N s), zero for open contacts
+    impulses: np.ndarray  # (n_all_contacts, 4) impulses [N, T1, T2, V] of this step (N s), 0 for open contacts
     joint_impulses: np.ndarray  # (n−1, 4) P_J of eq. 84
 
 
@@ -51,15 +54,16 @@ def _max_eig_2x2(A: np.ndarray) -> float:
     return half_trace + math.sqrt(max(half_trace * half_trace - det, 0.0))
 
 
-def prox_parameters(model: SnakeModel, A_block: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """r_N, R_T (2,), r_V for one contact from its 4×4 Delassus block (local mode) or the paper's constants."""
-    mu2 = np.array([model.mu_longitudinal**2, model.mu_transversal**2])
+def prox_parameters(model: SnakeModel, A_block: np.ndarray, mu: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """r_N, R_T (2,), r_V for one contact from its 4×4 Delassus block (local mode) or the paper's constants.
+
+    ``mu`` = [μ_1, μ_2, μ_V] of the contact (its friction ellipse semi-axes per unit normal impulse)."""
+    mu2 = mu[:2] ** 2
     if model.prox_mode == "paper":
-        return model.r_n, model.r_t * mu2 / (model.mu_longitudinal * model.mu_transversal), model.r_v
+        return model.r_n, model.r_t * mu2 / (mu[0] * mu[1]), model.r_v
     r_n = model.prox_scale_n / A_block[0, 0]
-    scale = np.sqrt(mu2)
-    c = model.prox_scale_t / _max_eig_2x2(A_block[1:3, 1:3] * np.outer(scale, scale))
-    r_v = model.prox_scale_v / A_block[3, 3]
+    c = model.prox_scale_t / _max_eig_2x2(A_block[1:3, 1:3] * np.outer(mu[:2], mu[:2]))
+    r_v = model.prox_scale_v / A_block[3, 3] if A_block[3, 3] > 0 else 0.0  # obstacles have no rolling row
     return r_n, c * mu2, r_v
 
 
@@ -80,6 +84,7 @@ def solve_contact(
     A_block: np.ndarray,
     P0: np.ndarray,
     params: tuple[float, np.ndarray, float],
+    mu: np.ndarray,
     scale: float,
 ) -> np.ndarray:
     """Eq. 87–89 for one contact, iterated on its own 4×4 Delassus block until it settles.
@@ -88,7 +93,7 @@ def solve_contact(
     point), which makes a single prox pass per outer sweep converge very slowly; iterating the contact's local
     problem with γ = γ0 + A_aa (P − P0) first is the block Gauss–Seidel of the same fixed point."""
     r_n, R_t, r_v = params
-    mux, muy, muv = model.mu_longitudinal, model.mu_transversal, model.mu_rolling
+    mux, muy, muv = mu
     P = P0.copy()
     for _ in range(model.contact_inner_iterations):
         before = P.copy()
@@ -101,6 +106,24 @@ def solve_contact(
         if np.sum(np.abs(P - before)) < INNER_TOLERANCE_FACTOR * model.tolerance:
             break
     return P
+
+
+def contact_residual(
+    WC: np.ndarray, u: np.ndarray, P: np.ndarray, params: list[tuple[float, np.ndarray, float]], mus: np.ndarray
+) -> float:
+    """Violation of eq. 87–89 in m/s at the impulses P: max over contacts of ‖P − prox(P − rγ)‖ / r."""
+    residual = 0.0
+    for k, ((r_n, R_t, r_v), mu) in enumerate(zip(params, mus, strict=True)):
+        Pk = P[4 * k : 4 * k + 4]
+        gamma = WC[:, 4 * k : 4 * k + 4].T @ u
+        res = abs(max(0.0, Pk[0] - r_n * gamma[0]) - Pk[0]) / r_n
+        t = prox_ellipse(Pk[1:3] - R_t * gamma[1:3], mu[0] * Pk[0], mu[1] * Pk[0])
+        res = max(res, float(np.linalg.norm((t - Pk[1:3]) / R_t)))
+        if r_v > 0.0:
+            bound = mu[2] * Pk[0]
+            res = max(res, abs(min(bound, max(-bound, Pk[3] - r_v * gamma[3])) - Pk[3]) / r_v)
+        residual = max(residual, res)
+    return residual
 
 
 def midpoint(model: SnakeModel, state: SnakeState) -> tuple[np.ndarray, np.ndarray]:
@@ -144,7 +167,7 @@ def reference_step(
     n = model.n_links
     pos_M, quat_M = midpoint(model, state)
     u_A = pack_velocity(state)
-    gaps = kin.gap_normal(model, pos_M, quat_M)
+    gaps, links, dirs, mus = kin.all_contacts(model, pos_M, quat_M)
     active = np.flatnonzero(gaps <= 0.0)
 
     Minv = 1.0 / model.mass_diagonal()
@@ -162,18 +185,17 @@ def reference_step(
     def velocity(S: np.ndarray) -> np.ndarray:
         return u_A + Minv * (f + S + WJ @ joint_impulses(S))  # eq. 86
 
-    dirs = kin.contact_directions(model, pos_M, quat_M)
     m = len(active)
     WC = np.zeros((6 * n, 4 * m))
     for k, a in enumerate(active):
-        link = kin.contact_link(model, a)
+        link = links[a]
         WC[6 * link : 6 * link + 6, 4 * k : 4 * k + 4] = dirs[a].T
     # Delassus matrix with the joints eliminated, used only for the local prox parameters
     mob_WC = Minv[:, None] * WC
     mob_WC -= Minv[:, None] * (WJ @ scipy.linalg.cho_solve(G, WJ.T @ mob_WC))
     A = WC.T @ mob_WC
     blocks = [A[4 * k : 4 * k + 4, 4 * k : 4 * k + 4] for k in range(m)]
-    params = [prox_parameters(model, block) for block in blocks]
+    params = [prox_parameters(model, block, mus[a]) for block, a in zip(blocks, active, strict=True)]
 
     scale = 1.0
     iterations = 0
@@ -188,7 +210,7 @@ def reference_step(
             for k in range(m):
                 old = P[4 * k : 4 * k + 4].copy()
                 gamma0 = WC[:, 4 * k : 4 * k + 4].T @ velocity(WC @ P)
-                P[4 * k : 4 * k + 4] = solve_contact(model, gamma0, blocks[k], old, params[k], scale)
+                P[4 * k : 4 * k + 4] = solve_contact(model, gamma0, blocks[k], old, params[k], mus[active[k]], scale)
                 d = P[4 * k : 4 * k + 4] - old
                 sq += [d[0] ** 2, d[1] ** 2 + d[2] ** 2, d[3] ** 2]
                 change[k] = np.linalg.norm(d)
@@ -199,7 +221,7 @@ def reference_step(
             if (
                 math.sqrt(sq[0]) + math.sqrt(sq[1]) + math.sqrt(sq[2]) < model.tolerance  # eq. 93
                 or kinetic_norm < model.velocity_tolerance_m_s
-            ):
+            ) and contact_residual(WC, velocity(WC @ P), P, params, mus[active]) <= model.residual_tolerance_m_s:
                 converged = True
                 break
         if converged:
@@ -207,18 +229,18 @@ def reference_step(
         scale *= 0.5
     else:
         worst = active[np.argsort(change)[::-1][:3]] if m else np.array([], dtype=int)
-        links = tuple(sorted({int(kin.contact_link(model, a)) + 1 for a in worst}))
+        bad_links = tuple(sorted({int(links[a]) + 1 for a in worst}))
         raise SimulationDivergedError(
             f"snake3d: contact iteration did not converge at t = {state.t_s:.6f} s after {iterations} sweeps "
-            f"and {model.max_retries} reductions of r; contacts {worst.tolist()} on links {list(links)}",
+            f"and {model.max_retries} reductions of r; contacts {worst.tolist()} on links {list(bad_links)}",
             state.t_s,
-            links,
+            bad_links,
         )
 
     S = WC @ P
     u_E = velocity(S)
     P_J = joint_impulses(S)
-    impulses = np.zeros((model.n_contacts, 4))
+    impulses = np.zeros((model.n_all_contacts, 4))
     for k, a in enumerate(active):
         impulses[a] = P[4 * k : 4 * k + 4]
         state.impulse_cache[a] = impulses[a]

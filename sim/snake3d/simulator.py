@@ -29,6 +29,7 @@ class RunStats:
     max_sweeps: int = 0
     retries: int = 0
     wall_time_s: float = 0.0
+    max_residual_m_s: float = 0.0  # largest violation of the contact laws (eq. 87–89) left by an accepted step
 
     @property
     def newton_iterations_mean(self) -> float:
@@ -52,11 +53,13 @@ class SnakeSimulator:
         self.ref_rate = np.zeros((nj, 2))
         self.feedforward_nm = np.zeros((nj, 2))
         self.gains = np.array([model.kp_h_nm_rad, model.kd_h_nms_rad, model.kp_v_nm_rad, model.kd_v_nms_rad])
-        self.impulses = np.zeros((model.n_contacts, 4))
+        self.impulses = np.zeros((model.n_all_contacts, 4))
+        self._obstacles = model.obstacle_array()
         self.stats = RunStats()
         self._params = model.params_array()
         self._out_stats = np.zeros(6, dtype=np.int64)
         self._totals = np.zeros(4, dtype=np.int64)
+        self._diagnostics = np.zeros(2)
 
     # --- commands -------------------------------------------------------------------------------------------
     def set_references(self, angle_rad: np.ndarray, rate_rad_s: np.ndarray | None = None) -> None:
@@ -102,14 +105,16 @@ class SnakeSimulator:
             self._totals[:] = 0
             status, done = fast.run_steps(
                 n_steps, s.position_m, s.quaternion, s.velocity_m_s, s.omega_body_rad_s, s.impulse_cache,
-                self.ref_angle, self.ref_rate, self.gains, self.feedforward_nm, self._params, s.t_s, self.impulses,
-                self._out_stats, self._totals,
+                self.ref_angle, self.ref_rate, self.gains, self.feedforward_nm, self._params, self._obstacles, s.t_s,
+                self.impulses,
+                self._out_stats, self._totals, self._diagnostics,
             )  # fmt: skip
             s.t_s += done * self.model.dt_s
             self.stats.steps += int(self._totals[0])
             self.stats.sweeps += int(self._totals[1])
             self.stats.max_sweeps = max(self.stats.max_sweeps, int(self._totals[2]))
             self.stats.retries += int(self._totals[3])
+            self.stats.max_residual_m_s = max(self.stats.max_residual_m_s, float(self._diagnostics[1]))
             if status != fast.STATUS_OK:
                 self._raise(status)
         self.stats.wall_time_s += time.perf_counter() - start
@@ -118,7 +123,7 @@ class SnakeSimulator:
         t = self.state.t_s
         if status == fast.STATUS_NOT_CONVERGED:
             contacts = [int(a) for a in self._out_stats[3:6] if a >= 0]
-            links = tuple(sorted({a % self.model.n_links + 1 for a in contacts}))
+            links = tuple(sorted({self._contact_link(a) + 1 for a in contacts}))
             raise SimulationDivergedError(
                 f"snake3d: contact iteration did not converge at t = {t:.6f} s after {self._out_stats[0]} sweeps and "
                 f"{self.model.max_retries} reductions of r; worst contacts {contacts} on links {list(links)} "
@@ -129,6 +134,10 @@ class SnakeSimulator:
         self.state.check_finite()
         link = int(self._out_stats[3]) + 1
         raise SimulationDivergedError(f"snake3d diverged at t = {t:.6f} s near link {link}", t, (link,))
+
+    def _contact_link(self, a: int) -> int:
+        n = self.model.n_links
+        return a % n if a < 2 * n else (a - 2 * n) // max(1, len(self.model.obstacles))
 
     def advance(self, duration_s: float) -> None:
         """Step for ``duration_s`` (rounded to whole steps) with the held commands."""
@@ -149,5 +158,6 @@ class SnakeSimulator:
         return kin.joint_rates(self.state.quaternion, self.state.omega_body_rad_s)
 
     def contact_forces_n(self) -> np.ndarray:
-        """Mean contact forces of the last step (2n, 4) [N, Tx, Ty, V] = impulses / Δt."""
+        """Mean contact forces of the last step (n_all_contacts, 4) [N, T1, T2, V] = impulses / Δt (ground contacts
+        first: T along / across the link; then link–obstacle contacts: T horizontal, vertical)."""
         return self.impulses / self.model.dt_s

@@ -75,3 +75,11 @@ def test_continuous_references_sample_the_gait_every_step(held_run):
 def test_bad_sim_settings_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
         load_experiment(SIDEWINDING, override)
+
+
+def test_obstacles_from_the_sim_table():
+    summary, recorder = run(0.3, **{"sim.obstacles": [[0.0, 0.2, 0.05], [0.3, -0.2, 0.05]], "sim.mu_obstacle": 0.3})
+    contacts = recorder.channels["/sim/contacts"][-1][1]
+    assert np.shape(contacts["obstacle_normal_n"]) == (11, 2)
+    with pytest.raises(ConfigError, match=r"sim.obstacles\[0\]"):
+        load_experiment(SIDEWINDING, {"sim.obstacles": [[0.0, 0.2]]})

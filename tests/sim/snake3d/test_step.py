@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from sim.snake3d import SimulationDivergedError, SnakeModel, SnakeModelError, SnakeSimulator, posture_state
+from sim.snake3d import kinematics as kin
 from sim.snake3d.plant import Snake3DPlant
+from sim.snake3d.rotations import matrix_to_quat, rot_y
 
 
 @pytest.mark.parametrize("prox_mode", ["local", "paper"])
@@ -84,3 +86,18 @@ def test_non_convergence_raises_with_time_and_links():
     sim = SnakeSimulator(model, posture_state(model))  # lying on the ground: the first sweep loads the contacts
     with pytest.raises(SimulationDivergedError, match=r"did not converge at t = 0\.0+ s .* links \["):
         sim.step(5)
+
+
+def test_a_link_standing_upright_on_one_sphere_is_simulated():
+    """Eq. 27's friction frame is undefined for a vertical link; the step must stay finite and stop the sphere."""
+    model = SnakeModel(n_links=1)
+    state = posture_state(model)
+    upright = rot_y(-math.pi / 2) @ kin.FLAT_LINK  # e_z^B pointing up
+    state.quaternion[0] = matrix_to_quat(upright)
+    state.position_m[0] = [0.0, 0.0, model.sphere_offset_m + model.link_radius_m + 1e-4]
+    state.velocity_m_s[0] = [0.1, 0.0, 0.0]
+    for use_reference in (False, True):
+        sim = SnakeSimulator(model, state.copy(), use_reference=use_reference)
+        sim.step(40)
+        assert np.all(np.isfinite(sim.state.position_m))
+        assert sim.impulses[model.n_links, 0] > 0  # the rear sphere carries it
