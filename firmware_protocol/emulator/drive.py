@@ -28,7 +28,7 @@ class DriveParams:
     gear_viscous_nm_s_rad: float = 0.05  # at the gear output
     free_play_rad: float = np.deg2rad(4.0)  # total backlash (3-5 deg on Aiko)
     contact_stiffness_nm_rad: float = 300.0
-    contact_damping_nm_s_rad: float = 0.6
+    contact_damping_nm_s_rad: float = 2.0  # ~critically damped on one link (ζ ≈ 0.9): gear impacts barely bounce
 
     def __post_init__(self) -> None:
         positive = ("supply_v", "resistance_ohm", "torque_constant_nm_a", "rotor_inertia_kg_m2", "gear_ratio")
