@@ -48,8 +48,11 @@ def record_run(
     extra_tasks: Sequence[PeriodicTask] = (),
     live: Recorder | None = None,
     progress: Callable[[float, float], None] | None = None,
+    context_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run ``experiment`` and record it to ``log_path``; returns the JSON summary (with ``log_path``)."""
+    """Run ``experiment`` and record it to ``log_path``; returns the JSON summary (with ``log_path``).
+
+    ``context_options`` reach the backend through ``RunContext.options`` (e.g. the CAN flags of ``aiko run``)."""
     options = options or RunOptions()
     backend_name = options.backend or experiment.default_backend
     backend = backend or create_backend(backend_name)
@@ -75,7 +78,14 @@ def record_run(
         tasks = [*([task] if task is not None else []), *extra_tasks]
         try:
             _, summary = run_experiment(
-                experiment, recorder, options, backend=backend, clock=clock, extra_tasks=tasks, progress=progress
+                experiment,
+                recorder,
+                options,
+                backend=backend,
+                clock=clock,
+                extra_tasks=tasks,
+                progress=progress,
+                context_options=context_options,
             )
         finally:
             if mocap_state is not None:

@@ -153,9 +153,7 @@ def _snake3d_plant(robot: RobotDescription, experiment: Experiment, initial: np.
     from sim.snake3d import posture_state
     from sim.snake3d.plant import Snake3DPlant
 
-    table = experiment.section("sim")
-    table.string("model", "snake3d")  # read by the sim backend; the HIL plant is snake3d whatever it says
-    settings = parse_settings(table, robot)
+    settings = parse_settings(experiment.section("sim"), robot)
     state = posture_state(
         settings.model,
         initial,

@@ -45,7 +45,8 @@ class Snake3DSettings:
 
 
 def parse_settings(table: Table, robot: RobotDescription) -> Snake3DSettings:
-    """Read every ``[sim]`` key of the snake3d model (``model`` itself is read by the sim backend)."""
+    """Read every ``[sim]`` key of the snake3d model, ``model`` included (it may be absent: snake3d is the default)."""
+    table.string("model", "snake3d", choices=("snake3d",))
     if robot.joint_type != "cardan":
         raise ConfigError(
             f"{table.source}: sim.model: snake3d needs cardan joints; {robot.name} has {robot.joint_type}"

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from aiko.backends import backend_help, backend_names
+from aiko.backends.can_bus import add_can_arguments, can_context_options
 from aiko.errors import AikoError
 from aiko.experiment import Experiment, load_experiment, parse_override
 from aiko.runner import RunOptions, choose_clock
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="BACKEND",
         help="then replay the log on a simulator (default: sim) and compare: LOG-replay.mcap, LOG-vs-replay.png",
     )
+    add_can_arguments(run)
     run.set_defaults(handler=run_command)
 
 
@@ -94,6 +96,7 @@ def run_command(args: argparse.Namespace) -> int:
             clock=clock,
             progress=progress,
             live=dashboard.recorder if dashboard else None,
+            context_options=can_context_options(args),
         )
     finally:
         if dashboard is not None:
