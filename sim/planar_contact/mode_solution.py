@@ -172,6 +172,13 @@ def solve_mode(snap: ContactSnapshot, kin: ContactKinematics, mode: Mode) -> Mod
     }[(frr, fcr)]
     Z_tau, z_0 = pinv @ B, pinv @ b
     tau_eq, tau_eq_rhs = left_null.T @ B, -(left_null.T @ b)
+    # rows of U⊥ᵀB that vanish numerically: drop them if U⊥ᵀb vanishes too (always admissible), otherwise
+    # keep an exact 0 = c row so the domain is recognised as empty.
+    scale = 1.0 + np.abs(B).max(initial=0.0) + np.abs(b).max(initial=0.0)
+    zero_rows = np.linalg.norm(tau_eq, axis=1) <= 1e-12 * scale
+    tau_eq[zero_rows] = 0.0
+    keep = ~zero_rows | (np.abs(tau_eq_rhs) > 1e-9 * scale)
+    tau_eq, tau_eq_rhs = tau_eq[keep], tau_eq_rhs[keep]
     nw = null.shape[1]
     t = snap.n_tau
 
