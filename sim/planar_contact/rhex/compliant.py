@@ -26,11 +26,24 @@ N_POS = 9  # y, z, α, toe1 (y, z), toe2 (y, z), toe3 (y, z)
 
 
 def pack_parameters(p: RHexParameters) -> np.ndarray:
-    return np.array([
-        p.half_length_m, p.half_height_m, *p.hip_offsets_m, p.leg_length_m, p.mass_kg, p.inertia_kgm2,
-        p.toe_mass_kg, p.body_stiffness_N_m, p.body_damping_Ns_m, p.leg_stiffness_N_m, p.leg_damping_Ns_m,
-        p.gravity_m_s2, p.mu_toe, p.mu_body,
-    ])
+    return np.array(
+        [
+            p.half_length_m,
+            p.half_height_m,
+            *p.hip_offsets_m,
+            p.leg_length_m,
+            p.mass_kg,
+            p.inertia_kgm2,
+            p.toe_mass_kg,
+            p.body_stiffness_N_m,
+            p.body_damping_Ns_m,
+            p.leg_stiffness_N_m,
+            p.leg_damping_Ns_m,
+            p.gravity_m_s2,
+            p.mu_toe,
+            p.mu_body,
+        ]
+    )
 
 
 @numba.njit(cache=True)
@@ -132,9 +145,13 @@ class CompliantState:
     corner_normal_N: np.ndarray | None = None
 
     def copy(self) -> CompliantState:
-        return CompliantState(self.pos.copy(), self.vel.copy(), self.t_s,
-                              None if self.toe_normal_N is None else self.toe_normal_N.copy(),
-                              None if self.corner_normal_N is None else self.corner_normal_N.copy())
+        return CompliantState(
+            self.pos.copy(),
+            self.vel.copy(),
+            self.t_s,
+            None if self.toe_normal_N is None else self.toe_normal_N.copy(),
+            None if self.corner_normal_N is None else self.corner_normal_N.copy(),
+        )
 
 
 class CompliantRHex:
@@ -173,8 +190,16 @@ class CompliantRHex:
             state.toe_normal_N = np.zeros(3)
         if state.corner_normal_N is None:
             state.corner_normal_N = np.zeros(4)
-        self._advance(state.pos, state.vel, np.asarray(tau_Nm, float), self._prm, self.dt_s, n,
-                      state.toe_normal_N, state.corner_normal_N)
+        self._advance(
+            state.pos,
+            state.vel,
+            np.asarray(tau_Nm, float),
+            self._prm,
+            self.dt_s,
+            n,
+            state.toe_normal_N,
+            state.corner_normal_N,
+        )
         state.t_s += n * self.dt_s
 
     def leg_geometry(self, state: CompliantState):

@@ -1,0 +1,302 @@
+"""Flipping controllers for planar RHex (paper 003, IV-B): maximal thrust over all modes, and the blind one.
+
+Both see a `RigidObservation`, build the rigid model with massless hip DOFs, and return hip torques with the
+model's *prediction* of the pitch acceleration (Table V compares it with the benchmark simulation).
+Legs whose toes are off the ground are held at their lift-off angle by a PD loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import linprog
+
+from ..analysis import FULL_DIM_RADIUS
+from ..mode_solution import ModeSolution, solve_mode
+from ..modes import classify_contacts
+from ..polytope import HPolytope, fourier_motzkin
+from .params import RHexParameters
+from .rigid import RigidObservation, rigid_snapshot
+
+LOG = logging.getLogger(__name__)
+ALPHA = 2  # index of the pitch in q
+HOLD_KP_NM_RAD, HOLD_KD_NMS_RAD = 4.0, 0.1
+
+
+@dataclass(frozen=True)
+class Command:
+    tau_Nm: np.ndarray  # (3,)
+    predicted_alpha_ddot: float  # rad/s², nan if no model applied
+    mode: str  # e.g. "toe1:F toe2:L body:R"
+    modes_considered: int = 0
+    lps_solved: int = 0
+
+
+def _label(names, mode) -> str:
+    return " ".join(f"{n}:{c}" for n, c in zip(names, mode, strict=True))
+
+
+def _lp_max(c: np.ndarray, P: HPolytope, n_tau: int, tau_max: float, extra_N=None, extra_e=None):
+    """max c·τ over (τ, w) ∈ P ∩ {|τ| <= tau_max} ∩ {extra_N τ >= extra_e}; returns x or None."""
+    dim = P.dim
+    N, e = P.N, P.e
+    if extra_N is not None and extra_N.shape[0]:
+        N = np.vstack([N, np.hstack([extra_N, np.zeros((extra_N.shape[0], dim - n_tau))])])
+        e = np.concatenate([e, extra_e])
+    obj = np.zeros(dim)
+    obj[:n_tau] = -c
+    bounds = [(-tau_max, tau_max)] * n_tau + [(-1e6, 1e6)] * (dim - n_tau)
+    res = linprog(
+        obj,
+        A_ub=-N if N.shape[0] else None,
+        b_ub=-e if N.shape[0] else None,
+        A_eq=P.A_eq if P.A_eq.shape[0] else None,
+        b_eq=P.b_eq if P.A_eq.shape[0] else None,
+        bounds=bounds,
+        method="highs",
+    )
+    return res.x if res.status == 0 else None
+
+
+def _contains_tau(sol: ModeSolution, tau: np.ndarray, tol: float = 1e-7) -> bool:
+    """τ ∈ T_c (physical domain, no task constraints)."""
+    D, t = sol.domain, sol.n_tau
+    scale = 1.0 + np.abs(tau).max(initial=0.0)
+    if D.A_eq.shape[0] and np.abs(D.A_eq[:, :t] @ tau - D.b_eq).max() > tol * scale:
+        return False
+    rhs = D.e - D.N[:, :t] @ tau
+    if sol.n_w == 0:
+        return bool(np.all(rhs <= tol * (scale + np.abs(D.e).max(initial=0.0))))
+    res = linprog(
+        np.zeros(sol.n_w), A_ub=-D.N[:, t:], b_ub=-rhs, bounds=[(None, None)] * sol.n_w, method="highs"
+    )
+    return res.status == 0
+
+
+def _joint_domain(a: ModeSolution, b: ModeSolution) -> HPolytope:
+    """D_a ∩ D_b in (τ, w_a, w_b)."""
+    t, na, nb = a.n_tau, a.n_w, b.n_w
+    Da, Db = a.domain, b.domain
+
+    def lift(P: HPolytope, offset: int, nw: int) -> tuple[np.ndarray, np.ndarray]:
+        N = np.zeros((P.N.shape[0], t + na + nb))
+        N[:, :t] = P.N[:, :t]
+        N[:, t + offset : t + offset + nw] = P.N[:, t:]
+        A = np.zeros((P.A_eq.shape[0], t + na + nb))
+        A[:, :t] = P.A_eq[:, :t]
+        return N, A
+
+    Na, Aa = lift(Da, 0, na)
+    Nb, Ab = lift(Db, na, nb)
+    return HPolytope(
+        np.vstack([Na, Nb]),
+        np.concatenate([Da.e, Db.e]),
+        np.vstack([Aa, Ab]),
+        np.concatenate([Da.b_eq, Db.b_eq]),
+    )
+
+
+def _overlap_is_full_dimensional(a: ModeSolution, b: ModeSolution) -> bool:
+    """Does T_a ∩ T_b contain a τ-ball (in T_a's affine hull)? Sufficient test: a ball in τ with w fixed."""
+    J = _joint_domain(a, b)
+    t = a.n_tau
+    rank_a = np.linalg.matrix_rank(a.domain.A_eq[:, :t], tol=1e-9) if a.domain.A_eq.shape[0] else 0
+    A_eq_t = J.A_eq[:, :t]
+    rank_j = np.linalg.matrix_rank(A_eq_t, tol=1e-9) if A_eq_t.shape[0] else 0
+    if rank_j > rank_a:
+        return False
+    # parametrise τ in the null space of the equalities: τ = τ0 + Z y
+    if A_eq_t.shape[0]:
+        _, s, Vt = np.linalg.svd(A_eq_t)
+        Z = Vt[rank_j:].T
+    else:
+        Z = np.eye(t)
+    norms = np.linalg.norm(J.N[:, :t] @ Z, axis=1)
+    dim = J.dim
+    c = np.zeros(dim + 1)
+    c[-1] = -1.0
+    A_ub = -np.hstack([J.N, -norms[:, None]])
+    res = linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=-J.e,
+        A_eq=np.hstack([J.A_eq, np.zeros((J.A_eq.shape[0], 1))]) if J.A_eq.shape[0] else None,
+        b_eq=J.b_eq if J.A_eq.shape[0] else None,
+        bounds=[(None, None)] * dim + [(None, 1.0)],
+        method="highs",
+    )
+    return bool(res.status == 0 and res.x[-1] > FULL_DIM_RADIUS)
+
+
+@dataclass
+class MaximalThrustController:
+    """Maximise α̈ over the unambiguous torque region T*_c of every feasible mode (IV-B.2).
+
+    Exact search with lazy ambiguity cuts: modes are visited in decreasing order of an upper bound on α̈
+    (its value at the torque box's best corner); each mode's LP optimum is tested against every other
+    mode's torque domain; a full-dimensional overlap is projected (Fourier–Motzkin) and subtracted from
+    T_c as convex pieces, and the LP is re-solved over the pieces.
+    """
+
+    params: RHexParameters
+    max_cuts_per_mode: int = 4
+    stats: dict = field(default_factory=lambda: {"steps": 0})
+
+    def __call__(self, obs: RigidObservation) -> Command:
+        p = self.params
+        snap, layout = rigid_snapshot(p, obs)
+        tau = np.zeros(3)
+        if layout.n_tau == 0:
+            return Command(tau, float("nan"), "airborne")
+        kin = classify_contacts(snap)
+        if any(kin.approaching):
+            return Command(tau, float("nan"), "impact")
+        solutions = []
+        for mode in itertools.product(*kin.allowed):
+            sol = solve_mode(snap, kin, mode)
+            solutions.append(sol)
+        cands = []
+        for idx, sol in enumerate(solutions):
+            if sol.acceleration_ambiguous(coords=[ALPHA]):
+                continue
+            c, c0 = sol.Z_tau[ALPHA], sol.z_0[ALPHA]
+            cands.append((c0 + p.torque_limit_Nm * np.abs(c).sum(), idx))
+        cands.sort(key=lambda x: -x[0])
+        best, best_val, best_idx, lps = None, -np.inf, -1, 0
+        for bound, idx in cands:
+            if bound <= best_val + 1e-9:
+                break
+            sol = solutions[idx]
+            c = sol.Z_tau[ALPHA]
+            excluded: list[int] = []
+            cuts: list[HPolytope] = []
+            x = self._solve_pieces(sol, c, cuts)
+            lps += 1 + sum(K.N.shape[0] for K in cuts)
+            for _ in range(self.max_cuts_per_mode + 1):
+                if x is None:
+                    break
+                tau_c = x[: sol.n_tau]
+                conflict = self._conflict(idx, tau_c, solutions, excluded)
+                if conflict is None:
+                    val = float(c @ tau_c + sol.z_0[ALPHA])
+                    if val > best_val:
+                        best, best_val, best_idx = tau_c, val, idx
+                    break
+                excluded.append(conflict)
+                K = fourier_motzkin(_joint_domain(sol, solutions[conflict]), list(range(sol.n_tau)))
+                if K is not None:
+                    cuts.append(K)
+                x = self._solve_pieces(sol, c, cuts)
+                lps += 1
+            else:
+                LOG.debug("mode %s rejected after %d ambiguity cuts", sol.mode, self.max_cuts_per_mode)
+        self.stats["steps"] += 1
+        if best is None:
+            return Command(tau, float("nan"), "no unambiguous mode", len(solutions), lps)
+        tau[list(layout.active_legs)] = best
+        return Command(
+            tau, best_val, _label(layout.contact_names, solutions[best_idx].mode), len(solutions), lps
+        )
+
+    def _solve_pieces(self, sol: ModeSolution, c: np.ndarray, cuts: list[HPolytope]):
+        """LP over T_c ∩ task ∩ box minus the cut regions (each cut split into 'violate row r' pieces)."""
+        t = sol.n_tau
+        pieces: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros((0, t)), np.zeros(0))]
+        for K in cuts:
+            new = []
+            for N0, e0 in pieces:
+                for r in range(K.N.shape[0]):
+                    new.append(
+                        (
+                            np.vstack([N0, K.N[:r], -K.N[r : r + 1]]),
+                            np.concatenate([e0, K.e[:r], -K.e[r : r + 1]]),
+                        )
+                    )
+            pieces = new
+        best, best_val = None, -np.inf
+        for N0, e0 in pieces:
+            x = _lp_max(c, sol.task_domain, t, self.params.torque_limit_Nm, N0, e0)
+            if x is not None and c @ x[:t] > best_val:
+                best, best_val = x, c @ x[:t]
+        return best
+
+    def _conflict(self, idx: int, tau: np.ndarray, solutions: list[ModeSolution], excluded: list[int]):
+        me = solutions[idx]
+        for j, other in enumerate(solutions):
+            if j == idx or j in excluded:
+                continue
+            if _contains_tau(other, tau) and _overlap_is_full_dimensional(me, other):
+                return j
+        return None
+
+
+@dataclass
+class BlindController:
+    """Two fixed contact models switched on detected rear-toe stiction (in the spirit of ref. [30]).
+
+    Model 1: rear toe and body slide forward (R), middle and front toes slide backward (L).
+    Model 2: rear toe stuck (F), body slides forward, middle and front toes slide backward.
+    Each model's equalities (no consistency inequalities: the controller is 'blind' to them) give α̈(τ);
+    torques maximise it within the torque box and the body normal-force threshold. The switch to model 2
+    fires when the measured pitch acceleration exceeds model 1's prediction by `switch_margin_rad_s2` on
+    `switch_count` consecutive control steps (an empirically tuned detector, as in [30]).
+    """
+
+    params: RHexParameters
+    switch_margin_rad_s2: float = 4.0
+    switch_count: int = 2
+    model: int = 1
+    _hits: int = 0
+    _last_prediction: float = float("nan")
+
+    MODEL_LETTERS = {1: ("R", "L", "L"), 2: ("F", "L", "L")}
+
+    def observe_alpha_ddot(self, measured: float) -> None:
+        if self.model == 1 and np.isfinite(self._last_prediction):
+            self._hits = self._hits + 1 if measured - self._last_prediction > self.switch_margin_rad_s2 else 0
+            if self._hits >= self.switch_count:
+                self.model = 2
+                LOG.debug("blind controller: rear-toe stiction detected, switching to model 2")
+
+    def __call__(self, obs: RigidObservation) -> Command:
+        p = self.params
+        snap, layout = rigid_snapshot(p, obs)
+        tau = np.zeros(3)
+        if layout.n_tau == 0:
+            self._last_prediction = float("nan")
+            return Command(tau, float("nan"), "airborne")
+        letters = self.MODEL_LETTERS[self.model]
+        mode = tuple(letters[i] for i in layout.active_legs)
+        if layout.body_contact_index is not None:
+            mode = mode + ("R",)
+        kin = classify_contacts(snap)
+        sol = solve_mode(snap, kin, mode)
+        c, c0 = sol.Z_tau[ALPHA], sol.z_0[ALPHA]
+        t = sol.n_tau
+        # equalities only: the admissible-torque subspace, plus the task row (body normal force >= min)
+        task_rows = HPolytope.from_arrays(
+            sol.task_domain.N[sol.domain.N.shape[0] :],
+            sol.task_domain.e[sol.domain.N.shape[0] :],
+            sol.domain.A_eq,
+            sol.domain.b_eq,
+        )
+        x = _lp_max(c, task_rows, t, p.torque_limit_Nm)
+        if x is None:  # threshold unreachable: drop it
+            x = _lp_max(
+                c,
+                HPolytope.from_arrays(
+                    np.zeros((0, task_rows.dim)), np.zeros(0), task_rows.A_eq, task_rows.b_eq
+                ),
+                t,
+                p.torque_limit_Nm,
+            )
+        if x is None:
+            self._last_prediction = float("nan")
+            return Command(tau, float("nan"), "blind model infeasible")
+        tau[list(layout.active_legs)] = x[:t]
+        pred = float(c @ x[:t] + c0)
+        self._last_prediction = pred
+        return Command(tau, pred, f"model{self.model} " + _label(layout.contact_names, mode), 1, 1)

@@ -1,0 +1,146 @@
+"""A flipping run: a controller at a fixed rate driving the compliant benchmark model (paper 003, IV-C)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compliant import CompliantRHex, CompliantState
+from .controllers import BlindController, Command, MaximalThrustController
+from .params import RHexParameters
+from .rigid import RigidObservation
+
+LOG = logging.getLogger(__name__)
+CONTROLLERS = ("maximal_thrust", "blind")
+TOE_CONTACT_HEIGHT_M = 1e-6
+
+
+@dataclass(frozen=True)
+class FlipResult:
+    controller: str
+    mu_toe: float
+    completed: bool
+    flip_time_s: float | None  # first time the body passes vertical (α >= π/2)
+    pitch_accel_rmse: float  # rad/s², predicted vs simulated α̈ over the thrust phase (Table V)
+    controller_step_ms: np.ndarray
+    t_s: np.ndarray  # control instants
+    alpha_rad: np.ndarray
+    alpha_ddot_predicted: np.ndarray
+    alpha_ddot_simulated: np.ndarray  # mean over each control interval
+    tau_Nm: np.ndarray  # (n, 3)
+    modes: tuple[str, ...]
+
+    def summary(self) -> dict:
+        steps = self.controller_step_ms
+        return {
+            "controller": self.controller,
+            "mu_toe": self.mu_toe,
+            "completed": self.completed,
+            "flip_time_s": self.flip_time_s,
+            "pitch_accel_rmse": self.pitch_accel_rmse,
+            "controller_step_ms_p95": float(np.percentile(steps, 95)) if steps.size else None,
+            "controller_step_ms_median": float(np.median(steps)) if steps.size else None,
+            "controller_steps": int(steps.size),
+        }
+
+
+def observe(sim: CompliantRHex, s: CompliantState) -> RigidObservation:
+    _, phi, phi_rate = sim.leg_geometry(s)
+    toes = sim.toes(s.pos)
+    toe_contact = (toes[:, 1] <= TOE_CONTACT_HEIGHT_M) & (s.toe_normal_N > 0.0)
+    return RigidObservation(
+        s.pos[:3].copy(), s.vel[:3].copy(), phi, phi_rate, toe_contact, bool(s.corner_normal_N[0] > 0.0)
+    )
+
+
+def initial_state(sim: CompliantRHex, settle_s: float = 0.3) -> CompliantState:
+    """Body flat on the ground, all legs pointing forward-down with the toes on the ground; settled."""
+    p = sim.params
+    psi = -np.arcsin(p.half_height_m / p.leg_length_m)
+    s = sim.state_from_pose(0.0, p.half_height_m, 0.0, [psi] * 3)
+    _, phi0, _ = sim.leg_geometry(s)
+    for _ in range(int(settle_s / 0.001)):
+        _, phi, rate = sim.leg_geometry(s)
+        sim.step(s, np.clip(-40.0 * (phi - phi0) - 1.0 * rate, -20, 20), 0.001)
+    s.vel[:] = 0.0
+    s.t_s = 0.0
+    return s
+
+
+def make_controller(name: str, params: RHexParameters):
+    if name == "maximal_thrust":
+        return MaximalThrustController(params)
+    if name == "blind":
+        return BlindController(params)
+    raise ValueError(f"unknown controller {name!r}; allowed: {', '.join(CONTROLLERS)}")
+
+
+def run_flip(
+    controller: str,
+    mu_toe: float,
+    params: RHexParameters | None = None,
+    rate_hz: float = 200.0,
+    t_max_s: float = 1.5,
+    dt_s: float | None = None,
+) -> FlipResult:
+    params = (params or RHexParameters()).with_mu_toe(mu_toe)
+    sim = CompliantRHex(params) if dt_s is None else CompliantRHex(params, dt_s)
+    ctrl = make_controller(controller, params)
+    s = initial_state(sim)
+    period = 1.0 / rate_hz
+    hold_phi = np.full(3, np.nan)
+    rows_t, rows_a, rows_pred, rows_sim, rows_tau, modes, step_ms = [], [], [], [], [], [], []
+    flip_time = None
+    last_measured = float("nan")
+    while s.t_s < t_max_s:
+        obs = observe(sim, s)
+        if isinstance(ctrl, BlindController) and np.isfinite(last_measured):
+            ctrl.observe_alpha_ddot(last_measured)
+        t0 = time.perf_counter()
+        cmd: Command = ctrl(obs)
+        step_ms.append((time.perf_counter() - t0) * 1e3)
+        tau = cmd.tau_Nm.copy()
+        for i in range(3):  # legs off the ground: hold the lift-off angle
+            if obs.toe_contact[i]:
+                hold_phi[i] = np.nan
+                continue
+            if np.isnan(hold_phi[i]):
+                hold_phi[i] = obs.phi_rad[i]
+            err = np.mod(obs.phi_rad[i] - hold_phi[i] + np.pi, 2 * np.pi) - np.pi
+            tau[i] = np.clip(
+                -4.0 * err - 0.1 * obs.phi_rate_rad_s[i], -params.torque_limit_Nm, params.torque_limit_Nm
+            )
+        w0 = s.vel[2]
+        sim.step(s, tau, period)
+        last_measured = (s.vel[2] - w0) / period
+        rows_t.append(s.t_s - period)
+        rows_a.append(obs.body_pos[2])
+        rows_pred.append(cmd.predicted_alpha_ddot)
+        rows_sim.append(last_measured)
+        rows_tau.append(tau)
+        modes.append(cmd.mode)
+        if s.pos[2] >= np.pi / 2:
+            flip_time = s.t_s
+            break
+        if s.pos[2] < -0.3:
+            break
+    pred, simu = np.array(rows_pred), np.array(rows_sim)
+    ok = np.isfinite(pred)
+    rmse = float(np.sqrt(np.mean((pred[ok] - simu[ok]) ** 2))) if ok.any() else float("nan")
+    return FlipResult(
+        controller,
+        mu_toe,
+        flip_time is not None,
+        flip_time,
+        rmse,
+        np.array(step_ms),
+        np.array(rows_t),
+        np.array(rows_a),
+        pred,
+        simu,
+        np.array(rows_tau),
+        tuple(modes),
+    )
