@@ -8,10 +8,14 @@ paper's method (FM followed by LP reduction, Huynh–Lassez) is short when done 
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.optimize import linprog
+
+from . import dense_lp
 
 LOG = logging.getLogger(__name__)
 
@@ -80,9 +84,41 @@ def _normalise(N: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, bo
     return N[keep] / norms[keep, None], e[keep] / norms[keep], True
 
 
+_BACKEND = {"name": "highs"}
+
+
+@contextmanager
+def lp_backend(name: str):
+    """Temporarily solve this module's LPs with "highs" (scipy, default) or "dense" (`dense_lp`, for the
+    controller's small problems where scipy's per-call overhead dominates)."""
+    if name not in ("highs", "dense"):
+        raise ValueError(f"unknown LP backend {name!r}; allowed: 'highs', 'dense'")
+    previous = _BACKEND["name"]
+    _BACKEND["name"] = name
+    try:
+        yield
+    finally:
+        _BACKEND["name"] = previous
+
+
 def _lp(c, N, e, A_eq, b_eq, bounds=None):
     """min c x s.t. N x >= e, A_eq x = b_eq (free variables unless bounds given)."""
     dim = c.size
+    if _BACKEND["name"] == "dense":
+        rows, rhs = [-N], [-e]
+        for j, (lo, hi) in enumerate(bounds or []):
+            unit = np.zeros((1, dim))
+            unit[0, j] = 1.0
+            if hi is not None:
+                rows.append(unit)
+                rhs.append([hi])
+            if lo is not None:
+                rows.append(-unit)
+                rhs.append([-lo])
+        status, x, fun = dense_lp.solve(
+            c, np.vstack(rows), np.concatenate([np.ravel(r) for r in rhs]), A_eq, b_eq
+        )
+        return SimpleNamespace(status=int(status), x=x, fun=fun)
     res = linprog(
         c,
         A_ub=-N if N.shape[0] else None,

@@ -12,18 +12,18 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import linprog
 
+from .. import dense_lp
 from ..analysis import FULL_DIM_RADIUS
+from ..batch import BatchSolution, solve_batch
 from ..mode_solution import ModeSolution, solve_mode
 from ..modes import classify_contacts
-from ..polytope import HPolytope, fourier_motzkin
+from ..polytope import HPolytope, fourier_motzkin, lp_backend
 from .params import RHexParameters
 from .rigid import RigidObservation, rigid_snapshot
 
 LOG = logging.getLogger(__name__)
 ALPHA = 2  # index of the pitch in q
-HOLD_KP_NM_RAD, HOLD_KD_NMS_RAD = 4.0, 0.1
 
 
 @dataclass(frozen=True)
@@ -40,40 +40,21 @@ def _label(names, mode) -> str:
 
 
 def _lp_max(c: np.ndarray, P: HPolytope, n_tau: int, tau_max: float, extra_N=None, extra_e=None):
-    """max c·τ over (τ, w) ∈ P ∩ {|τ| <= tau_max} ∩ {extra_N τ >= extra_e}; returns x or None."""
+    """max c·τ over (τ, w) ∈ P ∩ {|τ| <= tau_max} ∩ {extra_N τ >= extra_e}; returns x or None (dense LP)."""
     dim = P.dim
-    N, e = P.N, P.e
+    rows = [
+        -P.N,
+        np.hstack([np.eye(n_tau), np.zeros((n_tau, dim - n_tau))]),
+        np.hstack([-np.eye(n_tau), np.zeros((n_tau, dim - n_tau))]),
+    ]
+    rhs = [-P.e, np.full(n_tau, tau_max), np.full(n_tau, tau_max)]
     if extra_N is not None and extra_N.shape[0]:
-        N = np.vstack([N, np.hstack([extra_N, np.zeros((extra_N.shape[0], dim - n_tau))])])
-        e = np.concatenate([e, extra_e])
+        rows.append(-np.hstack([extra_N, np.zeros((extra_N.shape[0], dim - n_tau))]))
+        rhs.append(-extra_e)
     obj = np.zeros(dim)
     obj[:n_tau] = -c
-    bounds = [(-tau_max, tau_max)] * n_tau + [(-1e6, 1e6)] * (dim - n_tau)
-    res = linprog(
-        obj,
-        A_ub=-N if N.shape[0] else None,
-        b_ub=-e if N.shape[0] else None,
-        A_eq=P.A_eq if P.A_eq.shape[0] else None,
-        b_eq=P.b_eq if P.A_eq.shape[0] else None,
-        bounds=bounds,
-        method="highs",
-    )
-    return res.x if res.status == 0 else None
-
-
-def _contains_tau(sol: ModeSolution, tau: np.ndarray, tol: float = 1e-7) -> bool:
-    """τ ∈ T_c (physical domain, no task constraints)."""
-    D, t = sol.domain, sol.n_tau
-    scale = 1.0 + np.abs(tau).max(initial=0.0)
-    if D.A_eq.shape[0] and np.abs(D.A_eq[:, :t] @ tau - D.b_eq).max() > tol * scale:
-        return False
-    rhs = D.e - D.N[:, :t] @ tau
-    if sol.n_w == 0:
-        return bool(np.all(rhs <= tol * (scale + np.abs(D.e).max(initial=0.0))))
-    res = linprog(
-        np.zeros(sol.n_w), A_ub=-D.N[:, t:], b_ub=-rhs, bounds=[(None, None)] * sol.n_w, method="highs"
-    )
-    return res.status == 0
+    status, x, _ = dense_lp.solve(obj, np.vstack(rows), np.concatenate(rhs), P.A_eq, P.b_eq)
+    return x if status == 0 else None
 
 
 def _joint_domain(a: ModeSolution, b: ModeSolution) -> HPolytope:
@@ -100,7 +81,11 @@ def _joint_domain(a: ModeSolution, b: ModeSolution) -> HPolytope:
 
 
 def _overlap_is_full_dimensional(a: ModeSolution, b: ModeSolution) -> bool:
-    """Does T_a ∩ T_b contain a τ-ball (in T_a's affine hull)? Sufficient test: a ball in τ with w fixed."""
+    """Does T_a ∩ T_b contain a τ-ball (within T_a's affine hull)?
+
+    Sufficient test (exact when neither mode has ambiguity variables): a ball in the τ-directions with the
+    ambiguity variables held fixed, found by one LP.
+    """
     J = _joint_domain(a, b)
     t = a.n_tau
     rank_a = np.linalg.matrix_rank(a.domain.A_eq[:, :t], tol=1e-9) if a.domain.A_eq.shape[0] else 0
@@ -108,9 +93,8 @@ def _overlap_is_full_dimensional(a: ModeSolution, b: ModeSolution) -> bool:
     rank_j = np.linalg.matrix_rank(A_eq_t, tol=1e-9) if A_eq_t.shape[0] else 0
     if rank_j > rank_a:
         return False
-    # parametrise τ in the null space of the equalities: τ = τ0 + Z y
     if A_eq_t.shape[0]:
-        _, s, Vt = np.linalg.svd(A_eq_t)
+        _, _, Vt = np.linalg.svd(A_eq_t)
         Z = Vt[rank_j:].T
     else:
         Z = np.eye(t)
@@ -118,17 +102,36 @@ def _overlap_is_full_dimensional(a: ModeSolution, b: ModeSolution) -> bool:
     dim = J.dim
     c = np.zeros(dim + 1)
     c[-1] = -1.0
-    A_ub = -np.hstack([J.N, -norms[:, None]])
-    res = linprog(
-        c,
-        A_ub=A_ub,
-        b_ub=-J.e,
-        A_eq=np.hstack([J.A_eq, np.zeros((J.A_eq.shape[0], 1))]) if J.A_eq.shape[0] else None,
-        b_eq=J.b_eq if J.A_eq.shape[0] else None,
-        bounds=[(None, None)] * dim + [(None, 1.0)],
-        method="highs",
-    )
-    return bool(res.status == 0 and res.x[-1] > FULL_DIM_RADIUS)
+    A_ub = np.vstack([-np.hstack([J.N, -norms[:, None]]), np.eye(dim + 1)[-1:]])
+    b_ub = np.concatenate([-J.e, [1.0]])
+    A_eq = np.hstack([J.A_eq, np.zeros((J.A_eq.shape[0], 1))])
+    status, x, _ = dense_lp.solve(c, A_ub, b_ub, A_eq, J.b_eq)
+    return bool(status == 0 and x[-1] > FULL_DIM_RADIUS)
+
+
+def _in_torque_domains(bs: BatchSolution, tau: np.ndarray, tol: float = 1e-7) -> np.ndarray:
+    """Which modes' physical torque domains T_c contain τ (vectorised; one small LP per mode with w)."""
+    K, m = len(bs), bs.UtB.shape[1]
+    row = np.arange(m)[None, :]
+    singular = row >= bs.ranks[:, None]
+    resid = bs.UtB @ tau + bs.Utb
+    scale = bs.scale + np.abs(tau).max(initial=0.0)
+    ok = ~np.any(singular & (np.abs(resid) > tol * scale[:, None]), axis=1)
+    slack = bs.N1Z @ tau + bs.N1z0 - bs.e1  # >= 0 required, for the part without w
+    nz = bs.Z_tau.shape[1]
+    has_w = bs.ranks < nz
+    ok_now = ok & ~has_w & np.all(slack >= -tol * scale[:, None], axis=1)
+    result = ok_now.copy()
+    for j in np.flatnonzero(ok & has_w):
+        r = int(bs.ranks[j])
+        Nw = bs.N1V[j][:, r:]
+        # rows that w cannot influence must already hold
+        free = np.linalg.norm(Nw, axis=1) <= 1e-12
+        if np.any(slack[j][free] < -tol * scale[j]):
+            continue
+        status, _, _ = dense_lp.solve(np.zeros(nz - r), -Nw, slack[j])
+        result[j] = status == 0
+    return result
 
 
 @dataclass
@@ -136,14 +139,16 @@ class MaximalThrustController:
     """Maximise α̈ over the unambiguous torque region T*_c of every feasible mode (IV-B.2).
 
     Exact search with lazy ambiguity cuts: modes are visited in decreasing order of an upper bound on α̈
-    (its value at the torque box's best corner); each mode's LP optimum is tested against every other
-    mode's torque domain; a full-dimensional overlap is projected (Fourier–Motzkin) and subtracted from
-    T_c as convex pieces, and the LP is re-solved over the pieces.
+    (its value at the torque box's best corner), so the search stops as soon as no unvisited mode can beat
+    the best one. Each mode's LP optimum is tested against every other mode's torque domain; a
+    full-dimensional overlap is projected (Fourier–Motzkin) and subtracted from T_c as convex pieces, and
+    the LP is re-solved over the pieces. Task constraints (torque box, body normal force) are applied after
+    the intersections, as III-G.1 requires.
     """
 
     params: RHexParameters
     max_cuts_per_mode: int = 4
-    stats: dict = field(default_factory=lambda: {"steps": 0})
+    stats: dict = field(default_factory=lambda: {"steps": 0, "cuts": 0})
 
     def __call__(self, obs: RigidObservation) -> Command:
         p = self.params
@@ -154,39 +159,45 @@ class MaximalThrustController:
         kin = classify_contacts(snap)
         if any(kin.approaching):
             return Command(tau, float("nan"), "impact")
-        solutions = []
-        for mode in itertools.product(*kin.allowed):
-            sol = solve_mode(snap, kin, mode)
-            solutions.append(sol)
-        cands = []
-        for idx, sol in enumerate(solutions):
-            if sol.acceleration_ambiguous(coords=[ALPHA]):
-                continue
-            c, c0 = sol.Z_tau[ALPHA], sol.z_0[ALPHA]
-            cands.append((c0 + p.torque_limit_Nm * np.abs(c).sum(), idx))
-        cands.sort(key=lambda x: -x[0])
+        modes = list(itertools.product(*kin.allowed))
+        bs = solve_batch(snap, kin, modes)
+        nz = bs.Z_tau.shape[1]
+        c_all = bs.Z_tau[:, ALPHA, :]
+        bounds = bs.z_0[:, ALPHA] + p.torque_limit_Nm * np.abs(c_all).sum(axis=1)
+        null_alpha = np.abs(bs.Vt[:, :, ALPHA])  # (K, nz): row i of Vt is a null vector when i >= rank
+        alpha_ambiguous = np.any((np.arange(nz)[None, :] >= bs.ranks[:, None]) & (null_alpha > 1e-9), axis=1)
+        order = [j for j in np.argsort(-bounds) if not alpha_ambiguous[j]]
+        cache: dict[int, ModeSolution] = {}
+
+        def sol_of(j: int) -> ModeSolution:
+            if j not in cache:
+                cache[j] = bs.solution(j)
+            return cache[j]
+
         best, best_val, best_idx, lps = None, -np.inf, -1, 0
-        for bound, idx in cands:
-            if bound <= best_val + 1e-9:
+        for idx in order:
+            if bounds[idx] <= best_val + 1e-9:
                 break
-            sol = solutions[idx]
+            sol = sol_of(idx)
             c = sol.Z_tau[ALPHA]
             excluded: list[int] = []
             cuts: list[HPolytope] = []
             x = self._solve_pieces(sol, c, cuts)
-            lps += 1 + sum(K.N.shape[0] for K in cuts)
+            lps += 1
             for _ in range(self.max_cuts_per_mode + 1):
                 if x is None:
                     break
                 tau_c = x[: sol.n_tau]
-                conflict = self._conflict(idx, tau_c, solutions, excluded)
+                conflict = self._conflict(idx, tau_c, bs, sol_of, excluded)
                 if conflict is None:
                     val = float(c @ tau_c + sol.z_0[ALPHA])
                     if val > best_val:
                         best, best_val, best_idx = tau_c, val, idx
                     break
                 excluded.append(conflict)
-                K = fourier_motzkin(_joint_domain(sol, solutions[conflict]), list(range(sol.n_tau)))
+                self.stats["cuts"] += 1
+                with lp_backend("dense"):
+                    K = fourier_motzkin(_joint_domain(sol, sol_of(conflict)), list(range(sol.n_tau)))
                 if K is not None:
                     cuts.append(K)
                 x = self._solve_pieces(sol, c, cuts)
@@ -195,11 +206,9 @@ class MaximalThrustController:
                 LOG.debug("mode %s rejected after %d ambiguity cuts", sol.mode, self.max_cuts_per_mode)
         self.stats["steps"] += 1
         if best is None:
-            return Command(tau, float("nan"), "no unambiguous mode", len(solutions), lps)
+            return Command(tau, float("nan"), "no unambiguous mode", len(modes), lps)
         tau[list(layout.active_legs)] = best
-        return Command(
-            tau, best_val, _label(layout.contact_names, solutions[best_idx].mode), len(solutions), lps
-        )
+        return Command(tau, best_val, _label(layout.contact_names, modes[best_idx]), len(modes), lps)
 
     def _solve_pieces(self, sol: ModeSolution, c: np.ndarray, cuts: list[HPolytope]):
         """LP over T_c ∩ task ∩ box minus the cut regions (each cut split into 'violate row r' pieces)."""
@@ -223,13 +232,14 @@ class MaximalThrustController:
                 best, best_val = x, c @ x[:t]
         return best
 
-    def _conflict(self, idx: int, tau: np.ndarray, solutions: list[ModeSolution], excluded: list[int]):
-        me = solutions[idx]
-        for j, other in enumerate(solutions):
+    def _conflict(self, idx: int, tau: np.ndarray, bs: BatchSolution, sol_of, excluded: list[int]):
+        inside = _in_torque_domains(bs, tau)
+        me = sol_of(idx)
+        for j in np.flatnonzero(inside):
             if j == idx or j in excluded:
                 continue
-            if _contains_tau(other, tau) and _overlap_is_full_dimensional(me, other):
-                return j
+            if _overlap_is_full_dimensional(me, sol_of(j)):
+                return int(j)
         return None
 
 

@@ -16,6 +16,10 @@ from .rigid import RigidObservation
 LOG = logging.getLogger(__name__)
 CONTROLLERS = ("maximal_thrust", "blind")
 TOE_CONTACT_HEIGHT_M = 1e-6
+BODY_CONTACT_HEIGHT_M = 1e-3  # the padded body counts as touching within 1 mm
+#: PD holding an airborne leg at its lift-off angle; soft enough to stay stable at the 200 Hz zero-order hold
+#: (toe inertia m_t l² = 1.4e-3 kg m²: ω ≈ 19 rad/s, ζ ≈ 0.27).
+HOLD_KP_NM_RAD, HOLD_KD_NMS_RAD = 0.5, 0.02
 
 
 @dataclass(frozen=True)
@@ -50,9 +54,12 @@ class FlipResult:
 def observe(sim: CompliantRHex, s: CompliantState) -> RigidObservation:
     _, phi, phi_rate = sim.leg_geometry(s)
     toes = sim.toes(s.pos)
-    toe_contact = (toes[:, 1] <= TOE_CONTACT_HEIGHT_M) & (s.toe_normal_N > 0.0)
+    toe_contact = toes[:, 1] <= TOE_CONTACT_HEIGHT_M
+    p = sim.params
+    _, z, a = s.pos[:3]
+    corner_z = z - p.half_length_m * np.sin(a) - p.half_height_m * np.cos(a)  # rear-bottom corner height
     return RigidObservation(
-        s.pos[:3].copy(), s.vel[:3].copy(), phi, phi_rate, toe_contact, bool(s.corner_normal_N[0] > 0.0)
+        s.pos[:3].copy(), s.vel[:3].copy(), phi, phi_rate, toe_contact, bool(corner_z <= BODY_CONTACT_HEIGHT_M)
     )
 
 
@@ -84,8 +91,7 @@ def run_flip(
     params: RHexParameters | None = None,
     rate_hz: float = 200.0,
     t_max_s: float = 1.5,
-    dt_s: float | None = None,
-) -> FlipResult:
+    dt_s: float | None = None, trace=None) -> FlipResult:
     params = (params or RHexParameters()).with_mu_toe(mu_toe)
     sim = CompliantRHex(params) if dt_s is None else CompliantRHex(params, dt_s)
     ctrl = make_controller(controller, params)
@@ -111,7 +117,7 @@ def run_flip(
                 hold_phi[i] = obs.phi_rad[i]
             err = np.mod(obs.phi_rad[i] - hold_phi[i] + np.pi, 2 * np.pi) - np.pi
             tau[i] = np.clip(
-                -4.0 * err - 0.1 * obs.phi_rate_rad_s[i], -params.torque_limit_Nm, params.torque_limit_Nm
+                -HOLD_KP_NM_RAD * err - HOLD_KD_NMS_RAD * obs.phi_rate_rad_s[i], -params.torque_limit_Nm, params.torque_limit_Nm
             )
         w0 = s.vel[2]
         sim.step(s, tau, period)
@@ -122,6 +128,8 @@ def run_flip(
         rows_sim.append(last_measured)
         rows_tau.append(tau)
         modes.append(cmd.mode)
+        if trace is not None:
+            trace(sim, s, obs, cmd, tau, last_measured, step_ms[-1])
         if s.pos[2] >= np.pi / 2:
             flip_time = s.t_s
             break

@@ -8,8 +8,15 @@ from sim.planar_contact.dense_lp import solve
 
 
 def highs(c, A_ub, b_ub, A_eq, b_eq):
-    return linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq if A_eq.shape[0] else None,
-                   b_eq=b_eq if A_eq.shape[0] else None, bounds=[(None, None)] * c.size, method="highs")
+    return linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=b_ub,
+        A_eq=A_eq if A_eq.shape[0] else None,
+        b_eq=b_eq if A_eq.shape[0] else None,
+        bounds=[(None, None)] * c.size,
+        method="highs",
+    )
 
 
 @pytest.mark.parametrize("seed", range(60))

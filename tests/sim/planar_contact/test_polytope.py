@@ -66,3 +66,16 @@ def test_chebyshev_ball_of_a_square_and_a_degenerate_set():
     # the same segment written as an equality is full-dimensional within its affine hull
     seg = HPolytope.from_arrays(square.N, square.e, [[0.0, 1.0]], [0.0])
     assert chebyshev_ball(seg)[1] == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dense_backend_gives_the_same_projection(seed):
+    from sim.planar_contact.polytope import lp_backend
+
+    rng = np.random.default_rng(100 + seed)
+    P = random_polytope(rng, 4, 9)
+    T_highs = fourier_motzkin(P, [0, 1])
+    with lp_backend("dense"):
+        T_dense = fourier_motzkin(P, [0, 1])
+    for x in rng.uniform(-3, 3, size=(150, 2)):
+        assert T_highs.contains(x) == T_dense.contains(x)
