@@ -295,3 +295,25 @@ def project_by_lp(P: HPolytope, keep: list[int], x_keep: np.ndarray) -> bool:
     if len(elim) == 0:
         return P.contains(x_keep)
     return is_feasible(Q)
+
+
+def eliminate_one_sided(N: np.ndarray, e: np.ndarray, first_eliminable: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Fourier–Motzkin shortcut: a variable (index >= first_eliminable) whose non-zero coefficients all
+    share one sign can grow without bound, so every row containing it is satisfiable and drops out of the
+    projection together with the variable. Repeats until no such variable is left; returns (N, e) with the
+    eliminated columns zeroed (no equality may involve these variables).
+    """
+    N = N.copy()
+    changed = True
+    while changed and N.shape[0]:
+        changed = False
+        for j in range(first_eliminable, N.shape[1]):
+            col = N[:, j]
+            nz = np.abs(col) > 1e-12
+            if not nz.any():
+                continue
+            if np.all(col[nz] > 0) or np.all(col[nz] < 0):
+                N, e = N[~nz], e[~nz]
+                changed = True
+                break
+    return N, e

@@ -18,7 +18,7 @@ from ..analysis import FULL_DIM_RADIUS
 from ..batch import BatchSolution, solve_batch
 from ..mode_solution import ModeSolution, solve_mode
 from ..modes import classify_contacts
-from ..polytope import HPolytope, fourier_motzkin, lp_backend
+from ..polytope import HPolytope, eliminate_one_sided, fourier_motzkin, lp_backend
 from .params import RHexParameters
 from .rigid import RigidObservation, rigid_snapshot
 
@@ -98,6 +98,9 @@ def _overlap_is_full_dimensional(a: ModeSolution, b: ModeSolution) -> bool:
         Z = Vt[rank_j:].T
     else:
         Z = np.eye(t)
+    if not J.A_eq[:, t:].any():  # equalities never involve w: one-sided w rows can be dropped
+        Nr, er = eliminate_one_sided(J.N, J.e, t)
+        J = HPolytope(Nr, er, J.A_eq, J.b_eq)
     norms = np.linalg.norm(J.N[:, :t] @ Z, axis=1)
     dim = J.dim
     c = np.zeros(dim + 1)
@@ -124,12 +127,15 @@ def _in_torque_domains(bs: BatchSolution, tau: np.ndarray, tol: float = 1e-7) ->
     result = ok_now.copy()
     for j in np.flatnonzero(ok & has_w):
         r = int(bs.ranks[j])
-        Nw = bs.N1V[j][:, r:]
-        # rows that w cannot influence must already hold
-        free = np.linalg.norm(Nw, axis=1) <= 1e-12
-        if np.any(slack[j][free] < -tol * scale[j]):
+        Nw, rhs = eliminate_one_sided(bs.N1V[j][:, r:], -slack[j], 0)  # Nw w >= -slack
+        keep = np.abs(Nw).max(axis=1, initial=0.0) > 1e-12 if Nw.shape[0] else np.zeros(0, bool)
+        if np.any(rhs[~keep] > tol * scale[j]):  # rows w cannot influence must already hold
             continue
-        status, _, _ = dense_lp.solve(np.zeros(nz - r), -Nw, slack[j])
+        Nw, rhs = Nw[keep], rhs[keep]
+        if Nw.shape[0] == 0:
+            result[j] = True
+            continue
+        status, _, _ = dense_lp.solve(np.zeros(nz - r), -Nw, -rhs)
         result[j] = status == 0
     return result
 

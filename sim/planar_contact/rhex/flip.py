@@ -20,6 +20,7 @@ BODY_CONTACT_HEIGHT_M = 1e-3  # the padded body counts as touching within 1 mm
 #: PD holding an airborne leg at its lift-off angle; soft enough to stay stable at the 200 Hz zero-order hold
 #: (toe inertia m_t l² = 1.4e-3 kg m²: ω ≈ 19 rad/s, ζ ≈ 0.27).
 HOLD_KP_NM_RAD, HOLD_KD_NMS_RAD = 0.5, 0.02
+REACH_TORQUE_NM, REACH_HEIGHT_FRACTION = 1.0, 0.95
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,44 @@ def observe(sim: CompliantRHex, s: CompliantState) -> RigidObservation:
     _, z, a = s.pos[:3]
     corner_z = z - p.half_length_m * np.sin(a) - p.half_height_m * np.cos(a)  # rear-bottom corner height
     return RigidObservation(
-        s.pos[:3].copy(), s.vel[:3].copy(), phi, phi_rate, toe_contact, bool(corner_z <= BODY_CONTACT_HEIGHT_M)
+        s.pos[:3].copy(),
+        s.vel[:3].copy(),
+        phi,
+        phi_rate,
+        toe_contact,
+        bool(corner_z <= BODY_CONTACT_HEIGHT_M),
     )
+
+
+def airborne_leg_torques(
+    sim: CompliantRHex, s: CompliantState, obs: RigidObservation, tau: np.ndarray, hold_phi: np.ndarray
+) -> np.ndarray:
+    """Torques for legs whose toes are off the ground (the controllers only command legs in contact).
+
+    A leg whose hip is low enough for the toe to reach the ground keeps sweeping towards it with
+    `REACH_TORQUE_NM` (the thrust direction), so a rear leg that bounced off re-engages; any other leg is
+    held at its lift-off angle by a soft PD. `hold_phi` (nan = not yet captured) is updated in place.
+    """
+    p = sim.params
+    tau = tau.copy()
+    hips = sim.hips(s.pos)
+    for i in range(3):
+        if obs.toe_contact[i]:
+            hold_phi[i] = np.nan
+            continue
+        if hips[i, 1] < REACH_HEIGHT_FRACTION * p.leg_length_m:
+            tau[i] = -REACH_TORQUE_NM
+            hold_phi[i] = np.nan
+            continue
+        if np.isnan(hold_phi[i]):
+            hold_phi[i] = obs.phi_rad[i]
+        err = np.mod(obs.phi_rad[i] - hold_phi[i] + np.pi, 2 * np.pi) - np.pi
+        tau[i] = np.clip(
+            -HOLD_KP_NM_RAD * err - HOLD_KD_NMS_RAD * obs.phi_rate_rad_s[i],
+            -p.torque_limit_Nm,
+            p.torque_limit_Nm,
+        )
+    return tau
 
 
 def initial_state(sim: CompliantRHex, settle_s: float = 0.3) -> CompliantState:
@@ -91,7 +128,9 @@ def run_flip(
     params: RHexParameters | None = None,
     rate_hz: float = 200.0,
     t_max_s: float = 1.5,
-    dt_s: float | None = None, trace=None) -> FlipResult:
+    dt_s: float | None = None,
+    trace=None,
+) -> FlipResult:
     params = (params or RHexParameters()).with_mu_toe(mu_toe)
     sim = CompliantRHex(params) if dt_s is None else CompliantRHex(params, dt_s)
     ctrl = make_controller(controller, params)
@@ -109,16 +148,7 @@ def run_flip(
         cmd: Command = ctrl(obs)
         step_ms.append((time.perf_counter() - t0) * 1e3)
         tau = cmd.tau_Nm.copy()
-        for i in range(3):  # legs off the ground: hold the lift-off angle
-            if obs.toe_contact[i]:
-                hold_phi[i] = np.nan
-                continue
-            if np.isnan(hold_phi[i]):
-                hold_phi[i] = obs.phi_rad[i]
-            err = np.mod(obs.phi_rad[i] - hold_phi[i] + np.pi, 2 * np.pi) - np.pi
-            tau[i] = np.clip(
-                -HOLD_KP_NM_RAD * err - HOLD_KD_NMS_RAD * obs.phi_rate_rad_s[i], -params.torque_limit_Nm, params.torque_limit_Nm
-            )
+        tau = airborne_leg_torques(sim, s, obs, tau, hold_phi)
         w0 = s.vel[2]
         sim.step(s, tau, period)
         last_measured = (s.vel[2] - w0) / period
@@ -132,11 +162,14 @@ def run_flip(
             trace(sim, s, obs, cmd, tau, last_measured, step_ms[-1])
         if s.pos[2] >= np.pi / 2:
             flip_time = s.t_s
+            crossing_interval = len(rows_t) - 1  # the body lands on its rear face here: not modelled
             break
         if s.pos[2] < -0.3:
             break
     pred, simu = np.array(rows_pred), np.array(rows_sim)
     ok = np.isfinite(pred)
+    if flip_time is not None:
+        ok[crossing_interval] = False
     rmse = float(np.sqrt(np.mean((pred[ok] - simu[ok]) ** 2))) if ok.any() else float("nan")
     return FlipResult(
         controller,
