@@ -90,8 +90,8 @@ def assemble_mode(snap: ContactSnapshot, kin: ContactKinematics, mode: Mode) -> 
         ineq_E.extend(p.ineq_tau)
         ineq_e.extend(p.ineq_rhs)
     dyn = np.hstack([snap.M, -snap.J.T])  # M q̈ - Jᵀ f = S τ - (C q̇ + g)
-    A = np.vstack([np.array(rows_A).reshape(-1, nz), dyn])
-    B = np.vstack([np.array(rows_B).reshape(-1, t), snap.S])
+    A = np.vstack([np.array(rows_A, float).reshape(len(rows_A), nz), dyn])
+    B = np.vstack([np.array(rows_B, float).reshape(len(rows_B), t), snap.S])
     b = np.concatenate([np.array(rows_b, float), -snap.bias])
     task = snap.task
     if task is not None and task.eq_z.shape[0]:
@@ -100,8 +100,8 @@ def assemble_mode(snap: ContactSnapshot, kin: ContactKinematics, mode: Mode) -> 
         A,
         B,
         b,
-        np.array(ineq_N).reshape(-1, nz),
-        np.array(ineq_E).reshape(-1, t),
+        np.array(ineq_N, float).reshape(len(ineq_N), nz),
+        np.array(ineq_E, float).reshape(len(ineq_E), t),
         np.array(ineq_e, float),
         task.ineq_z if task is not None else np.zeros((0, nz)),
         task.ineq_tau if task is not None else np.zeros((0, t)),
@@ -187,7 +187,7 @@ def solve_mode(snap: ContactSnapshot, kin: ContactKinematics, mode: Mode) -> Mod
         N = np.hstack([N1 @ Z_tau - E1, N1 @ null])
         e = e1 - N1 @ z_0
         A_eq = np.hstack([tau_eq, np.zeros((tau_eq.shape[0], nw))])
-        return HPolytope.from_arrays(N.reshape(-1, t + nw), e, A_eq, tau_eq_rhs)
+        return HPolytope.from_arrays(N.reshape(e.size, t + nw), e, A_eq, tau_eq_rhs)
 
     domain = domain_of(sysm.N1, sysm.E1, sysm.e1)
     task_rows = domain_of(sysm.task_N1, sysm.task_E1, sysm.task_e1)

@@ -42,8 +42,8 @@ class HPolytope:
         if A_eq is None:
             A_eq = np.zeros((0, dim))
             b_eq = np.zeros(0)
-        A_eq = np.asarray(A_eq, dtype=float).reshape(-1, dim)
         b_eq = np.asarray(b_eq, dtype=float).reshape(-1)
+        A_eq = np.asarray(A_eq, dtype=float).reshape(b_eq.size, dim)
         if N.shape[0] != e.size or A_eq.shape[0] != b_eq.size:
             raise ValueError(f"row mismatch: N {N.shape} e {e.shape} A_eq {A_eq.shape} b_eq {b_eq.shape}")
         return HPolytope(N, e, A_eq, b_eq)

@@ -140,6 +140,17 @@ def _in_torque_domains(bs: BatchSolution, tau: np.ndarray, tol: float = 1e-7) ->
     return result
 
 
+def _unactuated_prediction(bs: BatchSolution, layout) -> Command:
+    """Only the body touches: report the pitch acceleration of the consistent mode with unique α̈."""
+    inside = _in_torque_domains(bs, np.zeros(0))
+    nz = bs.Z_tau.shape[1]
+    for j in np.flatnonzero(inside):
+        r = int(bs.ranks[j])
+        if r == nz or np.abs(bs.Vt[j, r:, ALPHA]).max() <= 1e-9:
+            return Command(np.zeros(3), float(bs.z_0[j, ALPHA]), _label(layout.contact_names, bs.modes[j]), len(bs))
+    return Command(np.zeros(3), float("nan"), "no consistent mode", len(bs))
+
+
 @dataclass
 class MaximalThrustController:
     """Maximise α̈ over the unambiguous torque region T*_c of every feasible mode (IV-B.2).
@@ -160,13 +171,15 @@ class MaximalThrustController:
         p = self.params
         snap, layout = rigid_snapshot(p, obs)
         tau = np.zeros(3)
-        if layout.n_tau == 0:
-            return Command(tau, float("nan"), "airborne")
+        if len(layout.contact_names) == 0:
+            return Command(tau, 0.0, "flight")  # free flight: no moment about the centre of mass
         kin = classify_contacts(snap)
         if any(kin.approaching):
             return Command(tau, float("nan"), "impact")
         modes = list(itertools.product(*kin.allowed))
         bs = solve_batch(snap, kin, modes)
+        if layout.n_tau == 0:  # no toe on the ground: nothing to choose, predict with the consistent mode
+            return _unactuated_prediction(bs, layout)
         nz = bs.Z_tau.shape[1]
         c_all = bs.Z_tau[:, ALPHA, :]
         bounds = bs.z_0[:, ALPHA] + p.torque_limit_Nm * np.abs(c_all).sum(axis=1)
@@ -281,9 +294,9 @@ class BlindController:
         p = self.params
         snap, layout = rigid_snapshot(p, obs)
         tau = np.zeros(3)
-        if layout.n_tau == 0:
-            self._last_prediction = float("nan")
-            return Command(tau, float("nan"), "airborne")
+        if len(layout.contact_names) == 0:
+            self._last_prediction = 0.0
+            return Command(tau, 0.0, "flight")
         letters = self.MODEL_LETTERS[self.model]
         mode = tuple(letters[i] for i in layout.active_legs)
         if layout.body_contact_index is not None:
@@ -292,6 +305,9 @@ class BlindController:
         sol = solve_mode(snap, kin, mode)
         c, c0 = sol.Z_tau[ALPHA], sol.z_0[ALPHA]
         t = sol.n_tau
+        if t == 0:  # no toe on the ground: the model's prediction without actuation
+            self._last_prediction = float(c0)
+            return Command(tau, float(c0), f"model{self.model} " + _label(layout.contact_names, mode), 1, 0)
         # equalities only: the admissible-torque subspace, plus the task row (body normal force >= min)
         task_rows = HPolytope.from_arrays(
             sol.task_domain.N[sol.domain.N.shape[0] :],
