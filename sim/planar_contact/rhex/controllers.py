@@ -147,7 +147,9 @@ def _unactuated_prediction(bs: BatchSolution, layout) -> Command:
     for j in np.flatnonzero(inside):
         r = int(bs.ranks[j])
         if r == nz or np.abs(bs.Vt[j, r:, ALPHA]).max() <= 1e-9:
-            return Command(np.zeros(3), float(bs.z_0[j, ALPHA]), _label(layout.contact_names, bs.modes[j]), len(bs))
+            return Command(
+                np.zeros(3), float(bs.z_0[j, ALPHA]), _label(layout.contact_names, bs.modes[j]), len(bs)
+            )
     return Command(np.zeros(3), float("nan"), "no consistent mode", len(bs))
 
 

@@ -1,0 +1,100 @@
+"""RHex self-righting on the compliant benchmark (paper 003, IV-C), and the controller's optimisation."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from sim.planar_contact import modes_consistent_with
+from sim.planar_contact.mode_solution import solve_mode
+from sim.planar_contact.modes import classify_contacts
+from sim.planar_contact.rhex.compliant import CompliantRHex
+from sim.planar_contact.rhex.controllers import ALPHA, MaximalThrustController
+from sim.planar_contact.rhex.flip import initial_state, observe, run_flip
+from sim.planar_contact.rhex.params import RHexParameters
+from sim.planar_contact.rhex.rigid import rigid_snapshot
+
+
+def _states(n=6):
+    """A few observations along a maximal-thrust flip."""
+    out = []
+    run_flip(
+        "maximal_thrust", 0.6, t_max_s=0.4, trace=lambda sim, s, obs, cmd, tau, meas, ms: out.append(obs)
+    )
+    return out[1 :: max(1, len(out) // n)][:n]
+
+
+def test_maximal_thrust_is_an_unambiguous_optimum_of_its_mode():
+    """The chosen τ is consistent with the chosen mode, the prediction is that mode's α̈, and no mode's
+    torque domain T_c (a superset of T*_c) offers more than the HiGHS optimum over all of them."""
+    p = RHexParameters().with_mu_toe(0.6)
+    ctrl = MaximalThrustController(p)
+    for obs in _states():
+        cmd = ctrl(obs)
+        snap, layout = rigid_snapshot(p, obs)
+        if layout.n_tau == 0 or not np.isfinite(cmd.predicted_alpha_ddot):
+            continue
+        tau = cmd.tau_Nm[list(layout.active_legs)]
+        assert np.all(np.abs(tau) <= p.torque_limit_Nm + 1e-9)
+        mode = tuple(part.split(":")[1] for part in cmd.mode.split())
+        kin = classify_contacts(snap)
+        consistent = {c.mode: c for c in modes_consistent_with(snap, tau, global_lp=False, tol=1e-6)}
+        assert mode in consistent
+        assert consistent[mode].qdd[ALPHA] == pytest.approx(cmd.predicted_alpha_ddot, abs=1e-6)
+        best_any = -np.inf
+        for m in itertools.product(*kin.allowed):
+            sol = solve_mode(snap, kin, m)
+            if sol.acceleration_ambiguous(coords=[ALPHA]):
+                continue
+            D, t = sol.task_domain, sol.n_tau
+            obj = np.zeros(D.dim)
+            obj[:t] = -sol.Z_tau[ALPHA]
+            res = linprog(
+                obj,
+                A_ub=-D.N,
+                b_ub=-D.e,
+                A_eq=D.A_eq if D.A_eq.shape[0] else None,
+                b_eq=D.b_eq if D.A_eq.shape[0] else None,
+                bounds=[(-p.torque_limit_Nm, p.torque_limit_Nm)] * t + [(None, None)] * (D.dim - t),
+                method="highs",
+            )
+            if res.status == 0:
+                best_any = max(best_any, -res.fun + sol.z_0[ALPHA])
+        assert cmd.predicted_alpha_ddot <= best_any + 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mu", [0.39, 0.6])
+def test_both_controllers_flip(mu):
+    for controller in ("maximal_thrust", "blind"):
+        r = run_flip(controller, mu)
+        assert r.completed, (controller, mu)
+        assert 0.2 < r.flip_time_s < 1.0
+        assert np.all(np.abs(r.tau_Nm) <= RHexParameters().torque_limit_Nm + 1e-9)
+
+
+@pytest.mark.slow
+def test_maximal_thrust_is_faster_and_predicts_better_on_high_friction():
+    mt, blind = run_flip("maximal_thrust", 0.6), run_flip("blind", 0.6)
+    assert mt.flip_time_s < blind.flip_time_s
+    assert mt.pitch_accel_rmse < blind.pitch_accel_rmse
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="not reproduced with the assumed torque limit: on linoleum (mu 0.39) "
+    "the blind model's 'rear toe slides' assumption is right and both predict about equally",
+)
+def test_maximal_thrust_predicts_better_on_low_friction():
+    mt, blind = run_flip("maximal_thrust", 0.39), run_flip("blind", 0.39)
+    assert mt.pitch_accel_rmse < blind.pitch_accel_rmse
+
+
+def test_initial_state_is_at_rest_on_body_and_toes():
+    sim = CompliantRHex(RHexParameters())
+    s = initial_state(sim)
+    obs = observe(sim, s)
+    assert obs.body_contact and obs.toe_contact.all()
+    assert np.abs(s.pos[2]) < 0.01
