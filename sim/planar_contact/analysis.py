@@ -61,9 +61,7 @@ def within_mode_radius(sol: ModeSolution, domain: HPolytope) -> float:
     return float(res.x[-1]) if res.status == 0 else 0.0
 
 
-def analyse_mode(
-    snap: ContactSnapshot, kin: ContactKinematics, mode: Mode, project: bool = True
-) -> ModeAnalysis:
+def analyse_mode(snap: ContactSnapshot, kin: ContactKinematics, mode: Mode, project: bool = True) -> ModeAnalysis:
     sol = solve_mode(snap, kin, mode)
     domain = remove_redundant(sol.domain)
     if domain is None:

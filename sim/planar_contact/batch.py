@@ -160,9 +160,7 @@ def solve_batch(snap: ContactSnapshot, kin: ContactKinematics, modes: list[Mode]
     N1z0 = np.einsum("kri,ki->kr", N1, z_0)
     N1V = N1 @ np.transpose(Vt, (0, 2, 1))
     scale = 1.0 + np.abs(B).max(initial=0.0) + np.abs(b).max(axis=1)
-    return BatchSolution(
-        list(modes), n, t, ranks, Z_tau, z_0, Vt, UtB, Utb, N1Z, N1z0, N1V, e1, scale, task, (m, nz)
-    )
+    return BatchSolution(list(modes), n, t, ranks, Z_tau, z_0, Vt, UtB, Utb, N1Z, N1z0, N1V, e1, scale, task, (m, nz))
 
 
 def solve_modes(snap: ContactSnapshot, kin: ContactKinematics, modes: list[Mode]) -> list[ModeSolution]:

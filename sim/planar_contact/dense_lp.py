@@ -41,9 +41,7 @@ def _simplex(T, basis, n_cols, max_iter):
             a = T[i, enter]
             if a > PIVOT_TOL:
                 ratio = T[i, rhs] / a
-                if ratio < best - 1e-12 or (
-                    abs(ratio - best) <= 1e-12 and leave >= 0 and basis[i] < basis[leave]
-                ):
+                if ratio < best - 1e-12 or (abs(ratio - best) <= 1e-12 and leave >= 0 and basis[i] < basis[leave]):
                     best = ratio
                     leave = i
         if leave < 0:

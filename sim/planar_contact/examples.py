@@ -208,9 +208,7 @@ def painleve(
     floor = ContactFrame((0.0, 0.0), (0.0, 1.0))
     J, Jd, v = _contacts(q, qd, [((0, 1), [Segment(l, (0.0, 0.0, 1.0), np.pi)])], [floor])
     S = np.array([[0.0], [0.0], [1.0]])
-    snap = ContactSnapshot(
-        M, bias, S, J, Jd, v, np.array([mu]), ("lower_end",), coordinate_names=("x", "y", "theta")
-    )
+    snap = ContactSnapshot(M, bias, S, J, Jd, v, np.array([mu]), ("lower_end",), coordinate_names=("x", "y", "theta"))
     return Example(
         "painleve",
         snap,

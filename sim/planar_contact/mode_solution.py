@@ -192,6 +192,4 @@ def solve_mode(snap: ContactSnapshot, kin: ContactKinematics, mode: Mode) -> Mod
     domain = domain_of(sysm.N1, sysm.E1, sysm.e1)
     task_rows = domain_of(sysm.task_N1, sysm.task_E1, sysm.task_e1)
     task_domain = domain.intersect(HPolytope.from_arrays(task_rows.N, task_rows.e))
-    return ModeSolution(
-        mode, r, (m, p), case, Z_tau, z_0, null, tau_eq, tau_eq_rhs, domain, task_domain, snap.n_q
-    )
+    return ModeSolution(mode, r, (m, p), case, Z_tau, z_0, null, tau_eq, tau_eq_rhs, domain, task_domain, snap.n_q)

@@ -115,9 +115,7 @@ def _lp(c, N, e, A_eq, b_eq, bounds=None):
             if lo is not None:
                 rows.append(-unit)
                 rhs.append([-lo])
-        status, x, fun = dense_lp.solve(
-            c, np.vstack(rows), np.concatenate([np.ravel(r) for r in rhs]), A_eq, b_eq
-        )
+        status, x, fun = dense_lp.solve(c, np.vstack(rows), np.concatenate([np.ravel(r) for r in rhs]), A_eq, b_eq)
         return SimpleNamespace(status=int(status), x=x, fun=fun)
     res = linprog(
         c,

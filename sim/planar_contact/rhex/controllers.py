@@ -147,9 +147,7 @@ def _unactuated_prediction(bs: BatchSolution, layout) -> Command:
     for j in np.flatnonzero(inside):
         r = int(bs.ranks[j])
         if r == nz or np.abs(bs.Vt[j, r:, ALPHA]).max() <= 1e-9:
-            return Command(
-                np.zeros(3), float(bs.z_0[j, ALPHA]), _label(layout.contact_names, bs.modes[j]), len(bs)
-            )
+            return Command(np.zeros(3), float(bs.z_0[j, ALPHA]), _label(layout.contact_names, bs.modes[j]), len(bs))
     return Command(np.zeros(3), float("nan"), "no consistent mode", len(bs))
 
 
@@ -321,9 +319,7 @@ class BlindController:
         if x is None:  # threshold unreachable: drop it
             x = _lp_max(
                 c,
-                HPolytope.from_arrays(
-                    np.zeros((0, task_rows.dim)), np.zeros(0), task_rows.A_eq, task_rows.b_eq
-                ),
+                HPolytope.from_arrays(np.zeros((0, task_rows.dim)), np.zeros(0), task_rows.A_eq, task_rows.b_eq),
                 t,
                 p.torque_limit_Nm,
             )

@@ -27,9 +27,7 @@ def test_batch_equals_reference(name):
         assert np.allclose(sr.Z_tau, sb.Z_tau, atol=1e-10) and np.allclose(sr.z_0, sb.z_0, atol=1e-10)
         t = sr.n_tau
         # τ-part of the domain rows is basis independent; compare as row sets
-        assert np.allclose(
-            sorted_rows(sr.domain.N[:, :t], sr.domain.e), sorted_rows(sb.domain.N[:, :t], sb.domain.e)
-        )
+        assert np.allclose(sorted_rows(sr.domain.N[:, :t], sr.domain.e), sorted_rows(sb.domain.N[:, :t], sb.domain.e))
         # the null spaces span the same subspace
         if sr.n_w:
             P1 = sr.null_basis @ sr.null_basis.T

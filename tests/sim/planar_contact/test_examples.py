@@ -23,10 +23,7 @@ def test_point_kinematics_matches_finite_differences():
     h = 1e-6
     J_fd = np.column_stack(
         [
-            (
-                point_kinematics(q + h * e, qd, (0, 1), segs)[0]
-                - point_kinematics(q - h * e, qd, (0, 1), segs)[0]
-            )
+            (point_kinematics(q + h * e, qd, (0, 1), segs)[0] - point_kinematics(q - h * e, qd, (0, 1), segs)[0])
             / (2 * h)
             for e in np.eye(4)
         ]

@@ -19,9 +19,7 @@ from sim.planar_contact.rhex.rigid import rigid_snapshot
 def _states(n=6):
     """A few observations along a maximal-thrust flip."""
     out = []
-    run_flip(
-        "maximal_thrust", 0.6, t_max_s=0.4, trace=lambda sim, s, obs, cmd, tau, meas, ms: out.append(obs)
-    )
+    run_flip("maximal_thrust", 0.6, t_max_s=0.4, trace=lambda sim, s, obs, cmd, tau, meas, ms: out.append(obs))
     return out[1 :: max(1, len(out) // n)][:n]
 
 

@@ -62,9 +62,7 @@ def belongs_to_reported_mode(snap, tau, z):
                 return True
             continue
         w, *_ = np.linalg.lstsq(c.null_basis, dz, rcond=None)
-        if np.allclose(c.null_basis @ w, dz, atol=1e-7 * (1 + np.abs(z).max())) and c.w_domain.contains(
-            w, 1e-7
-        ):
+        if np.allclose(c.null_basis @ w, dz, atol=1e-7 * (1 + np.abs(z).max())) and c.w_domain.contains(w, 1e-7):
             return True
     return False
 

@@ -21,9 +21,7 @@ def random_polytope(rng, dim, rows):
 def test_redundancy_removal_keeps_the_set():
     rng = np.random.default_rng(1)
     box = HPolytope.from_arrays(np.vstack([np.eye(2), -np.eye(2)]), -np.ones(4))
-    extra = HPolytope.from_arrays(
-        [[1.0, 1.0], [2.0, 0.0], [1.0, 0.0]], [-5.0, -2.0, -1.0]
-    )  # redundant/duplicate
+    extra = HPolytope.from_arrays([[1.0, 1.0], [2.0, 0.0], [1.0, 0.0]], [-5.0, -2.0, -1.0])  # redundant/duplicate
     P = box.intersect(extra)
     R = remove_redundant(P)
     assert R.N.shape[0] == 4

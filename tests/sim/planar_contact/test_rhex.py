@@ -107,9 +107,7 @@ def test_rigid_contact_jacobian_matches_finite_differences():
     q = np.concatenate([obs.body_pos, obs.phi_rad])
     qd = np.concatenate([obs.body_vel, obs.phi_rate_rad_s])
     h = 1e-6
-    J_fd = np.column_stack(
-        [(toe_positions(q + h * e) - toe_positions(q - h * e)) / (2 * h) for e in np.eye(6)]
-    )
+    J_fd = np.column_stack([(toe_positions(q + h * e) - toe_positions(q - h * e)) / (2 * h) for e in np.eye(6)])
     assert np.allclose(snap.J, J_fd, atol=1e-8)
 
     def J_at(qq):  # J̇q̇ = d/ds J(q + s q̇) q̇
