@@ -66,8 +66,8 @@ def main() -> None:
         obs = collect_observations(mu)
         params = RHexParameters().with_mu_toe(mu)
         for name, make in (
-            ("maximal_thrust", lambda: MaximalThrustController(params)),
-            ("blind", lambda: BlindController(params)),
+            ("maximal_thrust", lambda p=params: MaximalThrustController(p)),
+            ("blind", lambda p=params: BlindController(p)),
         ):
             wall, cpu = time_controller(make, obs, args.repeats)
             result["controllers"][f"{name}@{mu}"] = {

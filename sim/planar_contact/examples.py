@@ -144,7 +144,7 @@ def bearing(
 ) -> Example:
     """A disk touching floor, ceiling, left and right walls; spinning, so every contact slides (R)."""
     r = radius_m
-    q, qd = np.array([0.0, r, 0.0]), np.array([0.0, 0.0, spin_rad_s])
+    qd = np.array([0.0, 0.0, spin_rad_s])  # centre at (0, r), spinning
     M = np.diag([mass_kg, mass_kg, 0.5 * mass_kg * r**2])
     bias = np.array([0.0, mass_kg * G, 0.0])
     # contact coordinates of the material point: ẋ_t = t·(ċ + ω ẑ × (p − c)); rows are constant (J̇ = 0)

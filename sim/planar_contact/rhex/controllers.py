@@ -114,7 +114,7 @@ def _overlap_is_full_dimensional(a: ModeSolution, b: ModeSolution) -> bool:
 
 def _in_torque_domains(bs: BatchSolution, tau: np.ndarray, tol: float = 1e-7) -> np.ndarray:
     """Which modes' physical torque domains T_c contain τ (vectorised; one small LP per mode with w)."""
-    K, m = len(bs), bs.UtB.shape[1]
+    m = bs.UtB.shape[1]
     row = np.arange(m)[None, :]
     singular = row >= bs.ranks[:, None]
     resid = bs.UtB @ tau + bs.Utb

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from sim.lcp import solve_lcp
-from sim.planar_contact import modes_consistent_with
 from sim.planar_contact import examples as ex
+from sim.planar_contact import modes_consistent_with
 
 
 def lcp_solution(snap, tau):
@@ -20,7 +20,6 @@ def lcp_solution(snap, tau):
     k = snap.n_contacts
     v = snap.contact_velocity
     cols = []  # map LCP force unknowns y to f = D y
-    rows = []  # LCP rows as (coefficients on f-space acceleration ẍ, on y, constant)
     layout = []
     for i in range(k):
         if abs(v[2 * i + 1]) <= 1e-9:
