@@ -39,22 +39,45 @@ def _label(names, mode) -> str:
     return " ".join(f"{n}:{c}" for n, c in zip(names, mode, strict=True))
 
 
-def _lp_max(c: np.ndarray, P: HPolytope, n_tau: int, tau_max: float, extra_N=None, extra_e=None):
-    """max c·τ over (τ, w) ∈ P ∩ {|τ| <= tau_max} ∩ {extra_N τ >= extra_e}; returns x or None (dense LP)."""
-    dim = P.dim
-    rows = [
-        -P.N,
-        np.hstack([np.eye(n_tau), np.zeros((n_tau, dim - n_tau))]),
-        np.hstack([-np.eye(n_tau), np.zeros((n_tau, dim - n_tau))]),
-    ]
-    rhs = [-P.e, np.full(n_tau, tau_max), np.full(n_tau, tau_max)]
-    if extra_N is not None and extra_N.shape[0]:
-        rows.append(-np.hstack([extra_N, np.zeros((extra_N.shape[0], dim - n_tau))]))
-        rhs.append(-extra_e)
-    obj = np.zeros(dim)
-    obj[:n_tau] = -c
-    status, x, _ = dense_lp.solve(obj, np.vstack(rows), np.concatenate(rhs), P.A_eq, P.b_eq)
-    return x if status == 0 else None
+class _TorqueLP:
+    """max c·τ over (τ, w) ∈ P ∩ {|τ| <= tau_max} [∩ extra rows on τ], set up once per mode.
+
+    Ambiguity variables that appear with one sign only are eliminated first (exact: the objective does not
+    involve w), and w columns left empty are dropped, so the dense LP stays small.
+    """
+
+    def __init__(self, P: HPolytope, n_tau: int, tau_max: float):
+        t = n_tau
+        N, e = P.N, P.e
+        if P.A_eq.shape[0] == 0 or not P.A_eq[:, t:].any():
+            N, e = eliminate_one_sided(N, e, t)
+        used = np.concatenate([np.ones(t, bool), np.abs(N[:, t:]).max(axis=0, initial=0.0) > 1e-12])
+        N = N[:, used]
+        dim = N.shape[1]
+        box = np.zeros((2 * t, dim))
+        box[:t, :t] = np.eye(t)
+        box[t:, :t] = -np.eye(t)
+        self.t, self.dim = t, dim
+        self.A_ub = np.ascontiguousarray(np.vstack([-N, box]))
+        self.b_ub = np.concatenate([-e, np.full(2 * t, tau_max)])
+        self.A_eq = np.ascontiguousarray(P.A_eq[:, used])
+        self.b_eq = np.ascontiguousarray(P.b_eq, dtype=float)
+
+    def maximise(self, c: np.ndarray, extra_N=None, extra_e=None):
+        """Returns τ at the optimum, or None if infeasible."""
+        A, b = self.A_ub, self.b_ub
+        if extra_N is not None and extra_N.shape[0]:
+            ext = np.zeros((extra_N.shape[0], self.dim))
+            ext[:, : self.t] = -extra_N
+            A, b = np.vstack([A, ext]), np.concatenate([b, -extra_e])
+        obj = np.zeros(self.dim)
+        obj[: self.t] = -c
+        status, x, _ = dense_lp.dense_lp(obj, A, b, self.A_eq, self.b_eq)
+        return x[: self.t] if status == 0 else None
+
+
+def _lp_max(c: np.ndarray, P: HPolytope, n_tau: int, tau_max: float):
+    return _TorqueLP(P, n_tau, tau_max).maximise(c)
 
 
 def _joint_domain(a: ModeSolution, b: ModeSolution) -> HPolytope:
@@ -201,12 +224,13 @@ class MaximalThrustController:
             c = sol.Z_tau[ALPHA]
             excluded: list[int] = []
             cuts: list[HPolytope] = []
-            x = self._solve_pieces(sol, c, cuts)
+            lp = _TorqueLP(sol.task_domain, sol.n_tau, p.torque_limit_Nm)
+            x = self._solve_pieces(lp, c, cuts)
             lps += 1
             for _ in range(self.max_cuts_per_mode + 1):
                 if x is None:
                     break
-                tau_c = x[: sol.n_tau]
+                tau_c = x
                 conflict = self._conflict(idx, tau_c, bs, sol_of, excluded)
                 if conflict is None:
                     val = float(c @ tau_c + sol.z_0[ALPHA])
@@ -219,7 +243,7 @@ class MaximalThrustController:
                     K = fourier_motzkin(_joint_domain(sol, sol_of(conflict)), list(range(sol.n_tau)))
                 if K is not None:
                     cuts.append(K)
-                x = self._solve_pieces(sol, c, cuts)
+                x = self._solve_pieces(lp, c, cuts)
                 lps += 1
             else:
                 LOG.debug("mode %s rejected after %d ambiguity cuts", sol.mode, self.max_cuts_per_mode)
@@ -229,26 +253,23 @@ class MaximalThrustController:
         tau[list(layout.active_legs)] = best
         return Command(tau, best_val, _label(layout.contact_names, modes[best_idx]), len(modes), lps)
 
-    def _solve_pieces(self, sol: ModeSolution, c: np.ndarray, cuts: list[HPolytope]):
+    def _solve_pieces(self, lp: _TorqueLP, c: np.ndarray, cuts: list[HPolytope]):
         """LP over T_c ∩ task ∩ box minus the cut regions (each cut split into 'violate row r' pieces)."""
-        t = sol.n_tau
+        t = lp.t
         pieces: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros((0, t)), np.zeros(0))]
         for K in cuts:
             new = []
             for N0, e0 in pieces:
                 for r in range(K.N.shape[0]):
                     new.append(
-                        (
-                            np.vstack([N0, K.N[:r], -K.N[r : r + 1]]),
-                            np.concatenate([e0, K.e[:r], -K.e[r : r + 1]]),
-                        )
+                        (np.vstack([N0, K.N[:r], -K.N[r : r + 1]]), np.concatenate([e0, K.e[:r], -K.e[r : r + 1]]))
                     )
             pieces = new
         best, best_val = None, -np.inf
         for N0, e0 in pieces:
-            x = _lp_max(c, sol.task_domain, t, self.params.torque_limit_Nm, N0, e0)
-            if x is not None and c @ x[:t] > best_val:
-                best, best_val = x, c @ x[:t]
+            x = lp.maximise(c, N0, e0)
+            if x is not None and c @ x > best_val:
+                best, best_val = x, c @ x
         return best
 
     def _conflict(self, idx: int, tau: np.ndarray, bs: BatchSolution, sol_of, excluded: list[int]):
