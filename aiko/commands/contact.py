@@ -99,6 +99,8 @@ def example_report(example) -> dict:
             z = c.sample()
             entry["qdd"] = [float(v) for v in z[: snap.n_q]]
             entry["forces"] = [float(v) for v in z[snap.n_q :]]
+            if c.w_domain is not None:  # JSON has no infinity: unbounded ends are null
+                entry["qdd_range"] = [[float(v) if np.isfinite(v) else None for v in row] for row in c.qdd_range()]
         modes.append(entry)
     return {
         "example": example.name,
@@ -114,6 +116,10 @@ def example_report(example) -> dict:
     }
 
 
+def _fmt(v: float | None) -> str:
+    return "unbounded" if v is None else f"{v:.4g}"
+
+
 def run_example(args: argparse.Namespace) -> int:
     report = example_report(build_example(args.name, args.mu, args.theta_deg, args.tau))
     if args.json:
@@ -126,12 +132,20 @@ def run_example(args: argparse.Namespace) -> int:
         + f"; input tau={report['tau']}"
     )
     print(f"  contacts: {', '.join(report['contacts'])}; coordinates: {', '.join(report['coordinates'])}")
-    print(f"  {'mode':<8}{'rank A':>9}{'ambiguity':>11}  consistent  q̈ (w = Chebyshev centre)")
+    print(f"  {'mode':<8}{'rank A':>9}{'ambiguity':>11}  consistent  q̈ (smallest-w member if ambiguous)")
     for m in report["modes"]:
         qdd = np.array2string(np.array(m["qdd"]), precision=4, suppress_small=True) if "qdd" in m else ""
         flag = "yes" if m["consistent"] else ("no" if m["consistent_for_some_input"] else "never")
         rank = f"{m['rank_A']}/{m['shape_A'][1]}"
         print(f"  {m['mode']:<8}{rank:>9}{m['ambiguity_dimension']:>11}  {flag:<10}  {qdd}")
+        if "qdd_range" in m:
+            ranges = ", ".join(
+                f"{name} in [{_fmt(lo)}, {_fmt(hi)}]"
+                for name, (lo, hi) in zip(report["coordinates"], m["qdd_range"], strict=True)
+                if lo is None or hi is None or hi - lo > 1e-9
+            )
+            if ranges:
+                print(f"  {'':<8}{'':>9}{'':>11}  {'':<10}  ambiguous: {ranges}")
     print(f"  consistent modes: {report['consistent_modes']} of {report['feasible_modes']} feasible")
     if report["ambiguous_mode_pairs"]:
         print("  between-mode ambiguity: " + ", ".join(f"{a}/{b}" for a, b in report["ambiguous_mode_pairs"]))

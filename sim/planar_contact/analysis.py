@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import linprog
 
 from .mode_solution import ModeSolution, solve_mode
 from .modes import ContactKinematics, Mode, feasible_modes
@@ -44,8 +45,6 @@ def within_mode_radius(sol: ModeSolution, domain: HPolytope) -> float:
     t = sol.n_tau
     Nw = domain.N[:, t:]
     norms = np.linalg.norm(Nw, axis=1)
-    from scipy.optimize import linprog
-
     c = np.zeros(domain.dim + 1)
     c[-1] = -1.0
     A_ub = -np.hstack([domain.N, -norms[:, None]])
@@ -169,11 +168,42 @@ class ConsistentMode:
         return self.z_at_tau[self.n_q :]
 
     def sample(self) -> np.ndarray:
-        """One admissible z (Chebyshev centre in w when ambiguous)."""
-        if self.w_domain is None:
+        """One admissible z: w = 0 (the least-norm solution) if admissible, else the admissible w of least ‖w‖₁."""
+        nw = self.null_basis.shape[1]
+        if self.w_domain is None or self.w_domain.contains(np.zeros(nw), tol=1e-9):
             return self.z_at_tau
-        center, _ = chebyshev_ball(self.w_domain)
+        W = self.w_domain  # smallest admissible ‖w‖₁: w = u − v, u, v >= 0
+        res = linprog(
+            np.ones(2 * nw), A_ub=-np.hstack([W.N, -W.N]), b_ub=-W.e, bounds=[(0, None)] * (2 * nw), method="highs"
+        )
+        if res.status == 0:
+            return self.z_at_tau + self.null_basis @ (res.x[:nw] - res.x[nw:])
+        center, _ = chebyshev_ball(W)
         return self.z_at_tau + self.null_basis @ center
+
+    def qdd_range(self) -> np.ndarray:
+        """(n_q, 2) bounds of each q̈ component over the ambiguity family (±inf when unbounded)."""
+        out = np.repeat(self.qdd[:, None], 2, axis=1).astype(float)
+        if self.w_domain is None:
+            return out
+        W = self.w_domain
+        for i in range(self.n_q):
+            row = self.null_basis[i]
+            if np.abs(row).max() <= 1e-12:
+                continue
+            for k, sign in ((0, 1.0), (1, -1.0)):
+                res = linprog(
+                    sign * row,
+                    A_ub=-W.N if W.N.shape[0] else None,
+                    b_ub=-W.e if W.N.shape[0] else None,
+                    bounds=[(None, None)] * W.dim,
+                    method="highs",
+                )
+                if res.status == 0:
+                    out[i, k] = self.qdd[i] + sign * res.fun
+                else:
+                    out[i, k] = -np.inf if k == 0 else np.inf
+        return out
 
 
 def modes_consistent_with(snap: ContactSnapshot, tau: np.ndarray, global_lp: bool = True, tol: float = 1e-8):
