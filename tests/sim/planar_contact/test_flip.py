@@ -7,6 +7,7 @@ import pytest
 from scipy.optimize import linprog
 
 from sim.planar_contact import modes_consistent_with
+from sim.planar_contact.analysis import analyse_mode, full_dimensional_overlap
 from sim.planar_contact.mode_solution import solve_mode
 from sim.planar_contact.modes import classify_contacts
 from sim.planar_contact.rhex.compliant import CompliantRHex
@@ -17,10 +18,21 @@ from sim.planar_contact.rhex.rigid import rigid_snapshot
 
 
 def _states(n=6):
-    """A few observations along a maximal-thrust flip."""
-    out = []
-    run_flip("maximal_thrust", 0.6, t_max_s=0.4, trace=lambda sim, s, obs, cmd, tau, meas, ms: out.append(obs))
-    return out[1 :: max(1, len(out) // n)][:n]
+    """Observations along a maximal-thrust flip: every k-th one, plus states where the first LP optimum lay
+    in a full-dimensional overlap with another mode, so that T*_c had to be cut."""
+    out, cut = [], []
+    ctrl = MaximalThrustController(RHexParameters().with_mu_toe(0.6))
+
+    def trace(sim, s, obs, cmd, tau, meas, ms):
+        out.append(obs)
+        before = ctrl.stats["cuts"]
+        ctrl(obs)
+        if ctrl.stats["cuts"] > before:
+            cut.append(obs)
+
+    run_flip("maximal_thrust", 0.6, t_max_s=0.4, trace=trace)
+    assert cut, "no state needed an ambiguity cut: the test would not exercise T*_c"
+    return out[1 :: max(1, len(out) // n)][:n] + cut[:3]
 
 
 def test_maximal_thrust_is_an_unambiguous_optimum_of_its_mode():
@@ -60,6 +72,15 @@ def test_maximal_thrust_is_an_unambiguous_optimum_of_its_mode():
             if res.status == 0:
                 best_any = max(best_any, -res.fun + sol.z_0[ALPHA])
         assert cmd.predicted_alpha_ddot <= best_any + 1e-6
+        # unambiguous: τ is in the interior of no full-dimensional overlap of T_c with another mode's T_c'
+        mine = analyse_mode(snap, kin, mode)
+        for other_mode in consistent:
+            if other_mode == mode:
+                continue
+            other = analyse_mode(snap, kin, other_mode)
+            K = full_dimensional_overlap(mine.torque_domain, other.torque_domain)
+            if K is not None and K.N.shape[0]:
+                assert np.min(K.N @ tau - K.e) <= 1e-6, (mode, other_mode)
 
 
 @pytest.mark.slow
