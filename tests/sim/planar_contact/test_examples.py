@@ -190,3 +190,22 @@ def test_results_do_not_depend_on_the_null_space_basis():
     z1 = sol.Z_tau @ [1.0] + sol.z_0 + sol.null_basis @ w
     w2 = np.linalg.lstsq(rotated, z1 - sol.Z_tau @ [1.0] - sol.z_0, rcond=None)[0]
     assert np.allclose(sol.Z_tau @ [1.0] + sol.z_0 + rotated @ w2, z1, atol=1e-12)
+
+
+def test_physical_equality_resolves_the_table_ambiguity():
+    """A physical constraint (eq. 12) 'both legs carry the same friction' removes the null space."""
+    from dataclasses import replace
+
+    from sim.planar_contact.system import LinearConstraints
+
+    e = ex.table(mu=0.5, push_N=1.0)
+    snap = e.snapshot
+    row = np.zeros((1, snap.n_z))
+    row[0, snap.n_q + 1], row[0, snap.n_q + 3] = 1.0, -1.0  # f_t(left) − f_t(right) = 0
+    phys = LinearConstraints(row, np.zeros((1, 1)), np.zeros(1), np.zeros((0, snap.n_z)), np.zeros((0, 1)), np.zeros(0))
+    snap2 = replace(snap, physical=phys)
+    sol = solve_mode(snap2, classify_contacts(snap2), ("F", "F"))
+    assert sol.n_w == 0 and sol.case is RankCase.RESTRICTED and sol.tau_eq.shape[0] == 0
+    z = sol.response(e.tau)
+    assert np.allclose(z[[4, 6]], -0.5)  # each leg resists half of the 1 N push
+    assert np.allclose(z[:3], 0.0, atol=1e-12)
