@@ -163,6 +163,26 @@ def _in_torque_domains(bs: BatchSolution, tau: np.ndarray, tol: float = 1e-7) ->
     return result
 
 
+def _trivially_infeasible(bs: BatchSolution, task) -> np.ndarray:
+    """Modes whose domain (with task rows) has a row free of τ and w that fails: empty for every τ.
+
+    Typical case: the body separating (S) while the task asks for a body normal force >= f_min. Cheap and
+    vectorised, it spares those modes an LP.
+    """
+    nz = bs.Z_tau.shape[1]
+    null_mask = (np.arange(nz)[None, :] >= bs.ranks[:, None]).astype(float)  # (K, nz) rows of Vt in N(A)
+    rows_tau = [bs.N1Z]
+    rows_w = [bs.N1V * null_mask[:, None, :]]
+    rhs = [bs.e1 - bs.N1z0]
+    if task is not None and task.ineq_z.shape[0]:
+        rows_tau.append(np.einsum("ri,kit->krt", task.ineq_z, bs.Z_tau) - task.ineq_tau[None])
+        rows_w.append(np.einsum("ri,kji->krj", task.ineq_z, bs.Vt) * null_mask[:, None, :])
+        rhs.append(task.ineq_rhs[None, :] - np.einsum("ri,ki->kr", task.ineq_z, bs.z_0))
+    Nt, Nw, e = np.concatenate(rows_tau, axis=1), np.concatenate(rows_w, axis=1), np.concatenate(rhs, axis=1)
+    free = (np.abs(Nt).max(axis=2, initial=0.0) <= 1e-12) & (np.abs(Nw).max(axis=2, initial=0.0) <= 1e-12)
+    return np.any(free & (e > 1e-9 * (1.0 + np.abs(e))), axis=1)
+
+
 def _unactuated_prediction(bs: BatchSolution, layout) -> Command:
     """Only the body touches: report the pitch acceleration of the consistent mode with unique α̈."""
     inside = _in_torque_domains(bs, np.zeros(0))
@@ -208,7 +228,8 @@ class MaximalThrustController:
         bounds = bs.z_0[:, ALPHA] + p.torque_limit_Nm * np.abs(c_all).sum(axis=1)
         null_alpha = np.abs(bs.Vt[:, :, ALPHA])  # (K, nz): row i of Vt is a null vector when i >= rank
         alpha_ambiguous = np.any((np.arange(nz)[None, :] >= bs.ranks[:, None]) & (null_alpha > 1e-9), axis=1)
-        order = [j for j in np.argsort(-bounds) if not alpha_ambiguous[j]]
+        hopeless = _trivially_infeasible(bs, snap.task)
+        order = [j for j in np.argsort(-bounds) if not (alpha_ambiguous[j] or hopeless[j])]
         cache: dict[int, ModeSolution] = {}
 
         def sol_of(j: int) -> ModeSolution:
