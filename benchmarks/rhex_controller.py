@@ -1,7 +1,8 @@
 """Timing of the maximal-thrust controller step (paper 003 called it too expensive to deploy; target: p95 <= 5 ms
 at 200 Hz). Replays the observations of complete flips at mu_toe 0.39 and 0.6 through a fresh controller
 `--repeats` times and prints one JSON object. Wall-clock and process CPU time are both reported: on a shared
-machine the wall clock includes time stolen by other processes, the CPU time does not.
+machine the wall clock includes time stolen by other processes, the CPU time does not; the per-step minimum
+over the repeats ("best of") removes most of that interference while still counting memory and cache effects.
 
     PYTHONPATH=. python benchmarks/rhex_controller.py --json
 """
@@ -70,7 +71,9 @@ def main() -> None:
             ("blind", lambda p=params: BlindController(p)),
         ):
             wall, cpu = time_controller(make, obs, args.repeats)
+            per_step_best = wall.reshape(args.repeats, len(obs)).min(axis=0)  # interference removed
             result["controllers"][f"{name}@{mu}"] = {
+                "wall_ms_best_of_repeats": stats(per_step_best),
                 "wall_ms": stats(wall),
                 "cpu_ms": stats(cpu),
                 "steps_per_flip": len(obs),
@@ -78,13 +81,15 @@ def main() -> None:
     mt = [v for k, v in result["controllers"].items() if k.startswith("maximal_thrust")]
     result["maximal_thrust_p95_wall_ms"] = max(v["wall_ms"]["p95"] for v in mt)
     result["maximal_thrust_p95_cpu_ms"] = max(v["cpu_ms"]["p95"] for v in mt)
+    result["maximal_thrust_p95_wall_best_of_repeats_ms"] = max(v["wall_ms_best_of_repeats"]["p95"] for v in mt)
     if args.json:
         print(json.dumps(result))
     else:
         for k, v in result["controllers"].items():
             print(
                 f"{k:22s} wall p50 {v['wall_ms']['p50']:.2f} p95 {v['wall_ms']['p95']:.2f} ms | "
-                f"cpu p50 {v['cpu_ms']['p50']:.2f} p95 {v['cpu_ms']['p95']:.2f} ms"
+                f"cpu p50 {v['cpu_ms']['p50']:.2f} p95 {v['cpu_ms']['p95']:.2f} ms | "
+                f"wall best-of-{args.repeats} p95 {v['wall_ms_best_of_repeats']['p95']:.2f} ms"
             )
 
 
