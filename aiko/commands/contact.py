@@ -81,7 +81,7 @@ def example_report(example) -> dict:
     analysis = analyse(snap)
     consistent = {c.mode: c for c in modes_consistent_with(snap, example.tau)}
     modes = []
-    for ma in analysis.modes:
+    for index, ma in enumerate(analysis.modes):
         sol = ma.solution
         entry = {
             "mode": "".join(ma.mode),
@@ -94,6 +94,9 @@ def example_report(example) -> dict:
             "consistent_for_some_input": ma.consistent_somewhere,
             "consistent": ma.mode in consistent,
         }
+        if ma.torque_domain is not None:
+            entry["torque_domain"] = _polytope_json(ma.torque_domain)
+            entry["unambiguous_torque_domain"] = [_polytope_json(P) for P in analysis.unambiguous_torques(index)]
         if ma.mode in consistent:
             c = consistent[ma.mode]
             z = c.sample()
@@ -116,8 +119,44 @@ def example_report(example) -> dict:
     }
 
 
-def _fmt(v: float | None) -> str:
-    return "unbounded" if v is None else f"{v:.4g}"
+def _interval(P) -> list[float | None] | None:
+    """[lo, hi] of a one-dimensional torque polytope (None for an unbounded end); None if not 1-D."""
+    if P.dim != 1 or P.A_eq.shape[0]:
+        return None
+    lo, hi = -np.inf, np.inf
+    for n, e in zip(P.N[:, 0], P.e, strict=True):
+        if n > 1e-12:
+            lo = max(lo, e / n)
+        elif n < -1e-12:
+            hi = min(hi, e / n)
+    return [float(lo) if np.isfinite(lo) else None, float(hi) if np.isfinite(hi) else None]
+
+
+def _polytope_json(P) -> dict:
+    out = {"N": P.N.tolist(), "e": P.e.tolist(), "A_eq": P.A_eq.tolist(), "b_eq": P.b_eq.tolist()}
+    interval = _interval(P)
+    if interval is not None:
+        out["interval"] = interval
+    return out
+
+
+def _fmt(v: float | None, lower: bool = False) -> str:
+    if v is None:
+        return "-inf" if lower else "inf"
+    return f"{v:.4g}"
+
+
+def _domain_text(m: dict) -> str:
+    if "torque_domain" not in m:
+        return "-"
+    iv = m["torque_domain"].get("interval")
+    if iv is None:
+        return f"{len(m['torque_domain']['e'])} inequalities"
+    pieces = [p.get("interval") for p in m["unambiguous_torque_domain"]]
+    text = f"[{_fmt(iv[0], True)}, {_fmt(iv[1])}]"
+    if pieces != [iv]:
+        text += " (" + (", ".join(f"[{_fmt(a, True)}, {_fmt(b)}]" for a, b in pieces) or "none") + ")"
+    return text
 
 
 def run_example(args: argparse.Namespace) -> int:
@@ -132,20 +171,23 @@ def run_example(args: argparse.Namespace) -> int:
         + f"; input tau={report['tau']}"
     )
     print(f"  contacts: {', '.join(report['contacts'])}; coordinates: {', '.join(report['coordinates'])}")
-    print(f"  {'mode':<8}{'rank A':>9}{'ambiguity':>11}  consistent  q̈ (smallest-w member if ambiguous)")
+    print(
+        f"  {'mode':<8}{'rank A':>9}{'ambiguity':>11}  consistent  {'inputs T_c (unambiguous T*_c)':<34}q̈ (smallest-w member)"
+    )
     for m in report["modes"]:
         qdd = np.array2string(np.array(m["qdd"]), precision=4, suppress_small=True) if "qdd" in m else ""
         flag = "yes" if m["consistent"] else ("no" if m["consistent_for_some_input"] else "never")
         rank = f"{m['rank_A']}/{m['shape_A'][1]}"
-        print(f"  {m['mode']:<8}{rank:>9}{m['ambiguity_dimension']:>11}  {flag:<10}  {qdd}")
+        domain = _domain_text(m)
+        print(f"  {m['mode']:<8}{rank:>9}{m['ambiguity_dimension']:>11}  {flag:<10}  {domain:<34}{qdd}")
         if "qdd_range" in m:
             ranges = ", ".join(
-                f"{name} in [{_fmt(lo)}, {_fmt(hi)}]"
+                f"{name} in [{_fmt(lo, True)}, {_fmt(hi)}]"
                 for name, (lo, hi) in zip(report["coordinates"], m["qdd_range"], strict=True)
                 if lo is None or hi is None or hi - lo > 1e-9
             )
             if ranges:
-                print(f"  {'':<8}{'':>9}{'':>11}  {'':<10}  ambiguous: {ranges}")
+                print(f"  {'':<8}{'':>9}{'':>11}  {'':<10}  {'':<34}ambiguous: {ranges}")
     print(f"  consistent modes: {report['consistent_modes']} of {report['feasible_modes']} feasible")
     if report["ambiguous_mode_pairs"]:
         print("  between-mode ambiguity: " + ", ".join(f"{a}/{b}" for a, b in report["ambiguous_mode_pairs"]))

@@ -68,3 +68,23 @@ def test_rhex_flip_json_and_plot(capsys, tmp_path):
         assert key in out
     assert out["completed"] and out["paper_pitch_accel_rmse"] == 6.68
     assert png.stat().st_size > 1000
+
+
+def test_block_torque_domains_are_the_friction_intervals(capsys):
+    out = run_json(capsys, ["contact", "example", "block", "--mu", "0.5", "--json"])
+    limit = 0.5 * 9.81
+    by_mode = {m["mode"]: m for m in out["modes"]}
+    assert by_mode["F"]["torque_domain"]["interval"] == pytest.approx([-limit, limit])
+    assert by_mode["R"]["torque_domain"]["interval"][0] == pytest.approx(limit)
+    assert by_mode["R"]["torque_domain"]["interval"][1] is None
+    assert "torque_domain" not in by_mode["S"]  # separating is consistent for no push at all
+    assert out["ambiguous_mode_pairs"] == []  # F and R only share the boundary point
+
+
+def test_two_link_unambiguous_domain_excludes_the_overlap(capsys):
+    out = run_json(capsys, ["contact", "example", "two_link", "--json"])
+    fff = next(m for m in out["modes"] if m["mode"] == "FFF")
+    full = fff["torque_domain"]["interval"]
+    pieces = [p["interval"] for p in fff["unambiguous_torque_domain"]]
+    assert ["FFF", "FSL"] in out["ambiguous_mode_pairs"]
+    assert len(pieces) == 1 and pieces[0][0] > full[0] and pieces[0][1] == pytest.approx(full[1])
