@@ -172,7 +172,8 @@ def run_example(args: argparse.Namespace) -> int:
     )
     print(f"  contacts: {', '.join(report['contacts'])}; coordinates: {', '.join(report['coordinates'])}")
     print(
-        f"  {'mode':<8}{'rank A':>9}{'ambiguity':>11}  consistent  {'inputs T_c (unambiguous T*_c)':<34}q̈ (smallest-w member)"
+        f"  {'mode':<8}{'rank A':>9}{'ambiguity':>11}  consistent  "
+        f"{'inputs T_c (unambiguous T*_c)':<34}q̈ (smallest-w member)"
     )
     for m in report["modes"]:
         qdd = np.array2string(np.array(m["qdd"]), precision=4, suppress_small=True) if "qdd" in m else ""
