@@ -2,7 +2,7 @@
 
 Both see a `RigidObservation`, build the rigid model with massless hip DOFs, and return hip torques with the
 model's *prediction* of the pitch acceleration (Table V compares it with the benchmark simulation).
-Legs whose toes are off the ground are held at their lift-off angle by a PD loop.
+Only legs whose toes touch the ground are commanded; `flip.airborne_leg_torques` handles the others.
 """
 
 from __future__ import annotations
