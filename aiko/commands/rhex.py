@@ -26,6 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     flip.add_argument("--mu-toe", required=True, type=float, metavar="MU", help="toe-ground friction coefficient")
     flip.add_argument("--rate-hz", type=float, default=200.0, help="controller rate (default 200)")
     flip.add_argument("--t-max", type=float, default=1.5, metavar="S", help="give up after S seconds (default 1.5)")
+    flip.add_argument(
+        "--assume-contacts",
+        action="store_true",
+        help="blind only: assume body and reachable toes on the ground instead of sensing contacts",
+    )
     flip.add_argument("--plot", metavar="OUT.png", help="plot pitch and predicted/simulated pitch acceleration")
     flip.add_argument("--json", action="store_true", help="print one JSON object")
     flip.set_defaults(handler=run_flip_command)
@@ -41,7 +46,15 @@ def run_flip_command(args: argparse.Namespace) -> int:
         raise AikoError(f"--rate-hz must lie in [10, 2000], got {args.rate_hz}")
     if not (math.isfinite(args.t_max) and 0.0 < args.t_max <= 10.0):
         raise AikoError(f"--t-max must lie in (0, 10] seconds, got {args.t_max}")
-    result = run_flip(args.controller, args.mu_toe, rate_hz=args.rate_hz, t_max_s=args.t_max)
+    if args.assume_contacts and args.controller != "blind":
+        raise AikoError("--assume-contacts applies to --controller blind only")
+    result = run_flip(
+        args.controller,
+        args.mu_toe,
+        rate_hz=args.rate_hz,
+        t_max_s=args.t_max,
+        blind_assumes_contacts=args.assume_contacts,
+    )
     summary = result.summary()
     summary["paper_pitch_accel_rmse"] = PAPER_RMSE.get((args.controller, round(args.mu_toe, 2)))
     if args.plot:

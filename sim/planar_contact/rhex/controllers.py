@@ -314,9 +314,15 @@ class BlindController:
     torques maximise it within the torque box and the body normal-force threshold. The switch to model 2
     fires when the measured pitch acceleration exceeds model 1's prediction by `switch_margin_rad_s2` on
     `switch_count` consecutive control steps (an empirically tuned detector, as in [30]).
+
+    By default it sees the same sensed contacts as the maximal-thrust controller (a fair baseline). With
+    `assume_contacts` it is blind to contact sensing too, as RHex's was: the body is assumed on the ground
+    throughout and a leg in contact, toe on the ground, whenever its hip is low enough for the toe to reach
+    it (paper: "all maintaining contact with the ground throughout flipping").
     """
 
     params: RHexParameters
+    assume_contacts: bool = False
     switch_margin_rad_s2: float = 4.0
     switch_count: int = 2
     model: int = 1
@@ -332,8 +338,22 @@ class BlindController:
                 self.model = 2
                 LOG.debug("blind controller: rear-toe stiction detected, switching to model 2")
 
+    def assumed_observation(self, obs: RigidObservation) -> RigidObservation:
+        """Body corner on the ground; every leg that can reach the ground touches it (forward-down)."""
+        p = self.params
+        y, _, a = obs.body_pos
+        z = p.half_length_m * np.sin(a) + p.half_height_m * np.cos(a)
+        d = np.asarray(p.hip_offsets_m)
+        hip_z = z + d * np.sin(a)
+        reach = hip_z < p.leg_length_m
+        psi = -np.arcsin(np.clip(hip_z / p.leg_length_m, -1.0, 1.0))  # toe on the ground, ahead of the hip
+        phi = np.where(reach, psi - a, obs.phi_rad)
+        return RigidObservation(np.array([y, z, a]), obs.body_vel, phi, obs.phi_rate_rad_s, reach, True)
+
     def __call__(self, obs: RigidObservation) -> Command:
         p = self.params
+        if self.assume_contacts:
+            obs = self.assumed_observation(obs)
         snap, layout = rigid_snapshot(p, obs)
         tau = np.zeros(3)
         if len(layout.contact_names) == 0:

@@ -117,11 +117,11 @@ def initial_state(sim: CompliantRHex, settle_s: float = 0.3) -> CompliantState:
     return s
 
 
-def make_controller(name: str, params: RHexParameters):
+def make_controller(name: str, params: RHexParameters, blind_assumes_contacts: bool = False):
     if name == "maximal_thrust":
         return MaximalThrustController(params)
     if name == "blind":
-        return BlindController(params)
+        return BlindController(params, assume_contacts=blind_assumes_contacts)
     raise ValueError(f"unknown controller {name!r}; allowed: {', '.join(CONTROLLERS)}")
 
 
@@ -133,10 +133,11 @@ def run_flip(
     t_max_s: float = 1.5,
     dt_s: float | None = None,
     trace=None,
+    blind_assumes_contacts: bool = False,
 ) -> FlipResult:
     params = (params or RHexParameters()).with_mu_toe(mu_toe)
     sim = CompliantRHex(params) if dt_s is None else CompliantRHex(params, dt_s)
-    ctrl = make_controller(controller, params)
+    ctrl = make_controller(controller, params, blind_assumes_contacts)
     s = initial_state(sim)
     period = 1.0 / rate_hz
     hold_phi = np.full(3, np.nan)

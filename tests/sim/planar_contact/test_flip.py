@@ -117,3 +117,33 @@ def test_initial_state_is_at_rest_on_body_and_toes():
     obs = observe(sim, s)
     assert obs.body_contact and obs.toe_contact.all()
     assert np.abs(s.pos[2]) < 0.01
+
+
+def test_blind_assumed_contacts_put_reachable_toes_on_the_ground():
+    from sim.planar_contact.rhex.controllers import BlindController
+
+    p = RHexParameters()
+    sim = CompliantRHex(p)
+    obs = observe(sim, initial_state(sim))
+    blind = BlindController(p, assume_contacts=True)
+    tilted = type(obs)(
+        obs.body_pos + np.array([0.0, 0.0, 0.5]),
+        obs.body_vel,
+        obs.phi_rad,
+        obs.phi_rate_rad_s,
+        obs.toe_contact,
+        obs.body_contact,
+    )
+    assumed = blind.assumed_observation(tilted)
+    snap, layout = rigid_snapshot(p, assumed)
+    assert layout.active_legs == (0,)  # at 0.5 rad only the rear hip is low enough
+    # the assumed rear toe and the body corner sit on the ground: zero normal contact coordinates
+    from sim.planar_contact.kinematics import Segment, point_kinematics
+
+    q = np.concatenate([assumed.body_pos, assumed.phi_rad[[0]]])
+    d = p.hip_offsets_m[0]
+    toe, _, _ = point_kinematics(
+        q, np.zeros(4), (0, 1), [Segment(abs(d), (0, 0, 1, 0), np.pi), Segment(p.leg_length_m, (0, 0, 1, 1))]
+    )
+    assert toe[1] == pytest.approx(0.0, abs=1e-12)
+    assert blind(tilted).mode.startswith("model1 toe1:R body:R")
