@@ -112,17 +112,22 @@ def advance(pos, vel, tau, prm, dt, n_steps, toe_normal, corner_normal):
                 elif pt < -lim:
                     pt = -lim
                 vel[3 + 2 * i] += pt / mt
-        for _sweep in range(2):
+        # projected Gauss–Seidel on the corners' friction impulses: the *accumulated* impulse per corner is
+        # clamped to the Coulomb bound, so extra sweeps refine the split between corners without exceeding it
+        acc = np.zeros(4)
+        for _sweep in range(4):
             for c in range(4):
                 if normals[c] > 0.0:
                     vt = vel[0] - vel[2] * arm_z[c]
                     inv_m = 1.0 / m + arm_z[c] * arm_z[c] / inertia
-                    p = -vt / inv_m
                     lim = mu_b * normals[c] * dt
-                    if p > lim:
-                        p = lim
-                    elif p < -lim:
-                        p = -lim
+                    total = acc[c] - vt / inv_m
+                    if total > lim:
+                        total = lim
+                    elif total < -lim:
+                        total = -lim
+                    p = total - acc[c]
+                    acc[c] = total
                     vel[0] += p / m
                     vel[2] += -arm_z[c] * p / inertia
         for k in range(N_POS):

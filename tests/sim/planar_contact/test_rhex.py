@@ -170,3 +170,39 @@ def test_maximal_thrust_pushes_down_and_pitches_up():
     cmd = MaximalThrustController(P)(obs)
     assert np.all(cmd.tau_Nm < 0) and cmd.predicted_alpha_ddot > 0
     assert cmd.mode.endswith("body:R")  # the body slides forward, as in both blind models
+
+
+def _lying_body_with_legs_up(sim):
+    """Body resting flat on its penalty contact, legs pointing up (toes clear of the ground)."""
+    p = sim.params
+    s = sim.state_from_pose(0.0, p.half_height_m - p.weight_N / (2 * p.body_stiffness_N_m), 0.0, [np.pi / 2] * 3)
+    hold(sim, s, np.pi / 2, 0.3)
+    return s
+
+
+def test_body_sliding_on_the_ground_decelerates_at_mu_g():
+    sim = CompliantRHex(P)
+    s = _lying_body_with_legs_up(sim)
+    s.vel[0] = 1.0
+    s.vel[3:9:2] = 1.0  # toes move with the body
+    v0 = s.vel[0]
+    hold(sim, s, np.pi / 2, 0.1)
+    decel = (v0 - s.vel[0]) / 0.1
+    # legs carry no weight, the body's weight (plus the toes' via the legs) rests on the padding
+    total = P.mass_kg + 3 * P.toe_mass_kg
+    assert decel == pytest.approx(P.mu_body * P.gravity_m_s2 * total / P.mass_kg, rel=0.03)
+
+
+def test_time_step_convergence_of_the_compliant_model():
+    """A 0.15 s thrust from rest, at dt and dt/2: first-order convergence of the pose."""
+    finals = []
+    for dt in (4e-5, 2e-5, 1e-5):
+        sim = CompliantRHex(P, dt_s=dt)
+        s = initial_state(sim, settle_s=0.1)
+        for _ in range(30):
+            sim.step(s, np.array([-6.0, -6.0, -6.0]), 0.005)
+        finals.append(s.pos[:3].copy())
+    e_coarse = np.abs(finals[0] - finals[2]).max()
+    e_fine = np.abs(finals[1] - finals[2]).max()
+    assert e_fine < 1e-3  # 1 mm / 1 mrad at the default step
+    assert e_fine < 0.75 * e_coarse  # the error shrinks with the step
