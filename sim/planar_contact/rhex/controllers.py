@@ -361,8 +361,7 @@ class BlindController:
             return Command(tau, 0.0, "flight")
         letters = self.MODEL_LETTERS[self.model]
         mode = tuple(letters[i] for i in layout.active_legs)
-        if layout.body_contact_index is not None:
-            mode = mode + ("R",)
+        mode = mode + ("R",) * (len(layout.contact_names) - len(mode))  # body corners slide forward
         kin = classify_contacts(snap)
         sol = solve_mode(snap, kin, mode)
         c, c0 = sol.Z_tau[ALPHA], sol.z_0[ALPHA]

@@ -5,7 +5,8 @@ q = (y_b, z_b, α, φ_a, …), M = diag(m, m, I, 0, …), bias = (0, m g, 0, …
 S maps each active hip torque onto its φ row. With φ relative to the body, the motor's reaction on the body
 is contained in the generalised force, and the φ row reads 0 = τ_i + (∂x/∂φ_i)ᵀ f: the massless-leg
 constraint (36) up to the paper's sign convention for τ.
-Contacts: the active toes (leg order) and, if touching, the rear-bottom body corner.
+Contacts: the active toes (leg order), the rear-bottom body corner if touching, and the rear-top corner when
+the body stands on its rear face near vertical.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class RigidObservation:
     phi_rad: np.ndarray  # (3,) hip angles relative to the body
     phi_rate_rad_s: np.ndarray  # (3,)
     toe_contact: np.ndarray  # (3,) bool
-    body_contact: bool
+    body_contact: bool  # rear-bottom corner
+    rear_top_contact: bool = False  # rear-top corner (the body standing on its rear face)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,16 @@ def rigid_snapshot(p: RHexParameters, obs: RigidObservation, with_task: bool = T
         J_rows.append(Jc)
         acc_rows.append(ac)
         names.append("body")
+        mus.append(p.mu_body)
+        thr.extend([NORMAL_SPEED_THRESHOLD_M_S, p.body_speed_threshold_m_s])
+    if obs.rear_top_contact:  # near vertical the rear face lands: its upper corner becomes a contact too
+        d, h = p.half_length_m, p.half_height_m
+        segs = [Segment(float(np.hypot(d, h)), rot, float(np.arctan2(h, -d)))]
+        pt, Jp, acc = point_kinematics(q, qd, (0, 1), segs)
+        _, Jc, ac = GROUND.project(pt, Jp, acc)
+        J_rows.append(Jc)
+        acc_rows.append(ac)
+        names.append("rear_top")
         mus.append(p.mu_body)
         thr.extend([NORMAL_SPEED_THRESHOLD_M_S, p.body_speed_threshold_m_s])
     k = len(names)

@@ -94,21 +94,30 @@ def test_both_controllers_flip(mu):
 
 
 @pytest.mark.slow
-def test_maximal_thrust_is_faster_and_predicts_better_on_high_friction():
-    mt, blind = run_flip("maximal_thrust", 0.6), run_flip("blind", 0.6)
-    assert mt.flip_time_s < blind.flip_time_s
+@pytest.mark.parametrize("mu", [0.39, 0.6])
+def test_maximal_thrust_predicts_pitch_acceleration_better(mu):
+    """Table V's direction: the all-modes controller's rigid model tracks the compliant robot better."""
+    mt, blind = run_flip("maximal_thrust", mu), run_flip("blind", mu)
     assert mt.pitch_accel_rmse < blind.pitch_accel_rmse
+    assert mt.pitch_accel_rmse_all_intervals < blind.pitch_accel_rmse_all_intervals
 
 
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="not reproduced with the assumed torque limit: on linoleum (mu 0.39) "
-    "the blind model's 'rear toe slides' assumption is right and both predict about equally",
+    reason="not reproduced: the body normal-force task constraint limits the maximal-thrust controller's "
+    "torque late in the flip, while the blind controller's body lifts and pivots on the stuck rear toe; "
+    "the flip times tie within 0.5 % (paper: 8 % faster)",
 )
-def test_maximal_thrust_predicts_better_on_low_friction():
+def test_maximal_thrust_is_faster_on_high_friction():
+    mt, blind = run_flip("maximal_thrust", 0.6), run_flip("blind", 0.6)
+    assert mt.flip_time_s < blind.flip_time_s
+
+
+@pytest.mark.slow
+def test_maximal_thrust_is_faster_on_low_friction():
     mt, blind = run_flip("maximal_thrust", 0.39), run_flip("blind", 0.39)
-    assert mt.pitch_accel_rmse < blind.pitch_accel_rmse
+    assert mt.flip_time_s < blind.flip_time_s
 
 
 def test_initial_state_is_at_rest_on_body_and_toes():
