@@ -134,11 +134,6 @@ def is_feasible(P: HPolytope) -> bool:
     return res.status == 0
 
 
-def feasible_point(P: HPolytope) -> np.ndarray | None:
-    center, radius = chebyshev_ball(P)
-    return center
-
-
 def _equality_parametrisation(P: HPolytope) -> tuple[np.ndarray, np.ndarray] | None:
     """x = x0 + Z y spans {A_eq x = b_eq}; None if the equalities are inconsistent."""
     if P.A_eq.shape[0] == 0:

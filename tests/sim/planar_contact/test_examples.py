@@ -209,3 +209,12 @@ def test_physical_equality_resolves_the_table_ambiguity():
     z = sol.response(e.tau)
     assert np.allclose(z[[4, 6]], -0.5)  # each leg resists half of the 1 N push
     assert np.allclose(z[:3], 0.0, atol=1e-12)
+
+
+def test_parse_mode_names_the_allowed_letters():
+    from sim.planar_contact.modes import parse_mode
+    from sim.planar_contact.system import ContactModelError
+
+    assert parse_mode("f s l", 3) == ("F", "S", "L")
+    with pytest.raises(ContactModelError, match="3 letters from FSLR"):
+        parse_mode("FX", 3)
