@@ -11,7 +11,7 @@ from scipy.optimize import linprog
 
 from .mode_solution import ModeSolution, solve_mode
 from .modes import ContactKinematics, Mode, feasible_modes
-from .polytope import HPolytope, chebyshev_ball, fourier_motzkin, is_feasible, remove_redundant
+from .polytope import HPolytope, chebyshev_ball, fourier_motzkin, is_feasible, projected_dimension, remove_redundant
 from .system import ContactSnapshot
 
 LOG = logging.getLogger(__name__)
@@ -70,19 +70,16 @@ def analyse_mode(snap: ContactSnapshot, kin: ContactKinematics, mode: Mode, proj
     return ModeAnalysis(sol, domain, torque, within)
 
 
-def _affine_dim(P: HPolytope) -> int:
-    if P.A_eq.shape[0] == 0:
-        return P.dim
-    return P.dim - int(np.linalg.matrix_rank(P.A_eq, tol=1e-9))
-
-
 def full_dimensional_overlap(Ta: HPolytope, Tb: HPolytope) -> HPolytope | None:
-    """Ta ∩ Tb if it has the dimension of Ta (an ambiguity); None for empty or boundary-only overlaps."""
+    """Ta ∩ Tb if it is an ambiguity: as high-dimensional as Ta or Tb itself (affine hulls, implicit
+    equalities included); None for empty or boundary-only overlaps."""
     inter = Ta.intersect(Tb)
-    if _affine_dim(inter) < _affine_dim(Ta):
+    d_inter = projected_dimension(inter, range(inter.dim))
+    if d_inter < 0:
         return None
-    _, radius = chebyshev_ball(inter)
-    if radius <= FULL_DIM_RADIUS:
+    d_a = projected_dimension(Ta, range(Ta.dim))
+    d_b = projected_dimension(Tb, range(Tb.dim))
+    if d_inter < min(d_a, d_b):
         return None
     return remove_redundant(inter)
 

@@ -310,3 +310,62 @@ def eliminate_one_sided(N: np.ndarray, e: np.ndarray, first_eliminable: int) -> 
                 changed = True
                 break
     return N, e
+
+
+def _implicit_equalities(Ny: np.ndarray, ey: np.ndarray) -> np.ndarray | None:
+    """Rows of {Ny y >= ey} that hold with equality on the whole set (None if the set is empty).
+
+    LP: maximise Σ s_i over the candidate rows subject to Ny y − s >= ey, 0 <= s <= 1. Rows with s_i > 0 at
+    the optimum can be strictly satisfied; repeating with the remaining candidates ends when the optimum is
+    0, which proves every remaining candidate implicit (any strictly satisfiable one would raise the sum).
+    """
+    m, k = Ny.shape
+    candidates = np.ones(m, bool)
+    while candidates.any():
+        c = np.concatenate([np.zeros(k), -candidates.astype(float)])
+        A = np.hstack([Ny, -np.eye(m) * candidates[None, :]])
+        bounds = [(None, None)] * k + [(0.0, 1.0 if cand else 0.0) for cand in candidates]
+        res = _lp(c, A, ey, np.zeros((0, k + m)), np.zeros(0), bounds)
+        if res.status != 0:
+            return None
+        slack = res.x[k:]
+        strict = candidates & (slack > POLYTOPE_TOL)
+        if not strict.any():
+            return candidates
+        candidates &= ~strict
+    return candidates
+
+
+def affine_hull(P: HPolytope) -> tuple[np.ndarray, np.ndarray] | None:
+    """aff(P) as x0 + span(D) (D has orthonormal columns); None if P is empty.
+
+    Besides the explicit equalities, inequality rows that hold with equality on all of P (implicit
+    equalities) flatten the hull; they are found by `_implicit_equalities` and added to the equalities.
+    """
+    param = _equality_parametrisation(P)
+    if param is None:
+        return None
+    x0, Z = param
+    if Z.shape[1] == 0 or P.N.shape[0] == 0:
+        return (x0, Z) if P.contains(x0, tol=1e-9) else None
+    Ny, ey = P.N @ Z, P.e - P.N @ x0
+    implicit = _implicit_equalities(Ny, ey)
+    if implicit is None:
+        return None
+    if not implicit.any():
+        return x0, Z
+    flat = HPolytope(
+        P.N[~implicit], P.e[~implicit], np.vstack([P.A_eq, P.N[implicit]]), np.concatenate([P.b_eq, P.e[implicit]])
+    )
+    param = _equality_parametrisation(flat)
+    return None if param is None else param
+
+
+def projected_dimension(P: HPolytope, coords: list[int] | np.ndarray) -> int:
+    """Dimension of the projection of P onto `coords` (-1 if P is empty)."""
+    hull = affine_hull(P)
+    if hull is None:
+        return -1
+    _, D = hull
+    rows = D[list(coords)]
+    return int(np.linalg.matrix_rank(rows, tol=1e-9)) if rows.size else 0

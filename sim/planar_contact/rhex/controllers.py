@@ -18,7 +18,7 @@ from ..analysis import FULL_DIM_RADIUS
 from ..batch import BatchSolution, solve_batch
 from ..mode_solution import ModeSolution, solve_mode
 from ..modes import classify_contacts
-from ..polytope import HPolytope, eliminate_one_sided, fourier_motzkin, lp_backend
+from ..polytope import HPolytope, eliminate_one_sided, fourier_motzkin, lp_backend, projected_dimension
 from .params import RHexParameters
 from .rigid import RigidObservation, rigid_snapshot
 
@@ -104,10 +104,11 @@ def _joint_domain(a: ModeSolution, b: ModeSolution) -> HPolytope:
 
 
 def _overlap_is_full_dimensional(a: ModeSolution, b: ModeSolution) -> bool:
-    """Does T_a ∩ T_b contain a τ-ball (within T_a's affine hull)?
+    """Is T_a ∩ T_b as high-dimensional as T_a (an ambiguity, not a shared boundary)?
 
-    Sufficient test (exact when neither mode has ambiguity variables): a ball in the τ-directions with the
-    ambiguity variables held fixed, found by one LP.
+    First a quick sufficient test, one LP: a ball in the τ-directions (within the equalities) with the
+    ambiguity variables held fixed. If it fails the answer comes from the affine hulls of the joint domain
+    and of D_a, projected onto τ (exact, slower, rarely needed).
     """
     J = _joint_domain(a, b)
     t = a.n_tau
@@ -132,7 +133,15 @@ def _overlap_is_full_dimensional(a: ModeSolution, b: ModeSolution) -> bool:
     b_ub = np.concatenate([-J.e, [1.0]])
     A_eq = np.hstack([J.A_eq, np.zeros((J.A_eq.shape[0], 1))])
     status, x, _ = dense_lp.solve(c, A_ub, b_ub, A_eq, J.b_eq)
-    return bool(status == 0 and x[-1] > FULL_DIM_RADIUS)
+    if status != 0:
+        return False  # empty
+    if x[-1] > FULL_DIM_RADIUS:
+        return True
+    # the quick test is only sufficient (w held fixed): decide exactly from the affine hulls
+    with lp_backend("dense"):
+        d_joint = projected_dimension(_joint_domain(a, b), range(t))
+        d_a = projected_dimension(a.domain, range(t))
+    return d_joint >= 0 and d_joint == d_a
 
 
 def _in_torque_domains(bs: BatchSolution, tau: np.ndarray, tol: float = 1e-7) -> np.ndarray:

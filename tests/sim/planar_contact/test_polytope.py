@@ -77,3 +77,19 @@ def test_dense_backend_gives_the_same_projection(seed):
         T_dense = fourier_motzkin(P, [0, 1])
     for x in rng.uniform(-3, 3, size=(150, 2)):
         assert T_highs.contains(x) == T_dense.contains(x)
+
+
+def test_affine_hull_finds_implicit_equalities():
+    from sim.planar_contact.polytope import affine_hull, projected_dimension
+
+    # a segment in the plane written with inequalities only: 0 <= x <= 1, y >= 2, y <= 2
+    seg = HPolytope.from_arrays([[1, 0], [-1, 0], [0, 1], [0, -1]], [0, -1, 2, -2])
+    x0, D = affine_hull(seg)
+    assert D.shape == (2, 1) and abs(D[1, 0]) < 1e-12 and x0[1] == pytest.approx(2.0)
+    assert projected_dimension(seg, [0]) == 1 and projected_dimension(seg, [1]) == 0
+    # a triangle in 3-D (explicit equality) projects onto a 2-D set, a line of it onto 1-D
+    tri = HPolytope.from_arrays(np.eye(3), np.zeros(3), [[1.0, 1.0, 1.0]], [1.0])
+    assert projected_dimension(tri, [0, 1]) == 2
+    edge = tri.intersect(HPolytope.from_arrays([[0.0, 0.0, -1.0]], [0.0]))  # z <= 0 with z >= 0: z = 0
+    assert projected_dimension(edge, [0, 1]) == 1
+    assert affine_hull(HPolytope.from_arrays([[1.0], [-1.0]], [1.0, 0.0])) is None
