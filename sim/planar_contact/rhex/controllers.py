@@ -7,6 +7,7 @@ Only legs whose toes touch the ground are commanded; `flip.airborne_leg_torques`
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -207,16 +208,15 @@ def _unactuated_prediction(bs: BatchSolution, layout) -> Command:
 class MaximalThrustController:
     """Maximise α̈ over the unambiguous torque region T*_c of every feasible mode (IV-B.2).
 
-    Exact search with lazy ambiguity cuts: modes are visited in decreasing order of an upper bound on α̈
-    (its value at the torque box's best corner), so the search stops as soon as no unvisited mode can beat
-    the best one. Each mode's LP optimum is tested against every other mode's torque domain; a
-    full-dimensional overlap is projected (Fourier–Motzkin) and subtracted from T_c as convex pieces, and
-    the LP is re-solved over the pieces. Task constraints (torque box, body normal force) are applied after
-    the intersections, as III-G.1 requires.
+    Exact search: modes are visited in decreasing order of an upper bound on α̈ (its value at the torque
+    box's best corner), so the search stops as soon as no unvisited mode can beat the best one; within a
+    mode, `_best_unambiguous` runs a best-first branch and bound with lazy ambiguity cuts. Task constraints
+    (torque box, body normal force) restrict the pieces only after the overlaps are formed, as III-G.1
+    requires.
     """
 
     params: RHexParameters
-    max_cuts_per_mode: int = 4
+    max_lps_per_mode: int = 40
     stats: dict = field(default_factory=lambda: {"steps": 0, "cuts": 0})
 
     def __call__(self, obs: RigidObservation) -> Command:
@@ -250,59 +250,64 @@ class MaximalThrustController:
         for idx in order:
             if bounds[idx] <= best_val + 1e-9:
                 break
-            sol = sol_of(idx)
-            c = sol.Z_tau[ALPHA]
-            excluded: list[int] = []
-            cuts: list[HPolytope] = []
-            lp = _TorqueLP(sol.task_domain, sol.n_tau, p.torque_limit_Nm)
-            x = self._solve_pieces(lp, c, cuts)
-            lps += 1
-            for _ in range(self.max_cuts_per_mode + 1):
-                if x is None:
-                    break
-                tau_c = x
-                conflict = self._conflict(idx, tau_c, bs, sol_of, excluded)
-                if conflict is None:
-                    val = float(c @ tau_c + sol.z_0[ALPHA])
-                    if val > best_val:
-                        best, best_val, best_idx = tau_c, val, idx
-                    break
-                excluded.append(conflict)
-                self.stats["cuts"] += 1
-                with lp_backend("dense"):
-                    K = fourier_motzkin(_joint_domain(sol, sol_of(conflict)), list(range(sol.n_tau)))
-                if K is not None:
-                    cuts.append(K)
-                x = self._solve_pieces(lp, c, cuts)
-                lps += 1
-            else:
-                LOG.debug("mode %s rejected after %d ambiguity cuts", sol.mode, self.max_cuts_per_mode)
+            tau_c, val, used = self._best_unambiguous(idx, bs, sol_of, best_val)
+            lps += used
+            if tau_c is not None and val > best_val:
+                best, best_val, best_idx = tau_c, val, idx
         self.stats["steps"] += 1
         if best is None:
             return Command(tau, float("nan"), "no unambiguous mode", len(modes), lps)
         tau[list(layout.active_legs)] = best
         return Command(tau, best_val, _label(layout.contact_names, modes[best_idx]), len(modes), lps)
 
-    def _solve_pieces(self, lp: _TorqueLP, c: np.ndarray, cuts: list[HPolytope]):
-        """LP over T_c ∩ task ∩ box minus the cut regions (each cut split into 'violate row r' pieces)."""
-        t = lp.t
-        pieces: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros((0, t)), np.zeros(0))]
-        for K in cuts:
-            new = []
-            for N0, e0 in pieces:
-                for r in range(K.N.shape[0]):
-                    new.append(
-                        (np.vstack([N0, K.N[:r], -K.N[r : r + 1]]), np.concatenate([e0, K.e[:r], -K.e[r : r + 1]]))
-                    )
-            pieces = new
-        best, best_val = None, -np.inf
-        for N0, e0 in pieces:
-            x = lp.maximise(c, N0, e0)
-            if x is not None and c @ x > best_val:
-                best, best_val = x, c @ x
-        return best
+    def _best_unambiguous(self, idx: int, bs: BatchSolution, sol_of, incumbent: float):
+        """max α̈ over T*_c ∩ task ∩ box by best-first branch and bound with lazy ambiguity cuts.
 
-    def _conflict(self, idx: int, tau: np.ndarray, bs: BatchSolution, sol_of, excluded: list[int]):
+        A piece is T_c ∩ task ∩ box with extra rows on τ. The best piece's optimum is checked against every
+        other mode; if it lies in a full-dimensional overlap K (projected by Fourier–Motzkin, once per
+        conflicting mode), that piece alone is replaced by its parts outside K ('violate row r of K, keep
+        rows < r'). The first conflict-free optimum is the answer: every other piece is worse even before
+        its own cuts. Pieces worse than `incumbent` (another mode's value) are dropped.
+        Returns (τ, α̈, LPs used); τ is None if T*_c is empty or the LP budget ran out.
+        """
+        sol = sol_of(idx)
+        t = sol.n_tau
+        c, c0 = sol.Z_tau[ALPHA], sol.z_0[ALPHA]
+        lp = _TorqueLP(sol.task_domain, t, self.params.torque_limit_Nm)
+        projections: dict[int, HPolytope | None] = {}
+        heap: list = []
+        counter = itertools.count()
+        used = 0
+
+        def push(N0: np.ndarray, e0: np.ndarray, applied: frozenset) -> None:
+            nonlocal used
+            used += 1
+            x = lp.maximise(c, N0, e0)
+            if x is not None and c @ x + c0 > incumbent + 1e-9:
+                heapq.heappush(heap, (-(c @ x), next(counter), x, N0, e0, applied))
+
+        push(np.zeros((0, t)), np.zeros(0), frozenset())
+        while heap and used <= self.max_lps_per_mode:
+            neg, _, x, N0, e0, applied = heapq.heappop(heap)
+            conflict = self._conflict(idx, x, bs, sol_of, applied)
+            if conflict is None:
+                return x, float(-neg + c0), used
+            self.stats["cuts"] += 1
+            if conflict not in projections:
+                with lp_backend("dense"):
+                    projections[conflict] = fourier_motzkin(_joint_domain(sol, sol_of(conflict)), list(range(t)))
+            K = projections[conflict]
+            applied = applied | {conflict}
+            if K is None:  # numerically empty after all: keep the piece, skip this mode next time
+                heapq.heappush(heap, (neg, next(counter), x, N0, e0, applied))
+                continue
+            for r in range(K.N.shape[0]):
+                push(np.vstack([N0, K.N[:r], -K.N[r : r + 1]]), np.concatenate([e0, K.e[:r], -K.e[r : r + 1]]), applied)
+        if heap:
+            LOG.debug("mode %s: LP budget of %d exhausted", sol.mode, self.max_lps_per_mode)
+        return None, -np.inf, used
+
+    def _conflict(self, idx: int, tau: np.ndarray, bs: BatchSolution, sol_of, excluded):
         inside = _in_torque_domains(bs, tau)
         me = sol_of(idx)
         for j in np.flatnonzero(inside):
