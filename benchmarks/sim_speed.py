@@ -59,12 +59,12 @@ def run_snake3d(scenario: str, duration_s: float, dt_s: float) -> dict:
     }
 
 
-def run_external(scenario: str, duration_s: float) -> dict:
+def run_external(scenario: str, duration_s: float, **options: str) -> dict:
     path = HERE / f"_scenario_{scenario}.py"
     spec = importlib.util.spec_from_file_location(f"_scenario_{scenario}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.run(duration_s)
+    return module.run(duration_s, **options)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,13 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
     parser.add_argument("--dt", type=float, default=2.5e-4, help="time step in s (default: the paper's 0.25 ms)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the default output anyway)")
+    parser.add_argument(
+        "--environment", choices=["structured", "unstructured"], help="obstacle_aided only: which obstacle field"
+    )
     args = parser.parse_args(argv)
     if not (math.isfinite(args.duration) and args.duration > 0):
         parser.error(f"--duration must be > 0, got {args.duration}")
     if args.scenario in SCENARIOS:
         out = run_snake3d(args.scenario, args.duration, args.dt)
     else:
-        out = run_external(args.scenario, args.duration)
+        options = {"environment": args.environment} if args.environment else {}
+        out = run_external(args.scenario, args.duration, **options)
     print(json.dumps(out))
     return 0
 

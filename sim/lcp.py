@@ -12,8 +12,8 @@ Shared by every contact model of the stack. Three solvers:
 Failures (ray termination, proven infeasibility, iteration limit) are reported in ``status``; ``z`` and ``w``
 are then ``None``, never a wrong answer.
 
-``p_matrix_test`` is the recursive P-matrix test of Tsatsomeros & Li (BIT 40, 2000), evaluated level by level
-on batches of Schur complements, reporting the smallest principal minor it met.
+``p_matrix_test`` is the recursive P-matrix test of Tsatsomeros & Li (BIT 40, 2000), reporting the smallest
+principal minor it met.
 
 No library in the allowed stack (numpy/scipy/numba) solves LCPs, hence the hand-written pivoting;
 scipy's HiGHS is used to certify infeasibility after a ray termination.
@@ -101,13 +101,17 @@ def solve_lcp(
     max_iterations: int | None = None,
     tol: float = 1e-10,
     relaxation: float = 1.0,
+    check_input: bool = True,
 ) -> LCPResult:
     """Solve the LCP (q, M).
 
     ``z0`` warm-starts PGS (ignored by the others). ``tol`` is the PGS stopping residual and the feasibility
     tolerance of the enumeration. ``max_iterations`` defaults to 50 n + 100 pivots (lemke), 1000 sweeps (pgs).
+    ``check_input=False`` skips the shape/finiteness checks, for callers in a hot loop that build M and q
+    themselves (float64 arrays of matching shape).
     """
-    M, q = _check_data(M, q)
+    if check_input:
+        M, q = _check_data(M, q)
     if method == "lemke":
         return _lemke(M, q, max_iterations if max_iterations is not None else 50 * q.size + 100)
     if method == "pgs":
@@ -138,7 +142,8 @@ def _lex_min_row(T: np.ndarray, rows: np.ndarray, col: int, n: int, rhs: int) ->
     return int(rows[candidates[0]])
 
 
-def _lemke(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
+def _lemke_reference(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
+    """Plain-numpy Lemke (the readable reference of the compiled :func:`_lemke_kernel`)."""
     n = q.size
     if n == 0 or np.all(q >= 0.0):
         z = np.zeros(n)
@@ -163,9 +168,7 @@ def _lemke(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
     most_negative = np.flatnonzero(q <= q.min() + 1e-14 * max(1.0, abs(q.min())))
     T_neg = T.copy()
     T_neg[:, z0_col] = 1.0  # ratio q_i / d_i on the rows tied for the minimum
-    leave_row = (
-        _lex_min_row(T_neg, most_negative, z0_col, n, rhs) if most_negative.size > 1 else most_negative[0]
-    )
+    leave_row = _lex_min_row(T_neg, most_negative, z0_col, n, rhs) if most_negative.size > 1 else most_negative[0]
     leaving = int(basis[leave_row])
     pivot(leave_row, z0_col)
     iterations = 1
@@ -187,6 +190,155 @@ def _lemke(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
         if leaving == z0_col:
             return _polish(M, q, basis, T, n, rhs, iterations)
     return LCPResult(None, None, LCPStatus.MAX_ITERATIONS, iterations, "lemke", np.inf, "pivot limit reached")
+
+
+@numba.njit(cache=True)
+def _lex_min_row_kernel(T, rows, col, n, rhs):  # pragma: no cover - compiled
+    k = rows.size
+    keys = np.empty((k, n + 1))
+    scale = 1.0
+    for a in range(k):
+        piv = T[rows[a], col]
+        keys[a, 0] = T[rows[a], rhs] / piv
+        for c in range(n):
+            keys[a, c + 1] = T[rows[a], c] / piv
+        for c in range(n + 1):
+            if abs(keys[a, c]) > scale:
+                scale = abs(keys[a, c])
+    alive = np.ones(k, dtype=np.bool_)
+    count = k
+    for c in range(n + 1):
+        best = np.inf
+        for a in range(k):
+            if alive[a] and keys[a, c] < best:
+                best = keys[a, c]
+        for a in range(k):
+            if alive[a] and keys[a, c] > best + 1e-11 * scale:
+                alive[a] = False
+                count -= 1
+        if count == 1:
+            break
+    for a in range(k):
+        if alive[a]:
+            return rows[a]
+    return rows[0]
+
+
+@numba.njit(cache=True)
+def _pivot_kernel(T, basis, row, col):  # pragma: no cover - compiled
+    n, width = T.shape
+    p = T[row, col]
+    for j in range(width):
+        T[row, j] /= p
+    for i in range(n):
+        if i != row:
+            f = T[i, col]
+            if f != 0.0:
+                for j in range(width):
+                    T[i, j] -= f * T[row, j]
+    basis[row] = col
+
+
+@numba.njit(cache=True)
+def _lemke_kernel(M, q, max_iterations):  # pragma: no cover - compiled
+    """Same pivoting as :func:`_lemke_reference`. Returns (status, tableau, basis, pivots) with status
+    0 = solved, 1 = ray termination, 2 = pivot limit."""
+    n = q.size
+    z0_col, rhs = 2 * n, 2 * n + 1
+    T = np.zeros((n, 2 * n + 2))
+    for i in range(n):
+        T[i, i] = 1.0
+        for j in range(n):
+            T[i, n + j] = -M[i, j]
+        T[i, z0_col] = -1.0
+        T[i, rhs] = q[i]
+    basis = np.arange(n)
+    pivot_tol = 1e-12 * max(1.0, np.max(np.abs(M)))
+    qmin = q.min()
+    tied = np.flatnonzero(q <= qmin + 1e-14 * max(1.0, abs(qmin)))
+    if tied.size > 1:
+        T_neg = T.copy()
+        T_neg[:, z0_col] = 1.0
+        leave_row = _lex_min_row_kernel(T_neg, tied, z0_col, n, rhs)
+    else:
+        leave_row = tied[0]
+    leaving = basis[leave_row]
+    _pivot_kernel(T, basis, leave_row, z0_col)
+    iterations = 1
+    while iterations < max_iterations:
+        entering = leaving + n if leaving < n else leaving - n
+        rows = np.flatnonzero(T[:, entering] > pivot_tol)
+        if rows.size == 0:
+            return 1, T, basis, iterations
+        leave_row = _lex_min_row_kernel(T, rows, entering, n, rhs)
+        for r in rows:
+            if basis[r] == z0_col:
+                if T[r, rhs] / T[r, entering] <= T[leave_row, rhs] / T[leave_row, entering] + 1e-13:
+                    leave_row = r
+                break
+        leaving = basis[leave_row]
+        _pivot_kernel(T, basis, leave_row, entering)
+        iterations += 1
+        if leaving == z0_col:
+            return 0, T, basis, iterations
+    return 2, T, basis, iterations
+
+
+@numba.njit(cache=True)
+def _polish_kernel(M, q, basis, T):  # pragma: no cover - compiled
+    """Compiled twin of :func:`_polish`'s refinement: z_S = −M_SS⁻¹ q_S on the final complementary basis."""
+    n = q.size
+    rhs = 2 * n + 1
+    z = np.zeros(n)
+    count = 0
+    for row in range(n):
+        var = basis[row]
+        if n <= var < 2 * n:
+            z[var - n] = T[row, rhs]
+            count += 1
+    if count == 0:
+        return z
+    idx = np.empty(count, dtype=np.int64)
+    k = 0
+    for row in range(n):
+        var = basis[row]
+        if n <= var < 2 * n:
+            idx[k] = var - n
+            k += 1
+    block = np.empty((count, count))
+    b = np.empty(count)
+    for a in range(count):
+        b[a] = -q[idx[a]]
+        for c in range(count):
+            block[a, c] = M[idx[a], idx[c]]
+    try:
+        sol = np.linalg.solve(block, b)
+    except Exception:  # noqa: BLE001 - singular block (degenerate PSD problem): keep the tableau values
+        return z
+    floor = -1e-9 * (1.0 + np.max(np.abs(z)))
+    for a in range(count):
+        if not sol[a] >= floor:  # also rejects NaN
+            return z
+    for a in range(n):
+        z[a] = 0.0
+    for a in range(count):
+        z[idx[a]] = sol[a]
+    return z
+
+
+def _lemke(M: np.ndarray, q: np.ndarray, max_iterations: int) -> LCPResult:
+    n = q.size
+    if n == 0 or np.all(q >= 0.0):
+        return LCPResult(np.zeros(n), q.copy(), LCPStatus.SOLVED, 0, "lemke", 0.0, "trivial: q >= 0")
+    M = np.ascontiguousarray(M)
+    status, T, basis, iterations = _lemke_kernel(M, q, max_iterations)
+    if status == 1:
+        return _ray_termination(M, q, iterations)
+    if status == 2:
+        return LCPResult(None, None, LCPStatus.MAX_ITERATIONS, iterations, "lemke", np.inf, "pivot limit reached")
+    z = np.maximum(_polish_kernel(M, q, basis, T), 0.0)
+    w = M @ z + q
+    return LCPResult(z, w, LCPStatus.SOLVED, iterations, "lemke", complementarity_residual(z, w))
 
 
 def _polish(M, q, basis, T, n, rhs, iterations) -> LCPResult:
@@ -311,35 +463,59 @@ class PMatrixResult:
     minors_checked: int
 
 
+@numba.njit(cache=True)
+def _p_matrix_kernel(A):  # pragma: no cover - compiled
+    """Depth-first Tsatsomeros–Li recursion with an explicit stack (same visiting order as the reference)."""
+    n = A.shape[0]
+    cap = 2 * n + 2
+    mats = np.zeros((cap, n, n))
+    sizes = np.zeros(cap, dtype=np.int64)
+    factors = np.zeros(cap)
+    mats[0] = A
+    sizes[0] = n
+    factors[0] = 1.0
+    top = 1
+    smallest = np.inf
+    checked = 0
+    while top > 0:
+        top -= 1
+        size, factor = sizes[top], factors[top]
+        B = mats[top, :size, :size].copy()
+        pivot = B[0, 0]
+        minor = factor * pivot
+        checked += 1
+        if minor < smallest:
+            smallest = minor
+        if minor <= 0.0:
+            return False, smallest, checked
+        if size == 1:
+            continue
+        m = size - 1
+        # push the Schur complement first so the trailing block (pushed last) is visited first
+        for i in range(m):
+            for j in range(m):
+                mats[top, i, j] = B[i + 1, j + 1] - B[i + 1, 0] * B[0, j + 1] / pivot
+        sizes[top], factors[top] = m, minor
+        top += 1
+        mats[top, :m, :m] = B[1:, 1:]
+        sizes[top], factors[top] = m, factor
+        top += 1
+    return True, smallest, checked
+
+
 def p_matrix_test(A: np.ndarray) -> PMatrixResult:
     """Recursive P-matrix test of Tsatsomeros & Li: A is P iff a11 > 0, A[1:,1:] is P and the Schur
     complement A/a11 is P. Every node of the recursion tree contributes exactly one principal minor,
     det A[S] = (product of the pivots on the path) * a11, so the test visits all 2^n - 1 minors in O(2^n)
-    work. Here the tree is walked breadth-first with each level as one batch of matrices (vectorised
-    numpy); it stops at the first non-positive minor."""
+    work and reports the smallest; it stops at the first non-positive minor. Compiled depth-first walk;
+    :func:`p_matrix_test_reference` is the plain recursion."""
     A = np.asarray(A, dtype=float)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise LCPError(f"P-matrix test needs a square matrix, got shape {A.shape}")
-    n = A.shape[0]
-    if n == 0:
+    if A.shape[0] == 0:
         return PMatrixResult(True, np.inf, 0)
-    mats = A[None, :, :]
-    factors = np.ones(1)
-    smallest = np.inf
-    checked = 0
-    while True:
-        pivots = mats[:, 0, 0]
-        minors = factors * pivots
-        checked += minors.size
-        smallest = min(smallest, float(minors.min()))
-        if smallest <= 0.0:
-            return PMatrixResult(False, smallest, checked)
-        if mats.shape[1] == 1:
-            return PMatrixResult(True, smallest, checked)
-        trailing = mats[:, 1:, 1:]
-        schur = trailing - mats[:, 1:, :1] * mats[:, :1, 1:] / pivots[:, None, None]
-        mats = np.concatenate([trailing, schur])
-        factors = np.concatenate([factors, minors])
+    ok, smallest, checked = _p_matrix_kernel(np.ascontiguousarray(A))
+    return PMatrixResult(bool(ok), float(smallest), int(checked))
 
 
 def p_matrix_test_reference(A: np.ndarray) -> PMatrixResult:

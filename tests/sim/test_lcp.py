@@ -182,9 +182,7 @@ def test_bad_input_raises_specific_errors():
 
 def all_principal_minors(A):
     n = A.shape[0]
-    return [
-        np.linalg.det(A[np.ix_(s, s)]) for k in range(1, n + 1) for s in itertools.combinations(range(n), k)
-    ]
+    return [np.linalg.det(A[np.ix_(s, s)]) for k in range(1, n + 1) for s in itertools.combinations(range(n), k)]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 7])
@@ -203,14 +201,28 @@ def test_p_matrix_test_matches_principal_minors(n):
             assert ref.smallest_minor == pytest.approx(min(minors), rel=1e-8, abs=1e-12)
         else:
             assert fast.smallest_minor <= 0 and ref.smallest_minor <= 0
+            assert fast.minors_checked == ref.minors_checked  # same visiting order, same early exit
 
 
 def test_p_matrix_examples():
-    assert p_matrix_test(
-        np.array([[1.0, 2.0], [0.0, 1.0]])
-    ).is_p_matrix  # non-symmetric, not PD-symmetric part
+    assert p_matrix_test(np.array([[1.0, 2.0], [0.0, 1.0]])).is_p_matrix  # non-symmetric, not PD-symmetric part
     assert not p_matrix_test(np.array([[1.0, 2.0], [2.0, 1.0]])).is_p_matrix  # det = -3
     assert not p_matrix_test(np.array([[0.0]])).is_p_matrix
     assert p_matrix_test(np.zeros((0, 0))).is_p_matrix
     with pytest.raises(LCPError):
         p_matrix_test(np.ones((2, 3)))
+
+
+def test_compiled_lemke_matches_numpy_reference():
+    from sim.lcp import _lemke_reference
+
+    rng = np.random.default_rng(77)
+    for n in range(1, 9):
+        for _ in range(60):
+            M = random_p_matrix(rng, n) if rng.random() < 0.5 else random_psd(rng, n)
+            q = rng.normal(size=n)
+            fast = solve_lcp(M, q, "lemke")
+            ref = _lemke_reference(M, q, 50 * n + 100)
+            assert fast.status == ref.status and fast.iterations == ref.iterations
+            if fast.success:
+                np.testing.assert_allclose(fast.z, ref.z, atol=1e-12)
