@@ -20,7 +20,7 @@ from sim.snake3d.rotations import quat_rate, quat_to_matrix
 
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
-P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO, P_RTOL = range(14, 24)
+P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO, P_RTOL, P_HALVINGS = range(14, 25)
 INNER_TOLERANCE_FACTOR = 1e-2
 
 STATUS_OK = 0
@@ -520,23 +520,103 @@ def step(
 
 
 @njit(cache=True)
+def split_step(
+    pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses, out_stats,
+    diagnostics,
+):  # fmt: skip
+    """A step of Δt that did not converge, retried as two half steps, each recursively halved again if it fails, down
+    to Δt / 2^max_step_halvings (an iterative depth-first bisection; numba has no cheap recursion).
+
+    Returns ``(status, sweeps, depth)``. On success ``out_impulses`` holds the contact impulses summed over the
+    sub-steps (so impulses / Δt is still the mean force) and ``diagnostics[0]`` the largest sub-step residual. On
+    failure the state and the warm-start cache are restored to the start of the step, so the caller's time stays
+    consistent and nothing unconverged is kept. The held joint torques (or PD law) apply throughout, as before."""
+    max_depth = int(prm[P_HALVINGS])
+    dt = prm[P_DT]
+    sub = prm.copy()
+    pos0, quat0, vel0, omg0, cache0 = pos.copy(), quat.copy(), vel.copy(), omg.copy(), cache.copy()
+    total = np.zeros_like(out_impulses)
+    finest = 1 << max_depth  # the step in units of the finest sub-step
+    done = 0
+    depth = 1
+    deepest = 1
+    sweeps = 0
+    residual = 0.0
+    for k in range(cache.shape[0]):  # warm start: impulses scale with the step
+        for d in range(4):
+            cache[k, d] *= 0.5
+    status = STATUS_OK
+    while done < finest:
+        size = finest >> depth
+        sub[P_DT] = dt / (1 << depth)
+        status = step(
+            pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, sub, obstacles,
+            t_s + dt * done / finest, out_impulses, out_stats, diagnostics,
+        )  # fmt: skip
+        sweeps += out_stats[0]
+        if status == STATUS_OK:
+            total += out_impulses
+            residual = max(residual, diagnostics[0])
+            done += size
+            while depth > 1 and done % (2 * size) == 0:  # both halves of the parent done: back up one level
+                depth -= 1
+                size *= 2
+                for k in range(cache.shape[0]):
+                    for d in range(4):
+                        cache[k, d] *= 2.0
+        elif status == STATUS_NOT_CONVERGED and depth < max_depth:
+            depth += 1
+            deepest = max(deepest, depth)
+            for k in range(cache.shape[0]):
+                for d in range(4):
+                    cache[k, d] *= 0.5
+        else:
+            break
+    if status != STATUS_OK:
+        pos[:] = pos0
+        quat[:] = quat0
+        vel[:] = vel0
+        omg[:] = omg0
+        cache[:] = cache0
+        return status, sweeps, deepest
+    for k in range(cache.shape[0]):  # back to full-step impulses for the next step's warm start
+        for d in range(4):
+            cache[k, d] *= 2.0
+    out_impulses[:] = total
+    diagnostics[0] = residual
+    return STATUS_OK, sweeps, deepest
+
+
+@njit(cache=True)
 def run_steps(
     n_steps, pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses,
     out_stats, totals, diagnostics,
 ):  # fmt: skip
-    """Several steps with the same (held) references; ``totals`` accumulates [steps, sweeps, max sweeps, retries],
-    ``diagnostics`` = [contact-law residual of the last step, its maximum] in m/s."""
+    """Several steps with the same (held) references; ``totals`` accumulates [steps, sweeps, max sweeps, retries,
+    steps split into sub-steps, deepest split], ``diagnostics`` = [contact-law residual of the last step, its maximum]
+    in m/s. A step that fails is retried as sub-steps (:func:`split_step`) before the failure is returned."""
     dt = prm[P_DT]
     for s in range(n_steps):
         status = step(
             pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s + s * dt,
             out_impulses, out_stats, diagnostics,
         )  # fmt: skip
+        sweeps = out_stats[0]
+        if status == STATUS_NOT_CONVERGED and prm[P_HALVINGS] >= 1.0:
+            status, more, depth = split_step(
+                pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s + s * dt,
+                out_impulses, out_stats, diagnostics,
+            )  # fmt: skip
+            sweeps += more
+            if status == STATUS_OK:
+                totals[4] += 1
+                totals[5] = max(totals[5], depth)
         if status != STATUS_OK:
+            out_stats[0] = sweeps
             return status, s
         totals[0] += 1
-        totals[1] += out_stats[0]
-        totals[2] = max(totals[2], out_stats[0])
+        totals[1] += sweeps
+        totals[2] = max(totals[2], sweeps)
         totals[3] += out_stats[1]
         diagnostics[1] = max(diagnostics[1], diagnostics[0])
     return STATUS_OK, n_steps

@@ -31,6 +31,10 @@ class SimulationDivergedError(RuntimeError):
         self.links = links
 
 
+class ContactNotConvergedError(SimulationDivergedError):
+    """The prox iteration of a step failed (every r reduction and step halving tried); the state is unchanged."""
+
+
 @dataclass(frozen=True)
 class SnakeModel:
     """Parameters of the Aiko model. Defaults are the paper's (Sec. VIII-A) with isotropic friction μ = 0.2.
@@ -46,6 +50,10 @@ class SnakeModel:
     distribution is not unique and drifts slowly under the iteration while the motion has long converged.
     Either way the step is accepted only if the contact laws (eq. 87–89) then hold to ``residual_tolerance_m_s``:
     max over contacts of ‖P − prox(P − rγ)‖ / r, a velocity.
+
+    A step that does not converge within ``max_iterations`` sweeps is retried with r halved (``max_retries`` times),
+    then as two half steps, recursively down to Δt / 2^``max_step_halvings``; only then does the simulator raise.
+    Each sub-step must pass the same tests, so no unconverged step is ever accepted.
     """
 
     n_links: int = 11
@@ -80,6 +88,7 @@ class SnakeModel:
     residual_tolerance_m_s: float = 1e-5
     max_iterations: int = 1000
     max_retries: int = 4
+    max_step_halvings: int = 3
     contact_inner_iterations: int = 1
 
     def __post_init__(self) -> None:
@@ -135,7 +144,13 @@ class SnakeModel:
                 )
         if self.prox_mode not in ("local", "paper"):
             raise SnakeModelError(f"snake3d.prox_mode: must be 'local' or 'paper', got {self.prox_mode!r}")
-        for name, least in (("max_iterations", 1), ("max_retries", 0), ("contact_inner_iterations", 1)):
+        integers = (
+            ("max_iterations", 1),
+            ("max_retries", 0),
+            ("max_step_halvings", 0),
+            ("contact_inner_iterations", 1),
+        )
+        for name, least in integers:
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise SnakeModelError(f"snake3d.{name}: must be an integer >= {least}, got {value!r}")
@@ -200,13 +215,14 @@ class SnakeModel:
             "muo": self.mu_obstacle,
             "rtol": self.residual_tolerance_m_s,
             "inner": float(self.contact_inner_iterations),
+            "halvings": float(self.max_step_halvings),
         }
         return np.array([values[k] for k in PARAM_NAMES], dtype=np.float64)
 
 
 PARAM_NAMES = (
     "L", "Lsc", "Lgs", "m", "th1", "th3", "gx", "gy", "gz", "mux", "muy", "muv", "dt", "paper",
-    "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner", "muo", "rtol",
+    "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner", "muo", "rtol", "halvings",
 )  # fmt: skip
 PARAM_INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 

@@ -31,7 +31,7 @@ import scipy.linalg
 
 from sim.snake3d import kinematics as kin
 from sim.snake3d.constraints import normalize_quaternions, project_joint_constraints
-from sim.snake3d.model import SimulationDivergedError, SnakeModel, SnakeState
+from sim.snake3d.model import ContactNotConvergedError, SnakeModel, SnakeState
 from sim.snake3d.rotations import quat_rate
 
 
@@ -162,7 +162,8 @@ def reference_step(
     gains: np.ndarray,
     feedforward_nm: np.ndarray,
 ) -> StepInfo:
-    """Advance ``state`` in place by one step; raise :class:`SimulationDivergedError` if the iteration fails."""
+    """Advance ``state`` in place by one step; raise :class:`ContactNotConvergedError` (state untouched) if the
+    iteration fails."""
     dt = model.dt_s
     n = model.n_links
     pos_M, quat_M = midpoint(model, state)
@@ -230,7 +231,7 @@ def reference_step(
     else:
         worst = active[np.argsort(change)[::-1][:3]] if m else np.array([], dtype=int)
         bad_links = tuple(sorted({int(links[a]) + 1 for a in worst}))
-        raise SimulationDivergedError(
+        raise ContactNotConvergedError(
             f"snake3d: contact iteration did not converge at t = {state.t_s:.6f} s after {iterations} sweeps "
             f"and {model.max_retries} reductions of r; contacts {worst.tolist()} on links {list(bad_links)}",
             state.t_s,

@@ -7,6 +7,7 @@ joint torques (``set_torques``, for hardware-in-the-loop with emulated joint con
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -16,8 +17,8 @@ import numpy as np
 
 from sim.snake3d import fast
 from sim.snake3d import kinematics as kin
-from sim.snake3d.model import SimulationDivergedError, SnakeModel, SnakeState
-from sim.snake3d.reference import reference_step
+from sim.snake3d.model import ContactNotConvergedError, SimulationDivergedError, SnakeModel, SnakeState
+from sim.snake3d.reference import StepInfo, reference_step
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,8 @@ class RunStats:
     retries: int = 0
     wall_time_s: float = 0.0
     max_residual_m_s: float = 0.0  # largest violation of the contact laws (eq. 87–89) left by an accepted step
+    split_steps: int = 0  # steps that converged only as sub-steps (Δt/2, Δt/4, ...)
+    max_split_depth: int = 0  # deepest halving used: the finest sub-step was Δt / 2^max_split_depth
 
     @property
     def newton_iterations_mean(self) -> float:
@@ -58,7 +61,7 @@ class SnakeSimulator:
         self.stats = RunStats()
         self._params = model.params_array()
         self._out_stats = np.zeros(6, dtype=np.int64)
-        self._totals = np.zeros(4, dtype=np.int64)
+        self._totals = np.zeros(6, dtype=np.int64)
         self._diagnostics = np.zeros(2)
 
     # --- commands -------------------------------------------------------------------------------------------
@@ -95,7 +98,7 @@ class SnakeSimulator:
         s = self.state
         if self.use_reference:
             for _ in range(n_steps):
-                info = reference_step(self.model, s, self.ref_angle, self.ref_rate, self.gains, self.feedforward_nm)
+                info = self._reference_step()
                 self.impulses[:] = info.impulses
                 self.stats.steps += 1
                 self.stats.sweeps += info.iterations
@@ -114,20 +117,64 @@ class SnakeSimulator:
             self.stats.sweeps += int(self._totals[1])
             self.stats.max_sweeps = max(self.stats.max_sweeps, int(self._totals[2]))
             self.stats.retries += int(self._totals[3])
+            self.stats.split_steps += int(self._totals[4])
+            self.stats.max_split_depth = max(self.stats.max_split_depth, int(self._totals[5]))
             self.stats.max_residual_m_s = max(self.stats.max_residual_m_s, float(self._diagnostics[1]))
             if status != fast.STATUS_OK:
                 self._raise(status)
         self.stats.wall_time_s += time.perf_counter() - start
+
+    def _reference_step(self) -> StepInfo:
+        """One reference step; if its prox iteration fails, the same step as sub-steps (twin of fast.split_step)."""
+        args = (self.ref_angle, self.ref_rate, self.gains, self.feedforward_nm)
+        try:
+            return reference_step(self.model, self.state, *args)
+        except ContactNotConvergedError as error:
+            if self.model.max_step_halvings == 0:
+                raise
+            failure = error
+        start = self.state.copy()
+        self.state.impulse_cache *= 0.5  # warm start: impulses scale with the step
+        try:
+            first = self._split(self.model.dt_s / 2, 1, args)
+            total = _sum_infos(first, self._split(self.model.dt_s / 2, 1, args))
+        except ContactNotConvergedError:
+            _restore(self.state, start)
+            self._raise_reference(failure)
+        self.state.impulse_cache *= 2.0
+        self.state.t_s = start.t_s + self.model.dt_s  # exact, not the sum of the sub-steps
+        self.stats.split_steps += 1
+        return total
+
+    def _split(self, dt_s: float, depth: int, args: tuple) -> StepInfo:
+        """Advance dt_s = Δt / 2^depth, bisecting again on failure (depth-first, like fast.split_step)."""
+        self.stats.max_split_depth = max(self.stats.max_split_depth, depth)
+        model = dataclasses.replace(self.model, dt_s=dt_s)
+        try:
+            return reference_step(model, self.state, *args)
+        except ContactNotConvergedError:
+            if depth >= self.model.max_step_halvings:
+                raise
+        self.state.impulse_cache *= 0.5
+        first = self._split(dt_s / 2, depth + 1, args)
+        second = self._split(dt_s / 2, depth + 1, args)
+        self.state.impulse_cache *= 2.0
+        return _sum_infos(first, second)
+
+    def _raise_reference(self, failure: ContactNotConvergedError) -> None:
+        raise ContactNotConvergedError(
+            f"{failure} and {self.model.max_step_halvings} halvings of the step", failure.t_s, failure.links
+        ) from failure
 
     def _raise(self, status: int) -> None:
         t = self.state.t_s
         if status == fast.STATUS_NOT_CONVERGED:
             contacts = [int(a) for a in self._out_stats[3:6] if a >= 0]
             links = tuple(sorted({self._contact_link(a) + 1 for a in contacts}))
-            raise SimulationDivergedError(
-                f"snake3d: contact iteration did not converge at t = {t:.6f} s after {self._out_stats[0]} sweeps and "
-                f"{self.model.max_retries} reductions of r; worst contacts {contacts} on links {list(links)} "
-                "(try a smaller dt_s or prox scale)",
+            raise ContactNotConvergedError(
+                f"snake3d: contact iteration did not converge at t = {t:.6f} s after {self._out_stats[0]} sweeps, "
+                f"{self.model.max_retries} reductions of r and {self.model.max_step_halvings} halvings of the step; "
+                f"worst contacts {contacts} on links {list(links)} (try a smaller dt_s or a larger max_iterations)",
                 t,
                 links,
             )
@@ -161,3 +208,24 @@ class SnakeSimulator:
         """Mean contact forces of the last step (n_all_contacts, 4) [N, T1, T2, V] = impulses / Δt (ground contacts
         first: T along / across the link; then link–obstacle contacts: T horizontal, vertical)."""
         return self.impulses / self.model.dt_s
+
+
+def _sum_infos(a: StepInfo, b: StepInfo) -> StepInfo:
+    """Two consecutive sub-steps as one step: impulses add (impulse / Δt stays the mean force), sweeps add."""
+    return StepInfo(
+        a.iterations + b.iterations,
+        a.retries + b.retries,
+        np.union1d(a.active_contacts, b.active_contacts),
+        a.impulses + b.impulses,
+        a.joint_impulses + b.joint_impulses,
+    )
+
+
+def _restore(state: SnakeState, saved: SnakeState) -> None:
+    """Put ``saved`` back into ``state`` in place (callers may hold the state object)."""
+    state.position_m[:] = saved.position_m
+    state.quaternion[:] = saved.quaternion
+    state.velocity_m_s[:] = saved.velocity_m_s
+    state.omega_body_rad_s[:] = saved.omega_body_rad_s
+    state.impulse_cache[:] = saved.impulse_cache
+    state.t_s = saved.t_s
