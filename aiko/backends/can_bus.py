@@ -143,6 +143,20 @@ class _Snake3DHilPlant:
         state = self.plant.simulator.state
         return state.position_m.copy(), state.quaternion.copy()
 
+    def solver_summary(self) -> dict[str, Any]:
+        """The contact solver's statistics (as the sim backend reports them): every accepted step met the contact
+        laws to ``contact_residual_max_m_s``; ``split_steps`` converged only as sub-steps."""
+        stats = self.plant.simulator.stats
+        return {
+            "sim_steps": stats.steps,
+            "newton_iterations_mean": stats.newton_iterations_mean,
+            "newton_iterations_max": stats.max_sweeps,
+            "newton_retries": stats.retries,
+            "split_steps": stats.split_steps,
+            "max_split_depth": stats.max_split_depth,
+            "contact_residual_max_m_s": stats.max_residual_m_s,
+        }
+
 
 def _snake3d_plant(robot: RobotDescription, experiment: Experiment, initial: np.ndarray) -> JointPlant:
     """The 3D non-smooth Aiko (paper 000) driven by the emulated motors; its [sim] table sets friction, Δt, ...
@@ -575,6 +589,9 @@ class HilBackend(CanBackend):
             out["emulator"] = self.emulator.counters()
             out["steps"] = self.emulator.tick  # controller ticks of the emulated modules
             out["physics_steps"] = self.emulator.tick * self.emulator.config.physics_substeps
+            solver = getattr(self.emulator.plant, "solver_summary", None)
+            if callable(solver):
+                out["plant_solver"] = solver()
         return out
 
     def close(self) -> None:

@@ -272,7 +272,8 @@ class Snake3DBackend(JointInterface):
                 "/sim/solver",
                 stamp,
                 {"t_s": t, "steps": stats.steps, "newton_iterations_mean": stats.newton_iterations_mean,
-                 "newton_iterations_max": stats.max_sweeps, "retries": stats.retries},
+                 "newton_iterations_max": stats.max_sweeps, "retries": stats.retries,
+                 "split_steps": stats.split_steps},
             )  # fmt: skip
             self._next_log_s += 1.0 / self.settings.log_rate_hz
 
@@ -290,6 +291,8 @@ class Snake3DBackend(JointInterface):
             "newton_iterations_mean": stats.newton_iterations_mean,
             "newton_iterations_max": stats.max_sweeps,
             "newton_retries": stats.retries,
+            "split_steps": stats.split_steps,
+            "max_split_depth": stats.max_split_depth,
             "contact_residual_max_m_s": stats.max_residual_m_s,
             "sim_wall_time_s": self._sim_wall_s,
             "realtime_factor": sim.state.t_s / self._sim_wall_s if self._sim_wall_s > 0 else None,

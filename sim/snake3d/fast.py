@@ -20,7 +20,7 @@ from sim.snake3d.rotations import quat_rate, quat_to_matrix
 
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
-P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO, P_RTOL, P_HALVINGS = range(14, 25)
+P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO, P_RTOL, P_HALVINGS, P_CONTRACTING = range(14, 26)
 INNER_TOLERANCE_FACTOR = 1e-2
 
 STATUS_OK = 0
@@ -397,7 +397,8 @@ def step(
             rpar[k, 2] = c_t * mu2 * mu2
             rpar[k, 3] = prm[P_RV] / B[3, 3] if B[3, 3] > 0.0 else 0.0
 
-    # 6. prox iteration (block Gauss–Seidel over contacts), retries with halved r
+    # 6. prox iteration (block Gauss–Seidel over contacts); after each block of maxit sweeps without convergence:
+    # continue with the same r if the iteration is still contracting, else restart with r halved (see model.CONTRACTING)
     P = np.zeros((m, 4))
     zhat = np.empty(nz)
     zhat_sweep = np.empty(nz)
@@ -410,16 +411,19 @@ def step(
     residual = 0.0
     maxit = int(prm[P_MAXIT])
     retries = int(prm[P_RETRIES])
-    attempt = 0
-    for attempt in range(retries + 1):  # noqa: B007 - reported after the loop
-        for c in range(nz):
-            zhat[c] = zhat_free[c]
-        for k in range(m):
-            for d in range(4):
-                P[k, d] = cache[active[k], d]
-                for c in range(widths[k]):
-                    zhat[c] += Yh[k, d, c] * P[k, d]
-        for _ in range(maxit):
+    reductions = 0
+    restart = True
+    for _attempt in range(retries + 1):
+        if restart:
+            for c in range(nz):
+                zhat[c] = zhat_free[c]
+            for k in range(m):
+                for d in range(4):
+                    P[k, d] = cache[active[k], d]
+                    for c in range(widths[k]):
+                        zhat[c] += Yh[k, d, c] * P[k, d]
+        residual_mid = math.inf
+        for sweep in range(maxit):
             sweeps += 1
             for c in range(nz):
                 zhat_sweep[c] = zhat[c]
@@ -459,6 +463,8 @@ def step(
             du = 0.0
             for c in range(nz):
                 du += (zhat[c] - zhat_sweep[c]) ** 2
+            if sweep == maxit // 2:
+                residual_mid = _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0)
             if err < tol or math.sqrt(du) < prm[P_VTOL]:
                 # accept only if the contact laws hold to the residual tolerance (m/s)
                 residual = _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0)
@@ -467,9 +473,13 @@ def step(
                     break
         if converged:
             break
-        scale *= 0.5
+        residual = _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0)
+        restart = not (math.isfinite(residual) and residual < prm[P_CONTRACTING] * residual_mid)
+        if restart:
+            scale *= 0.5
+            reductions += 1
     out_stats[0] = sweeps
-    out_stats[1] = attempt
+    out_stats[1] = reductions
     out_stats[2] = m
     if not converged:
         order = np.argsort(-change)
@@ -527,7 +537,7 @@ def split_step(
     """A step of Δt that did not converge, retried as two half steps, each recursively halved again if it fails, down
     to Δt / 2^max_step_halvings (an iterative depth-first bisection; numba has no cheap recursion).
 
-    Returns ``(status, sweeps, depth)``. On success ``out_impulses`` holds the contact impulses summed over the
+    Returns ``(status, sweeps, depth, retries)``. On success ``out_impulses`` holds the contact impulses summed over the
     sub-steps (so impulses / Δt is still the mean force) and ``diagnostics[0]`` the largest sub-step residual. On
     failure the state and the warm-start cache are restored to the start of the step, so the caller's time stays
     consistent and nothing unconverged is kept. The held joint torques (or PD law) apply throughout, as before."""
@@ -541,6 +551,7 @@ def split_step(
     depth = 1
     deepest = 1
     sweeps = 0
+    retries = 0
     residual = 0.0
     for k in range(cache.shape[0]):  # warm start: impulses scale with the step
         for d in range(4):
@@ -554,6 +565,7 @@ def split_step(
             t_s + dt * done / finest, out_impulses, out_stats, diagnostics,
         )  # fmt: skip
         sweeps += out_stats[0]
+        retries += out_stats[1]
         if status == STATUS_OK:
             total += out_impulses
             residual = max(residual, diagnostics[0])
@@ -578,13 +590,13 @@ def split_step(
         vel[:] = vel0
         omg[:] = omg0
         cache[:] = cache0
-        return status, sweeps, deepest
+        return status, sweeps, deepest, retries
     for k in range(cache.shape[0]):  # back to full-step impulses for the next step's warm start
         for d in range(4):
             cache[k, d] *= 2.0
     out_impulses[:] = total
     diagnostics[0] = residual
-    return STATUS_OK, sweeps, deepest
+    return STATUS_OK, sweeps, deepest, retries
 
 
 @njit(cache=True)
@@ -602,12 +614,14 @@ def run_steps(
             out_impulses, out_stats, diagnostics,
         )  # fmt: skip
         sweeps = out_stats[0]
+        retries = out_stats[1]
         if status == STATUS_NOT_CONVERGED and prm[P_HALVINGS] >= 1.0:
-            status, more, depth = split_step(
+            status, more, depth, more_retries = split_step(
                 pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s + s * dt,
                 out_impulses, out_stats, diagnostics,
             )  # fmt: skip
             sweeps += more
+            retries += more_retries
             if status == STATUS_OK:
                 totals[4] += 1
                 totals[5] = max(totals[5], depth)
@@ -617,6 +631,6 @@ def run_steps(
         totals[0] += 1
         totals[1] += sweeps
         totals[2] = max(totals[2], sweeps)
-        totals[3] += out_stats[1]
+        totals[3] += retries
         diagnostics[1] = max(diagnostics[1], diagnostics[0])
     return STATUS_OK, n_steps

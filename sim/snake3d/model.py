@@ -17,6 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# A block of max_iterations sweeps that ends with the contact-law residual (see SnakeModel) below CONTRACTING × its
+# value half-way through was converging, only slowly (Gauss–Seidel on an ill-conditioned impact, e.g. a straight chain
+# with free joints landing on its end spheres: residual 2.3e-5 -> 1.5e-5 m/s from sweep 500 to 1000, converged at
+# 1296): it is continued from its iterate with the same r, since a smaller r only slows such an iteration (the sweeps
+# needed grow as 1/r, measured in docs/snake3d.md). Otherwise (cycling, diverging) r is halved and the block restarts
+# from the warm start. Either way the total budget stays (max_retries + 1) × max_iterations sweeps.
+CONTRACTING = 0.9
+
 
 class SnakeModelError(ValueError):
     """A model parameter is out of range; the message names the parameter and what is allowed."""
@@ -32,7 +40,15 @@ class SimulationDivergedError(RuntimeError):
 
 
 class ContactNotConvergedError(SimulationDivergedError):
-    """The prox iteration of a step failed (every r reduction and step halving tried); the state is unchanged."""
+    """The prox iteration of a step failed (every r reduction and step halving tried); the state is unchanged.
+    ``sweeps`` and ``reductions`` count the work spent on the failed attempt."""
+
+    def __init__(
+        self, message: str, t_s: float, links: tuple[int, ...] = (), sweeps: int = 0, reductions: int = 0
+    ) -> None:
+        super().__init__(message, t_s, links)
+        self.sweeps = sweeps
+        self.reductions = reductions
 
 
 @dataclass(frozen=True)
@@ -216,6 +232,7 @@ class SnakeModel:
             "rtol": self.residual_tolerance_m_s,
             "inner": float(self.contact_inner_iterations),
             "halvings": float(self.max_step_halvings),
+            "contracting": CONTRACTING,  # passed, not imported by the kernel: numba's cache freezes such globals
         }
         return np.array([values[k] for k in PARAM_NAMES], dtype=np.float64)
 
@@ -223,6 +240,7 @@ class SnakeModel:
 PARAM_NAMES = (
     "L", "Lsc", "Lgs", "m", "th1", "th3", "gx", "gy", "gz", "mux", "muy", "muv", "dt", "paper",
     "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner", "muo", "rtol", "halvings",
+    "contracting",
 )  # fmt: skip
 PARAM_INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 

@@ -31,7 +31,7 @@ import scipy.linalg
 
 from sim.snake3d import kinematics as kin
 from sim.snake3d.constraints import normalize_quaternions, project_joint_constraints
-from sim.snake3d.model import ContactNotConvergedError, SnakeModel, SnakeState
+from sim.snake3d.model import CONTRACTING, ContactNotConvergedError, SnakeModel, SnakeState
 from sim.snake3d.rotations import quat_rate
 
 
@@ -200,11 +200,15 @@ def reference_step(
 
     scale = 1.0
     iterations = 0
-    for retry in range(model.max_retries + 1):  # noqa: B007 - reported after the loop
-        P = np.array([state.impulse_cache[a] for a in active]).reshape(-1)
+    reductions = 0
+    restart = True
+    for _attempt in range(model.max_retries + 1):  # same schedule as fast.step (see model.CONTRACTING)
+        if restart:
+            P = np.array([state.impulse_cache[a] for a in active]).reshape(-1)
         converged = False
         change = np.zeros(m)
-        for _ in range(model.max_iterations):
+        residual_mid = math.inf
+        for sweep in range(model.max_iterations):
             iterations += 1
             u_before = velocity(WC @ P)
             sq = np.zeros(3)
@@ -215,27 +219,37 @@ def reference_step(
                 d = P[4 * k : 4 * k + 4] - old
                 sq += [d[0] ** 2, d[1] ** 2 + d[2] ** 2, d[3] ** 2]
                 change[k] = np.linalg.norm(d)
+            err = math.sqrt(sq[0]) + math.sqrt(sq[1]) + math.sqrt(sq[2])
             if not np.all(np.isfinite(P)):
                 break
             du = velocity(WC @ P) - u_before
             kinetic_norm = math.sqrt(du @ (du / Minv) / (model.n_links * model.link_mass_kg))
+            if sweep == model.max_iterations // 2:
+                residual_mid = contact_residual(WC, velocity(WC @ P), P, params, mus[active])
             if (
-                math.sqrt(sq[0]) + math.sqrt(sq[1]) + math.sqrt(sq[2]) < model.tolerance  # eq. 93
+                err < model.tolerance  # eq. 93
                 or kinetic_norm < model.velocity_tolerance_m_s
             ) and contact_residual(WC, velocity(WC @ P), P, params, mus[active]) <= model.residual_tolerance_m_s:
                 converged = True
                 break
         if converged:
             break
-        scale *= 0.5
+        finite = np.all(np.isfinite(P))
+        residual = contact_residual(WC, velocity(WC @ P), P, params, mus[active]) if finite else math.inf
+        restart = not (math.isfinite(residual) and residual < CONTRACTING * residual_mid)
+        if restart:
+            scale *= 0.5
+            reductions += 1
     else:
         worst = active[np.argsort(change)[::-1][:3]] if m else np.array([], dtype=int)
         bad_links = tuple(sorted({int(links[a]) + 1 for a in worst}))
         raise ContactNotConvergedError(
             f"snake3d: contact iteration did not converge at t = {state.t_s:.6f} s after {iterations} sweeps "
-            f"and {model.max_retries} reductions of r; contacts {worst.tolist()} on links {list(bad_links)}",
+            f"and {reductions} reductions of r; contacts {worst.tolist()} on links {list(bad_links)}",
             state.t_s,
             bad_links,
+            sweeps=iterations,
+            reductions=reductions,
         )
 
     S = WC @ P
@@ -257,4 +271,4 @@ def reference_step(
     project_joint_constraints(state.position_m, state.quaternion, model.link_length_m)
     state.t_s += dt
     state.check_finite()
-    return StepInfo(iterations, retry, active, impulses, P_J.reshape(n - 1, 4))
+    return StepInfo(iterations, reductions, active, impulses, P_J.reshape(n - 1, 4))

@@ -134,37 +134,49 @@ class SnakeSimulator:
                 raise
             failure = error
         start = self.state.copy()
-        self.state.impulse_cache *= 0.5  # warm start: impulses scale with the step
+        depth = [0]
         try:
-            first = self._split(self.model.dt_s / 2, 1, args)
-            total = _sum_infos(first, self._split(self.model.dt_s / 2, 1, args))
-        except ContactNotConvergedError:
+            info = self._bisect(self.model.dt_s, 0, args, depth)
+        except ContactNotConvergedError as error:
             _restore(self.state, start)
-            self._raise_reference(failure)
-        self.state.impulse_cache *= 2.0
+            raise ContactNotConvergedError(
+                f"{failure} and {self.model.max_step_halvings} halvings of the step",
+                failure.t_s,
+                failure.links,
+                sweeps=failure.sweeps + error.sweeps,
+            ) from failure
         self.state.t_s = start.t_s + self.model.dt_s  # exact, not the sum of the sub-steps
         self.stats.split_steps += 1
-        return total
+        self.stats.max_split_depth = max(self.stats.max_split_depth, depth[0])
+        return dataclasses.replace(
+            info, iterations=info.iterations + failure.sweeps, retries=info.retries + failure.reductions
+        )
 
-    def _split(self, dt_s: float, depth: int, args: tuple) -> StepInfo:
-        """Advance dt_s = Δt / 2^depth, bisecting again on failure (depth-first, like fast.split_step)."""
-        self.stats.max_split_depth = max(self.stats.max_split_depth, depth)
-        model = dataclasses.replace(self.model, dt_s=dt_s)
-        try:
-            return reference_step(model, self.state, *args)
-        except ContactNotConvergedError:
-            if depth >= self.model.max_step_halvings:
-                raise
-        self.state.impulse_cache *= 0.5
-        first = self._split(dt_s / 2, depth + 1, args)
-        second = self._split(dt_s / 2, depth + 1, args)
+    def _bisect(self, dt_s: float, depth: int, args: tuple, deepest: list[int]) -> StepInfo:
+        """Advance dt_s as two halves, each bisected again on failure down to Δt / 2^max_step_halvings (depth-first,
+        the order of fast.split_step). Failed attempts' sweeps are counted; impulses add up over the sub-steps."""
+        depth += 1
+        deepest[0] = max(deepest[0], depth)
+        model = dataclasses.replace(self.model, dt_s=dt_s / 2)
+        self.state.impulse_cache *= 0.5  # warm start: impulses scale with the step
+        halves = []
+        spent = 0
+        for _half in range(2):
+            try:
+                info = reference_step(model, self.state, *args)
+            except ContactNotConvergedError as error:
+                if depth >= self.model.max_step_halvings:
+                    error.sweeps += spent
+                    raise
+                spent += error.sweeps
+                info = self._bisect(dt_s / 2, depth, args, deepest)
+                info = dataclasses.replace(
+                    info, iterations=info.iterations + error.sweeps, retries=info.retries + error.reductions
+                )
+            halves.append(info)
+            spent += info.iterations
         self.state.impulse_cache *= 2.0
-        return _sum_infos(first, second)
-
-    def _raise_reference(self, failure: ContactNotConvergedError) -> None:
-        raise ContactNotConvergedError(
-            f"{failure} and {self.model.max_step_halvings} halvings of the step", failure.t_s, failure.links
-        ) from failure
+        return _sum_infos(halves[0], halves[1])
 
     def _raise(self, status: int) -> None:
         t = self.state.t_s
