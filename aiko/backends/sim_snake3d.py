@@ -68,6 +68,7 @@ def parse_settings(table: Table, robot: RobotDescription) -> Snake3DSettings:
         velocity_tolerance_m_s=table.number("velocity_tolerance_m_s", 1e-7, min=0.0, min_exclusive=True),
         residual_tolerance_m_s=table.number("residual_tolerance_m_s", 1e-5, min=0.0, min_exclusive=True),
         max_iterations=table.integer("max_iterations", 1000, min=1, max=1_000_000),
+        max_step_halvings=table.integer("max_step_halvings", 3, min=0, max=10),
         mu_obstacle=table.number("mu_obstacle", 0.2, min=0.0, min_exclusive=True, max=10.0),
         obstacles=_obstacles(table),
     )

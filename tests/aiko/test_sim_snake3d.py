@@ -70,7 +70,8 @@ def test_continuous_references_sample_the_gait_every_step(held_run):
 @pytest.mark.parametrize(
     ("override", "message"),
     [({"sim.mu_longitudinal": 0.0}, "sim.mu_longitudinal"), ({"sim.dt_s": -1e-3}, "sim.dt_s"),
-     ({"sim.mu_x": 0.3}, "sim.mu_x: unknown key"), ({"sim.reference_hold": 1}, "sim.reference_hold")],
+     ({"sim.mu_x": 0.3}, "sim.mu_x: unknown key"), ({"sim.reference_hold": 1}, "sim.reference_hold"),
+     ({"sim.max_step_halvings": -1}, "sim.max_step_halvings")],
 )  # fmt: skip
 def test_bad_sim_settings_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
