@@ -185,7 +185,8 @@ class SnakeSimulator:
             links = tuple(sorted({self._contact_link(a) + 1 for a in contacts}))
             raise ContactNotConvergedError(
                 f"snake3d: contact iteration did not converge at t = {t:.6f} s after {self._out_stats[0]} sweeps, "
-                f"{self.model.max_retries} reductions of r and {self.model.max_step_halvings} halvings of the step; "
+                f"at most {self.model.max_retries} reductions of r and {self.model.max_step_halvings} halvings of the "
+                "step; "
                 f"worst contacts {contacts} on links {list(links)} (try a smaller dt_s or a larger max_iterations)",
                 t,
                 links,
