@@ -1,0 +1,18 @@
+"""Cosserat rod with piecewise-linear strain and smoothed frictional contact (paper 004).
+
+Model/state split: `build_model(RodDescription, ...)` -> `RodModel`; `initial_state(model)` -> `RodState`;
+`step(model, state, dt_s)` advances one implicit-Euler step; `solve_statics` finds equilibria.
+"""
+
+from sim.cosserat.dynamics import StepInfo, energy, kinematics, mass_matrix, step
+from sim.cosserat.model import ContactSettings, RodModel, RodState, build_model, initial_state
+from sim.cosserat.newton import ConvergenceError, NewtonSettings
+from sim.cosserat.obstacles import CurvedTube, Cylinder, Plane
+from sim.cosserat.rod import Core, Material, RodDescription, RodParameterError, uniform_rod
+from sim.cosserat.slack import Smoothing
+
+__all__ = [
+    "ContactSettings", "ConvergenceError", "Core", "CurvedTube", "Cylinder", "Material", "NewtonSettings",
+    "Plane", "RodDescription", "RodModel", "RodParameterError", "RodState", "Smoothing", "StepInfo",
+    "build_model", "energy", "initial_state", "kinematics", "mass_matrix", "step", "uniform_rod",
+]

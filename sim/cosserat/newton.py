@@ -1,0 +1,123 @@
+"""Damped Newton with a backtracking line search and a Levenberg–Marquardt fallback.
+
+A step is never accepted silently unconverged: `solve` raises `ConvergenceError` (with the residual reached)
+when neither Newton nor the fallback meets the tolerance.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+log = logging.getLogger(__name__)
+
+
+class ConvergenceError(RuntimeError):
+    """The nonlinear step did not converge; the state was not advanced."""
+
+
+@dataclass(frozen=True)
+class NewtonSettings:
+    tolerance: float = 1e-9
+    max_iterations: int = 30
+    max_lm_iterations: int = 60
+    line_search_steps: int = 12
+
+
+@dataclass
+class NewtonResult:
+    x: np.ndarray
+    iterations: int
+    residual_norm: float
+    used_fallback: bool
+
+
+def _merit(r: np.ndarray) -> float:
+    return 0.5 * float(r @ r)
+
+
+def solve(
+    fun: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    x0: np.ndarray,
+    settings: NewtonSettings = NewtonSettings(),
+    fallback_jacobian: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> NewtonResult:
+    """Find x with ‖r(x)‖∞ ≤ tolerance, where fun(x) -> (r, dr/dx) and r is already scaled by the caller.
+
+    The Jacobian may be approximate (quasi-Newton); `fallback_jacobian` (e.g. finite differences) is used
+    by the Levenberg–Marquardt fallback when the plain iteration stalls.
+    """
+    x = np.array(x0, dtype=float)
+    r, jac = fun(x)
+    iterations = 0
+    for iterations in range(1, settings.max_iterations + 1):
+        if np.max(np.abs(r)) <= settings.tolerance:
+            return NewtonResult(x, iterations - 1, float(np.max(np.abs(r))), False)
+        try:
+            dx = scipy.linalg.solve(jac, -r, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            break
+        f0 = _merit(r)
+        step = 1.0
+        for _ in range(settings.line_search_steps):
+            x_try = x + step * dx
+            r_try, jac_try = fun(x_try)
+            if np.all(np.isfinite(r_try)) and _merit(r_try) <= (1.0 - 1e-4 * step) * f0:
+                break
+            step *= 0.5
+        else:
+            break
+        x, r, jac = x_try, r_try, jac_try
+    if np.max(np.abs(r)) <= settings.tolerance:
+        return NewtonResult(x, iterations, float(np.max(np.abs(r))), False)
+    log.debug(
+        "Newton stalled at |r|=%.3e after %d iterations; Levenberg-Marquardt", np.max(np.abs(r)), iterations
+    )
+    return _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations)
+
+
+def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far) -> NewtonResult:
+    r, jac = fun(x)
+    if fallback_jacobian is not None:
+        jac = fallback_jacobian(x)
+    mu = 1e-3 * float(np.max(np.abs(np.diag(jac.T @ jac)))) + 1e-12
+    for it in range(1, settings.max_lm_iterations + 1):
+        if np.max(np.abs(r)) <= settings.tolerance:
+            return NewtonResult(x, iterations_so_far + it - 1, float(np.max(np.abs(r))), True)
+        jtj = jac.T @ jac
+        g = jac.T @ r
+        dx = scipy.linalg.solve(
+            jtj + mu * np.diag(np.diag(jtj) + 1e-12), -g, assume_a="pos", check_finite=False
+        )
+        r_try, jac_try = fun(x + dx)
+        if np.all(np.isfinite(r_try)) and _merit(r_try) < _merit(r):
+            x = x + dx
+            r = r_try
+            jac = fallback_jacobian(x) if fallback_jacobian is not None else jac_try
+            mu = max(mu / 3.0, 1e-15)
+        else:
+            mu *= 4.0
+    if np.max(np.abs(r)) <= settings.tolerance:
+        return NewtonResult(x, iterations_so_far + settings.max_lm_iterations, float(np.max(np.abs(r))), True)
+    raise ConvergenceError(
+        f"nonlinear solve did not converge: |r|_inf = {np.max(np.abs(r)):.3e} > tolerance "
+        f"{settings.tolerance:.1e} after {iterations_so_far} Newton and {settings.max_lm_iterations} "
+        "Levenberg-Marquardt iterations; reduce the time step or use a smoother contact law"
+    )
+
+
+def finite_difference_jacobian(residual: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
+    """Central differences; the checked fallback (tests compare it with the analytic Jacobians)."""
+    r0 = residual(x)
+    out = np.zeros((len(r0), len(x)))
+    for j in range(len(x)):
+        h = 1e-6 * max(1.0, abs(x[j]))
+        xp, xm = x.copy(), x.copy()
+        xp[j] += h
+        xm[j] -= h
+        out[:, j] = (residual(xp) - residual(xm)) / (2 * h)
+    return out
