@@ -97,7 +97,7 @@ def point_load_force(model: RodModel, kin: Kinematics) -> np.ndarray:
 
 def gravity_force(model: RodModel, kin: Kinematics) -> np.ndarray:
     g = model.grid
-    out = np.zeros(model.n_dof)
+    out = np.zeros(model.n_dof, dtype=kin.J.dtype)
     for a, i in enumerate(g.quad_index):
         out += (
             g.quad_weight_m[a]
