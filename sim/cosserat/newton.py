@@ -26,6 +26,7 @@ class NewtonSettings:
     max_iterations: int = 30
     max_lm_iterations: int = 60
     line_search_steps: int = 12
+    nonmonotone_steps: int = 4
 
 
 @dataclass
@@ -54,6 +55,7 @@ def solve(
     x = np.array(x0, dtype=float)
     r, jac = fun(x)
     iterations = 0
+    free_steps = settings.nonmonotone_steps
     for iterations in range(1, settings.max_iterations + 1):
         if np.max(np.abs(r)) <= settings.tolerance:
             return NewtonResult(x, iterations - 1, float(np.max(np.abs(r))), False)
@@ -62,16 +64,26 @@ def solve(
         except (np.linalg.LinAlgError, ValueError):
             break
         f0 = _merit(r)
-        step = 1.0
-        for _ in range(settings.line_search_steps):
+        x_try = x + dx
+        r_try, jac_try = fun(x_try)
+        finite = bool(np.all(np.isfinite(r_try)))
+        accepted = (x_try, r_try, jac_try) if finite and _merit(r_try) < f0 else None
+        if accepted is None and finite and free_steps > 0:
+            # With an approximate Jacobian the full Newton step need not descend the merit function far from
+            # the solution; a few non-monotone full steps avoid creeping along a poor direction.
+            free_steps -= 1
+            accepted = (x_try, r_try, jac_try)
+        step = 0.5
+        for _ in range(settings.line_search_steps if accepted is None else 0):
             x_try = x + step * dx
             r_try, jac_try = fun(x_try)
-            if np.all(np.isfinite(r_try)) and _merit(r_try) <= (1.0 - 1e-4 * step) * f0:
+            if np.all(np.isfinite(r_try)) and _merit(r_try) < f0:
+                accepted = (x_try, r_try, jac_try)
                 break
             step *= 0.5
-        else:
+        if accepted is None:
             break
-        x, r, jac = x_try, r_try, jac_try
+        x, r, jac = accepted
     if np.max(np.abs(r)) <= settings.tolerance:
         return NewtonResult(x, iterations, float(np.max(np.abs(r))), False)
     log.debug(
