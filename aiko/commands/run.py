@@ -1,0 +1,78 @@
+"""``aiko run``: run an experiment on a backend, record the log, print where it went (and a JSON summary)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from aiko.backends import backend_help, backend_names
+from aiko.errors import AikoError
+from aiko.experiment import Experiment, load_experiment, parse_override
+from aiko.runner import RunOptions, choose_clock, run_experiment, run_metadata
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    backends = "; ".join(f"{name}: {text}" for name, text in backend_help().items())
+    run = sub.add_parser(
+        "run",
+        help="run an experiment and record its log",
+        description=f"Run an experiment and record its log. Backends — {backends}.",
+    )
+    run.add_argument("experiment", help="experiment TOML file (see experiments/)")
+    run.add_argument("--backend", metavar="NAME", help=f"one of: {', '.join(backend_names())}")
+    run.add_argument("--duration", type=float, metavar="S", help="run length in seconds (default: the file's)")
+    run.add_argument("--out", metavar="PATH", help="log file (.mcap); default runs/<experiment>-<time>.mcap")
+    run.add_argument("--json", action="store_true", help="print a JSON summary on stdout at the end")
+    run.add_argument("--realtime", action="store_true", help="pace simulated backends at wall-clock speed")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting of the experiment file, e.g. --set sim.mu_x=0.3 (repeatable)",
+    )
+    run.set_defaults(handler=run_command)
+
+
+def default_log_path(experiment: Experiment) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path(experiment.log.directory) / f"{experiment.name}-{stamp}.mcap"
+
+
+def run_command(args: argparse.Namespace) -> int:
+    overrides = dict(parse_override(item) for item in args.set)
+    experiment = load_experiment(args.experiment, overrides)
+    backend = args.backend or experiment.default_backend
+    if backend not in backend_names():
+        raise AikoError(f"unknown backend {backend!r}; known backends: {', '.join(backend_names())}")
+    if args.duration is not None and not (0 < args.duration < 86400):
+        raise AikoError(f"--duration must be in (0, 86400) seconds, got {args.duration}")
+    out = Path(args.out) if args.out else default_log_path(experiment)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
+
+    from aiko.log import McapRecorder
+
+    options = RunOptions(backend=backend, duration_s=args.duration, realtime=args.realtime)
+    clock = choose_clock(backend, args.realtime)
+    progress = _terminal_progress if sys.stderr.isatty() else None
+    with McapRecorder(out, run_metadata(experiment, backend, clock), experiment.log.flush_interval_s) as recorder:
+        _, summary = run_experiment(experiment, recorder, options, clock=clock, progress=progress)
+    if progress:
+        sys.stderr.write("\n")
+    summary["log_path"] = str(out)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"log: {out}")
+    return 0
+
+
+def _terminal_progress(t_s: float, duration_s: float) -> None:
+    sys.stderr.write(f"\r  t = {t_s:7.2f} / {duration_s:.2f} s ({100 * t_s / duration_s:5.1f} %)")
+    sys.stderr.flush()

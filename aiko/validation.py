@@ -1,0 +1,143 @@
+"""Strict validation of TOML tables.
+
+Every experiment file, robot description and backend table goes through :class:`Table`, so an unknown key names
+itself and the allowed keys, and a value out of range names the range. Errors carry the dotted path of the key
+(``gait.amplitude_h_deg``) so the one-line CLI message points at the exact spot in the file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aiko.errors import ConfigError
+
+_MISSING = object()
+
+
+class Table:
+    """A read-once view of one TOML table that records which keys were consumed.
+
+    Call the typed getters for every key the consumer understands, then :meth:`finish` to reject the rest.
+    """
+
+    def __init__(self, data: Any, path: str, source: str = "") -> None:
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{_where(source)}[{path}] must be a table, got {type(data).__name__}")
+        self._data = dict(data)
+        self.path = path
+        self.source = source
+        self._used: set[str] = set()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data
+
+    def keys(self) -> list[str]:
+        return list(self._data)
+
+    def _key(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def _fail(self, key: str, message: str) -> ConfigError:
+        return ConfigError(f"{_where(self.source)}{self._key(key)}: {message}")
+
+    def _raw(self, key: str, default: Any) -> Any:
+        self._used.add(key)
+        if key in self._data:
+            return self._data[key]
+        if default is _MISSING:
+            raise self._fail(key, "missing required key")
+        return default
+
+    def number(
+        self,
+        key: str,
+        default: Any = _MISSING,
+        *,
+        min: float | None = None,
+        max: float | None = None,
+        min_exclusive: bool = False,
+        integer: bool = False,
+    ) -> Any:
+        """A finite number (or int with ``integer=True``) inside [min, max] (``min_exclusive`` for (min, max])."""
+        value = self._raw(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._fail(key, f"expected a number, got {value!r}")
+        if integer and not isinstance(value, int):
+            raise self._fail(key, f"expected an integer, got {value!r}")
+        if not math.isfinite(value):
+            raise self._fail(key, f"must be finite, got {value!r}")
+        low_bad = min is not None and (value <= min if min_exclusive else value < min)
+        high_bad = max is not None and value > max
+        if low_bad or high_bad:
+            raise self._fail(key, f"{value!r} is out of range {_range_text(min, max, min_exclusive)}")
+        return value
+
+    def integer(self, key: str, default: Any = _MISSING, *, min: int | None = None, max: int | None = None) -> Any:
+        return self.number(key, default, min=min, max=max, integer=True)
+
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        value = self._raw(key, default)
+        if not isinstance(value, bool):
+            raise self._fail(key, f"expected true or false, got {value!r}")
+        return value
+
+    def string(self, key: str, default: Any = _MISSING, *, choices: Sequence[str] | None = None) -> Any:
+        value = self._raw(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self._fail(key, f"expected a string, got {value!r}")
+        if choices is not None and value not in choices:
+            raise self._fail(key, f"{value!r} is not one of: {', '.join(choices)}")
+        return value
+
+    def number_list(
+        self,
+        key: str,
+        default: Any = _MISSING,
+        *,
+        length: int | None = None,
+        min: float | None = None,
+        max: float | None = None,
+    ) -> Any:
+        value = self._raw(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int | float) for v in value):
+            raise self._fail(key, f"expected a list of numbers, got {value!r}")
+        if length is not None and len(value) != length:
+            raise self._fail(key, f"expected {length} numbers, got {len(value)}")
+        for v in value:
+            if not math.isfinite(v) or (min is not None and v < min) or (max is not None and v > max):
+                raise self._fail(key, f"element {v!r} is out of range {_range_text(min, max, False)}")
+        return [float(v) for v in value]
+
+    def table(self, key: str, default: Any = _MISSING) -> Table:
+        value = self._raw(key, default)
+        return Table(value if value is not None else {}, self._key(key), self.source)
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        """The value unchecked, for a consumer that validates it itself."""
+        return self._raw(key, default)
+
+    def finish(self) -> None:
+        """Reject every key no getter asked for."""
+        unknown = sorted(set(self._data) - self._used)
+        if unknown:
+            allowed = ", ".join(sorted(self._used)) or "(none)"
+            raise self._fail(unknown[0], f"unknown key; allowed keys here: {allowed}")
+
+
+def _where(source: str) -> str:
+    return f"{source}: " if source else ""
+
+
+def _range_text(low: float | None, high: float | None, low_exclusive: bool) -> str:
+    left = "(" if low_exclusive else "["
+    lo = "-inf" if low is None else repr(low)
+    hi = "inf" if high is None else repr(high)
+    return f"{left}{lo}, {hi}]"

@@ -1,0 +1,136 @@
+"""The CLI: every bad input is one line on stderr and exit status 2; `gait show` writes the documented CSV."""
+
+import csv
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from aiko.cli import main
+from aiko.experiment import load_experiment
+
+GOOD = """robot = "{robot}"
+[gait]
+preset = "sidewinding"
+[run]
+duration_s = 2.0
+"""
+
+
+@pytest.fixture
+def robot_path(experiments_dir):
+    return experiments_dir / "robots/aiko.toml"
+
+
+def write_experiment(tmp_path, text):
+    path = tmp_path / "exp.toml"
+    path.write_text(text)
+    return path
+
+
+BAD_FILES = {
+    "malformed TOML": ("[gait\npreset = 1", "malformed TOML"),
+    "unknown section": (GOOD + "[gaits]\nx = 1\n", "gaits: unknown section"),
+    "unknown gait key": (
+        GOOD.replace('preset = "sidewinding"', 'preset = "sidewinding"\namplitude = 3'),
+        "gait.amplitude: unknown key",
+    ),
+    "unknown preset": (GOOD.replace('"sidewinding"', '"slithering"'), "is not one of"),
+    "duration out of range": (GOOD.replace("2.0", "-1.0"), "run.duration_s: -1.0 is out of range"),
+    "rate not a number": (GOOD + 'reference_rate_hz = "fast"\n', "run.reference_rate_hz: expected a number"),
+    "amplitude beyond the joint limit": (
+        GOOD.replace('preset = "sidewinding"', 'preset = "sidewinding"\namplitude_h_deg = 60'),
+        "exceeds the horizontal joint limit",
+    ),
+    "negative frequency": (
+        GOOD.replace('preset = "sidewinding"', 'preset = "sidewinding"\nfrequency_h_deg_s = -80'),
+        "frequency_h_deg_s: must be finite and positive",
+    ),
+    "unknown default backend": (GOOD + '[backend]\ndefault = "warp"\n', "backend.default: 'warp' is not one of"),
+    "unknown backend table": (GOOD + "[backend.warp]\nx = 1\n", "backend.warp: unknown backend"),
+    "missing robot": ('[gait]\npreset = "sidewinding"\n', "robot: missing"),
+    "robot file not found": (GOOD.replace("{robot}", "nowhere/robot.toml"), "robot description not found"),
+    "soft-start that never releases": (
+        GOOD.replace(
+            'preset = "sidewinding"',
+            'preset = "sidewinding"\nsoft_start = true\namplitude_h_deg = 2\noffset_h_deg = 10',
+        ),
+        "at 0 forever",
+    ),
+    "bad kinematic setting": (
+        GOOD + "[backend.kinematic]\ntime_constant_s = 0\n",
+        "time_constant_s: 0 is out of range",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_bad_experiment_files_give_one_line_and_status_2(tmp_path, robot_path, capsys, case):
+    text, message = BAD_FILES[case]
+    path = write_experiment(tmp_path, text.replace("{robot}", str(robot_path)))
+    assert main(["run", str(path), "--out", str(tmp_path / "log.mcap")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("aiko: "), err
+    assert message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "does/not/exist.toml"], "experiment file not found"),
+        (["run", "{exp}", "--backend", "warp"], "unknown backend 'warp'"),
+        (["run", "{exp}", "--duration", "-3"], "--duration must be"),
+        (["run", "{exp}", "--set", "novalue"], "expected KEY=VALUE"),
+        (["gait", "show", "{exp}", "--csv", "{tmp}/g.csv", "--rate", "0"], "--rate must be"),
+        (["gait", "show", "{exp}", "--csv", "/proc/forbidden/g.csv"], "cannot write"),
+        (["run"], "the following arguments are required"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_command_lines_give_one_line_and_status_2(tmp_path, robot_path, capsys, argv, message):
+    exp = write_experiment(tmp_path, GOOD.replace("{robot}", str(robot_path)))
+    argv = [a.replace("{exp}", str(exp)).replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+def test_the_papers_runs_load(experiments_dir):
+    for name in ("sidewinding", "lateral_undulation_orthotropic", "lateral_undulation_isotropic"):
+        experiment = load_experiment(experiments_dir / f"{name}.toml")
+        assert experiment.robot.n_links == 11 and experiment.run.reference_rate_hz == 10.0
+
+
+def test_gait_show_writes_the_documented_csv(tmp_path, experiments_dir):
+    out = tmp_path / "refs.csv"
+    plot = tmp_path / "refs.png"
+    exp = experiments_dir / "sidewinding.toml"
+    assert main(["gait", "show", str(exp), "--csv", str(out), "--plot", str(plot), "--duration", "3"]) == 0
+    rows = list(csv.reader(out.open()))
+    header = rows[0]
+    assert header == ["t_s", *[f"alpha_h_{i}" for i in range(1, 11)], *[f"alpha_v_{i}" for i in range(1, 11)]]
+    data = np.array(rows[1:], dtype=float)
+    assert data.shape == (31, 21)
+    np.testing.assert_allclose(data[:, 0], np.arange(31) / 10.0)
+    gait = load_experiment(exp).gait
+    for row in data:
+        refs = gait.references(row[0])
+        np.testing.assert_array_equal(row[1:11], refs.angle_h_rad)
+        np.testing.assert_array_equal(row[11:], refs.angle_v_rad)
+    assert np.all(np.abs(data[:, 1:]) <= math.radians(45))
+    assert plot.stat().st_size > 10_000
+
+
+def test_help_lists_every_command(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in ("run", "gait"):
+        assert command in out
+
+
+def test_experiment_copied_elsewhere_still_finds_its_robot(tmp_path, experiments_dir):
+    shutil.copytree(experiments_dir / "robots", tmp_path / "robots")
+    shutil.copy(experiments_dir / "sidewinding.toml", tmp_path)
+    assert load_experiment(tmp_path / "sidewinding.toml").robot.name == "Aiko"
