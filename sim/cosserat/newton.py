@@ -56,6 +56,7 @@ def solve(
     r, jac = fun(x)
     iterations = 0
     free_steps = settings.nonmonotone_steps
+    best = (x, r, jac)
     for iterations in range(1, settings.max_iterations + 1):
         if np.max(np.abs(r)) <= settings.tolerance:
             return NewtonResult(x, iterations - 1, float(np.max(np.abs(r))), False)
@@ -68,7 +69,7 @@ def solve(
         r_try, jac_try = fun(x_try)
         finite = bool(np.all(np.isfinite(r_try)))
         accepted = (x_try, r_try, jac_try) if finite and _merit(r_try) < f0 else None
-        if accepted is None and finite and free_steps > 0:
+        if accepted is None and finite and free_steps > 0 and _merit(r_try) < 1e4 * _merit(best[1]):
             # With an approximate Jacobian the full Newton step need not descend the merit function far from
             # the solution; a few non-monotone full steps avoid creeping along a poor direction.
             free_steps -= 1
@@ -84,6 +85,8 @@ def solve(
         if accepted is None:
             break
         x, r, jac = accepted
+        if _merit(r) < _merit(best[1]):
+            best = (x, r, jac)
     if np.max(np.abs(r)) <= settings.tolerance:
         return NewtonResult(x, iterations, float(np.max(np.abs(r))), False)
     log.debug(
