@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sim.cosserat.newton import finite_difference_jacobian
@@ -25,6 +25,7 @@ def test_signorini_complementarity_is_exact(smoothing, u):
 @given(ux=finite, uy=finite, a=st.floats(0.0, 30.0))
 @settings(max_examples=300, deadline=None)
 def test_friction_disk_and_maximum_dissipation(smoothing, ux, uy, a):
+    assume(np.hypot(ux, uy) > 1e-6)  # below, |u_t| is regularised by tangent_epsilon (documented)
     lam, _, _, slip, _, _ = friction_map(smoothing, np.array([[ux, uy]]), np.array([a]))
     lam, slip = lam[0], slip[0]
     assert np.linalg.norm(lam) <= a * (1 + 1e-12) + 1e-12
