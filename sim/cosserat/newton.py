@@ -27,6 +27,7 @@ class NewtonSettings:
     max_lm_iterations: int = 60
     line_search_steps: int = 12
     nonmonotone_steps: int = 4
+    quasi_newton_iterations: int = 20  # before switching to the exact (fallback) Jacobian
 
 
 @dataclass
@@ -57,7 +58,8 @@ def solve(
     iterations = 0
     free_steps = settings.nonmonotone_steps
     best = (x, r, jac)
-    for iterations in range(1, settings.max_iterations + 1):
+    budget = settings.max_iterations if fallback_jacobian is None else settings.quasi_newton_iterations
+    for iterations in range(1, budget + 1):
         if np.max(np.abs(r)) <= settings.tolerance:
             return NewtonResult(x, iterations - 1, float(np.max(np.abs(r))), False)
         try:
@@ -89,9 +91,20 @@ def solve(
             best = (x, r, jac)
     if np.max(np.abs(r)) <= settings.tolerance:
         return NewtonResult(x, iterations, float(np.max(np.abs(r))), False)
-    log.debug(
-        "Newton stalled at |r|=%.3e after %d iterations; Levenberg-Marquardt", np.max(np.abs(r)), iterations
-    )
+    if _merit(best[1]) < _merit(r):
+        x, r, jac = best
+    if fallback_jacobian is not None:
+        # The quasi-Newton matrix was not good enough: restart from the warm start with the exact
+        # (finite-difference) Jacobian before resorting to Levenberg-Marquardt.
+        log.debug("quasi-Newton stalled at |r|=%.3e after %d iterations", np.max(np.abs(r)), iterations)
+        try:
+            result = solve(lambda z: (fun(z)[0], fallback_jacobian(z)), np.array(x0, dtype=float), settings)
+            result.iterations += iterations
+            result.used_fallback = True
+            return result
+        except ConvergenceError:
+            pass
+    log.debug("Newton stalled at |r|=%.3e; Levenberg-Marquardt", np.max(np.abs(r)))
     return _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations)
 
 
