@@ -25,7 +25,7 @@ import numpy as np
 
 from sim.cosserat.kinematics import forward_sweep
 from sim.cosserat.model import RodModel, RodState
-from sim.cosserat.newton import NewtonSettings, finite_difference_jacobian, solve
+from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian, solve
 from sim.cosserat.slack import friction_map, normal_map
 
 log = logging.getLogger(__name__)
@@ -186,6 +186,7 @@ class StepInfo:
     contact_force_n: np.ndarray  # (k,3) world nodal contact forces on the rod
     contact_gap_m: np.ndarray  # (k,)
     contact_slip_m_s: np.ndarray  # (k,2)
+    substeps: int = 1
 
 
 class StepProblem:
@@ -335,19 +336,45 @@ def step(
     dt_s: float,
     settings: NewtonSettings = NewtonSettings(),
     base_alpha_next: np.ndarray | None = None,
+    max_halvings: int = 5,
 ) -> StepInfo:
-    """Advance `state` by one implicit-Euler step of dt_s (in place). Raises ConvergenceError, leaving the
-    state untouched, when the step cannot be solved."""
+    """Advance `state` by one implicit-Euler step of dt_s (in place).
+
+    When Newton does not converge the step is retried as two half steps (recursively, at most
+    `max_halvings` times); if even that fails, ConvergenceError is raised and the state is left untouched.
+    """
     if not dt_s > 0:
         raise ValueError(f"dt_s must be > 0, got {dt_s!r}")
+    try:
+        return _single_step(model, state, dt_s, settings, base_alpha_next)
+    except ConvergenceError:
+        if max_halvings <= 0:
+            raise
+    log.debug("t=%.4f s: step %.2e s did not converge; two half steps", state.t_s, dt_s)
+    backup = state.copy()
+    mid = None if base_alpha_next is None else 0.5 * (state.q[0:6] + np.asarray(base_alpha_next, float))
+    try:
+        first = step(model, state, 0.5 * dt_s, settings, mid, max_halvings - 1)
+        second = step(model, state, 0.5 * dt_s, settings, base_alpha_next, max_halvings - 1)
+    except ConvergenceError:
+        state.t_s, state.q, state.v, state.slack = backup.t_s, backup.q, backup.v, backup.slack
+        raise
+    second.iterations += first.iterations
+    second.substeps += first.substeps
+    second.used_fallback = True
+    return second
+
+
+def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
     problem = StepProblem(model, state, dt_s, base_alpha_next)
     v_guess = state.v.copy()
     if model.base == "clamped":
         v_guess[0:6] = problem.v_fixed[0:6]
     x0 = problem.pack(v_guess, state.slack)
-    result = solve(
-        problem.residual_and_jacobian, x0, settings, lambda x: finite_difference_jacobian(problem.residual, x)
-    )
+    fallback = None
+    if settings.exact_jacobian_fallback:
+        fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731
+    result = solve(problem.residual_and_jacobian, x0, settings, fallback)
     v, slack = problem.unpack(result.x)
     r_dyn, contact, kin = problem.generalized_residual(v, slack)
     state.q = state.q + dt_s * v

@@ -22,8 +22,12 @@ class ConvergenceError(RuntimeError):
 
 @dataclass(frozen=True)
 class NewtonSettings:
-    tolerance: float = 1e-9
-    max_iterations: int = 30
+    """tolerance bounds the caller-scaled residual (‖r‖∞); the dynamics scales its rows so that 1e-8 means
+    velocities to 1e-8 of the step's reference speed and gaps to 1e-8·g·h²."""
+
+    tolerance: float = 1e-8
+    max_iterations: int = 15
+    exact_jacobian_fallback: bool = False  # finite-difference Newton + LM before giving up (costly)
     max_lm_iterations: int = 60
     line_search_steps: int = 12
     nonmonotone_steps: int = 4
@@ -91,6 +95,11 @@ def solve(
             best = (x, r, jac)
     if np.max(np.abs(r)) <= settings.tolerance:
         return NewtonResult(x, iterations, float(np.max(np.abs(r))), False)
+    if fallback_jacobian is None:
+        raise ConvergenceError(
+            f"Newton did not converge: |r|_inf = {np.max(np.abs(r)):.3e} > tolerance {settings.tolerance:.1e} "
+            f"after {iterations} iterations"
+        )
     if _merit(best[1]) < _merit(r):
         x, r, jac = best
     if fallback_jacobian is not None:
