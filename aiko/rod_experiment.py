@@ -78,6 +78,10 @@ def _rod(t: Table) -> RodDescription:
     return RodDescription(length, r0, r1, material, core, damping)
 
 
+def _or_inf(value: float | None) -> float:
+    return math.inf if value is None else value
+
+
 def _obstacle(raw: Any, i: int, source: str):
     t = Table(raw, f"obstacle[{i}]", source)
     kind = t.string("type", choices=("plane", "cylinder", "tube"))
@@ -89,7 +93,7 @@ def _obstacle(raw: Any, i: int, source: str):
             tuple(t.number_list("center_m", length=3)),
             tuple(t.number_list("axis", [0.0, 1.0, 0.0], length=3)),
             t.number("radius_m", min=0, min_exclusive=True),
-            t.number("half_length_m", math.inf, min=0, min_exclusive=True),
+            _or_inf(t.number("half_length_m", None, min=0, min_exclusive=True)),
         )
     else:
         ob = CurvedTube(
