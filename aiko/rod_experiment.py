@@ -86,8 +86,10 @@ def _obstacle(raw: Any, i: int, source: str):
     t = Table(raw, f"obstacle[{i}]", source)
     kind = t.string("type", choices=("plane", "cylinder", "tube"))
     if kind == "plane":
-        ob = Plane(tuple(t.number_list("point_m", [0.0, 0.0, 0.0], length=3)),
-                   tuple(t.number_list("normal", [0.0, 0.0, 1.0], length=3)))
+        ob = Plane(
+            tuple(t.number_list("point_m", [0.0, 0.0, 0.0], length=3)),
+            tuple(t.number_list("normal", [0.0, 0.0, 1.0], length=3)),
+        )
     elif kind == "cylinder":
         ob = Cylinder(
             tuple(t.number_list("center_m", length=3)),
@@ -142,8 +144,13 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
         contact = ContactSettings(obstacles, mu, m_sections, smoothing, force_scale)
 
     model = build_model(
-        rod, n, base=base, gravity_m_s2=tuple(gravity), contact=contact,
-        reference_strain=np.array(strain), tip_force_n=tuple(tip_force),
+        rod,
+        n,
+        base=base,
+        gravity_m_s2=tuple(gravity),
+        contact=contact,
+        reference_strain=np.array(strain),
+        tip_force_n=tuple(tip_force),
     )
 
     ini = root.table("initial", {})
@@ -181,7 +188,7 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
     run.finish()
     root.finish()
     if release is not None and base != "clamped":
-        raise ConfigError(f"{source}: run.release_at_s needs model.base = \"clamped\"")
+        raise ConfigError(f'{source}: run.release_at_s needs model.base = "clamped"')
     return Scenario(name, model, state, dt, duration, motion, release, NewtonSettings(tolerance=tolerance))
 
 

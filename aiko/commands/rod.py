@@ -150,8 +150,14 @@ def run_command(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
-    metadata = {"experiment": scenario.name, "source": str(args.experiment), "simulator": "sim.cosserat",
-                "dt_s": scenario.dt_s, "n_sections": scenario.model.n_sections, "overrides": overrides}
+    metadata = {
+        "experiment": scenario.name,
+        "source": str(args.experiment),
+        "simulator": "sim.cosserat",
+        "dt_s": scenario.dt_s,
+        "n_sections": scenario.model.n_sections,
+        "overrides": overrides,
+    }
     snapshots: list[np.ndarray] = []
     wall0 = time.perf_counter()
     with _open_recorder(out, metadata) as recorder:
@@ -166,15 +172,23 @@ def run_command(args: argparse.Namespace) -> int:
             }
             recorder.record("/sim/rod/centreline", t_ns, payload)
             if sample.info is not None:
-                recorder.record("/sim/rod/contacts", t_ns, {
-                    "force_n": sample.info.contact_force_n.tolist(),
-                    "gap_m": sample.info.contact_gap_m.tolist(),
-                })
-                recorder.record("/sim/rod/base_wrench", t_ns, {
-                    "moment_n_m": sample.info.base_wrench[0:3].tolist(),
-                    "force_n": sample.info.base_wrench[3:6].tolist(),
-                    "newton_iterations": sample.info.iterations,
-                })
+                recorder.record(
+                    "/sim/rod/contacts",
+                    t_ns,
+                    {
+                        "force_n": sample.info.contact_force_n.tolist(),
+                        "gap_m": sample.info.contact_gap_m.tolist(),
+                    },
+                )
+                recorder.record(
+                    "/sim/rod/base_wrench",
+                    t_ns,
+                    {
+                        "moment_n_m": sample.info.base_wrench[0:3].tolist(),
+                        "force_n": sample.info.base_wrench[3:6].tolist(),
+                        "newton_iterations": sample.info.iterations,
+                    },
+                )
             snapshots.append(sample.centreline_m.copy())
 
         recorder.event("run_started", t0_ns, experiment=scenario.name)

@@ -31,6 +31,7 @@ from sim.cosserat.slack import friction_map, normal_map
 log = logging.getLogger(__name__)
 
 _COMPLEX_STEP = 1e-30
+_DEFAULT_NEWTON = NewtonSettings()
 
 
 @numba.njit(cache=True)
@@ -99,11 +100,7 @@ def gravity_force(model: RodModel, kin: Kinematics) -> np.ndarray:
     g = model.grid
     out = np.zeros(model.n_dof, dtype=kin.J.dtype)
     for a, i in enumerate(g.quad_index):
-        out += (
-            g.quad_weight_m[a]
-            * model.quad_inertia[a, 3]
-            * (kin.J[i, 3:6].T @ (kin.R[i].T @ model.gravity_m_s2))
-        )
+        out += g.quad_weight_m[a] * model.quad_inertia[a, 3] * (kin.J[i, 3:6].T @ (kin.R[i].T @ model.gravity_m_s2))
     return out
 
 
@@ -257,9 +254,7 @@ class StepProblem:
         cq = contact_query(m, kin)
         u_n, u_t = slack[:, 0], slack[:, 1:3]
         lam_n, dlam_n, gap_map, dgap_map = normal_map(m.contact.smoothing, u_n)
-        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(
-            m.contact.smoothing, u_t, mu * lam_n
-        )
+        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, mu * lam_n)
         basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
         force = sc.force_n * (lam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", lam_t, basis_t))
         gen_force = np.einsum("kin,ki->n", cq.jac_contact, force)
@@ -299,8 +294,7 @@ class StepProblem:
         dlam_n = contact["dlam_n"]
         # d(force_j)/d(u_n,j) and d(force_j)/d(u_t,j) in world coordinates
         df_dun = sc.force_n * (
-            dlam_n[:, None] * cq.normal
-            + np.einsum("ka,kai->ki", contact["dlt_da"] * mu * dlam_n[:, None], bt)
+            dlam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", contact["dlt_da"] * mu * dlam_n[:, None], bt)
         )
         df_dut = sc.force_n * np.einsum("kai,kab->kib", bt, contact["dlt_du"])  # (k,3,2)
         cols = nf + 3 * np.arange(k)
@@ -321,9 +315,7 @@ class StepProblem:
             jac[cols + 1 + a, cols] = -dslip_dun[:, a]
             jac[cols + 1 + a, cols + 1] = -contact["dslip_du"][:, a, 0]
             jac[cols + 1 + a, cols + 2] = -contact["dslip_du"][:, a, 1]
-        r = np.concatenate(
-            [r_dyn[self.free] * s, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)]
-        )
+        r = np.concatenate([r_dyn[self.free] * s, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)])
         return r, jac
 
     def residual(self, x: np.ndarray) -> np.ndarray:
@@ -334,7 +326,7 @@ def step(
     model: RodModel,
     state: RodState,
     dt_s: float,
-    settings: NewtonSettings = NewtonSettings(),
+    settings: NewtonSettings = _DEFAULT_NEWTON,
     base_alpha_next: np.ndarray | None = None,
     max_halvings: int = 5,
 ) -> StepInfo:

@@ -38,12 +38,13 @@ def run_incline(
     gravity_m_s2: float = 9.81,
 ) -> InclineResult:
     rod = rod or uniform_rod(0.3, 0.005, 1e6, 1000.0, poisson_ratio=0.45)
-    contact = ContactSettings(
-        (Plane(),), friction_coefficient, n_sections, smoothing or Smoothing("sigmoid", 50.0)
-    )
+    contact = ContactSettings((Plane(),), friction_coefficient, n_sections, smoothing or Smoothing("sigmoid", 50.0))
     g = gravity_m_s2
     model = build_model(
-        rod, n_sections, base="free", contact=contact,
+        rod,
+        n_sections,
+        base="free",
+        contact=contact,
         gravity_m_s2=(g * np.sin(angle_rad), 0.0, -g * np.cos(angle_rad)),
     )
     state = initial_state(model, base_position_m=(0.0, 0.0, rod.radius_base_m))

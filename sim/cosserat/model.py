@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.cosserat.kinematics import SweepGrid
-from sim.cosserat.obstacles import Cylinder, CurvedTube, Plane
+from sim.cosserat.obstacles import CurvedTube, Cylinder, Plane
 from sim.cosserat.rod import RodDescription, RodParameterError
 from sim.cosserat.slack import Smoothing
 

@@ -127,9 +127,7 @@ def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far)
             return NewtonResult(x, iterations_so_far + it - 1, float(np.max(np.abs(r))), True)
         jtj = jac.T @ jac
         g = jac.T @ r
-        dx = scipy.linalg.solve(
-            jtj + mu * np.diag(np.diag(jtj) + 1e-12), -g, assume_a="pos", check_finite=False
-        )
+        dx = scipy.linalg.solve(jtj + mu * np.diag(np.diag(jtj) + 1e-12), -g, assume_a="pos", check_finite=False)
         r_try, jac_try = fun(x + dx)
         if np.all(np.isfinite(r_try)) and _merit(r_try) < _merit(r):
             x = x + dx

@@ -20,6 +20,7 @@ from sim.cosserat.newton import ConvergenceError, NewtonSettings, solve
 from sim.cosserat.rod import RodParameterError
 
 _CS = 1e-30
+_OBSERVER_NEWTON = NewtonSettings(tolerance=1e-10, max_iterations=40)
 
 
 @dataclass
@@ -58,7 +59,7 @@ def observe_strains(
     markers_position_m: np.ndarray,
     q0: np.ndarray | None = None,
     marker_compliance_m_per_n: float = 0.0,
-    settings: NewtonSettings = NewtonSettings(tolerance=1e-10, max_iterations=40),
+    settings: NewtonSettings = _OBSERVER_NEWTON,
 ) -> ObserverResult:
     """Strains of a clamped rod (base pose `base_alpha` = [φ; p0]) whose markers at arc lengths `markers_x_m`
     were seen at `markers_position_m` (k, 3). The model must list the markers in `extra_points_m`.

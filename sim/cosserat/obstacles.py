@@ -120,9 +120,7 @@ class CurvedTube:
         ang = np.arctan2(w[:, 1], w[:, 0])  # the arc starts at angle −π/2
         phi = np.clip(np.mod(ang + np.pi / 2 + np.pi, 2 * np.pi) - np.pi, 0.0, self.bend_angle_rad)
         theta = -np.pi / 2 + phi
-        c_arc = np.stack(
-            [centre[0] + rc * np.cos(theta), centre[1] + rc * np.sin(theta), np.zeros(len(p))], 1
-        )
+        c_arc = np.stack([centre[0] + rc * np.cos(theta), centre[1] + rc * np.sin(theta), np.zeros(len(p))], 1)
         t_arc = np.stack([-np.sin(theta), np.cos(theta), np.zeros(len(p))], axis=1)
         use_arc = np.linalg.norm(p - c_arc, axis=1) < np.linalg.norm(p - c_straight, axis=1)
         use_arc &= p[:, 0] > ls - rc

@@ -114,6 +114,4 @@ def simulate(
         substeps.append(info.substeps)
         if k % sample_every == 0 or k == n_steps:
             emit(current)
-    return SimulationResult(
-        np.array(times), np.array(tips), np.array(iterations), np.array(substeps), state, info
-    )
+    return SimulationResult(np.array(times), np.array(tips), np.array(iterations), np.array(substeps), state, info)

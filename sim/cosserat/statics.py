@@ -16,6 +16,7 @@ from sim.cosserat.newton import NewtonSettings, solve
 from sim.cosserat.rod import RodParameterError
 
 _CS = 1e-30
+_STATICS_NEWTON = NewtonSettings(tolerance=1e-10)
 
 
 @dataclass
@@ -58,7 +59,7 @@ def solve_statics(
     model: RodModel,
     q0: np.ndarray | None = None,
     load_steps: int = 1,
-    settings: NewtonSettings = NewtonSettings(tolerance=1e-10),
+    settings: NewtonSettings = _STATICS_NEWTON,
 ) -> StaticsResult:
     """Equilibrium of a clamped rod under gravity and the model's tip loads."""
     if model.base != "clamped":

@@ -43,10 +43,20 @@ def test_every_rod_experiment_file_loads(path):
 
 def test_rod_run_writes_the_log_and_a_summary(tmp_path, capsys):
     out = tmp_path / "plane.mcap"
-    code = main([
-        "rod", "run", str(ROOT / "experiments/rod/rod_on_plane.toml"), "--duration", "0.05",
-        "--out", str(out), "--plot", str(tmp_path / "plane.png"), "--json",
-    ])
+    code = main(
+        [
+            "rod",
+            "run",
+            str(ROOT / "experiments/rod/rod_on_plane.toml"),
+            "--duration",
+            "0.05",
+            "--out",
+            str(out),
+            "--plot",
+            str(tmp_path / "plane.png"),
+            "--json",
+        ]
+    )
     assert code == 0
     summary = _json(capsys)
     assert summary["steps"] == 10

@@ -60,7 +60,10 @@ def test_contact_blocks_of_the_newton_matrix_match_finite_differences():
     """Rows and columns of the slacks are exact (plane contact); only the dropped M/C geometry terms differ."""
     rod = uniform_rod(0.3, 0.005, 1e6, 1000.0)
     model = build_model(
-        rod, 4, base="free", gravity_m_s2=(2.0, 0, -9.0),
+        rod,
+        4,
+        base="free",
+        gravity_m_s2=(2.0, 0, -9.0),
         contact=ContactSettings((Plane(),), 0.4, 4, Smoothing("sigmoid", 5.0)),
     )
     state = initial_state(model, base_position_m=(0, 0, 0.005))

@@ -63,7 +63,6 @@ def test_error_against_n():
     load = dict(gravity_m_s2=(0, 0, 0), tip_force_n=(0, 0, -5 * EI / L**2))
     ref = solve_statics(build_model(ROD, 16, **load), load_steps=5).tip_position_m
     tip_err = [
-        np.max(np.abs(solve_statics(build_model(ROD, n, **load), load_steps=5).tip_position_m - ref))
-        for n in (2, 4)
+        np.max(np.abs(solve_statics(build_model(ROD, n, **load), load_steps=5).tip_position_m - ref)) for n in (2, 4)
     ]
     assert tip_err[0] / tip_err[1] > 4.0
