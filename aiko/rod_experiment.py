@@ -103,6 +103,7 @@ def _obstacle(raw: Any, i: int, source: str):
             t.number("straight_length_m", min=0, min_exclusive=True),
             t.number("bend_radius_m", min=0, min_exclusive=True),
             math.radians(t.number("bend_angle_deg", 90.0, min=0, min_exclusive=True, max=180.0)),
+            t.number("exit_length_m", 0.05, min=0),
         )
     t.finish()
     return ob

@@ -96,13 +96,14 @@ class Cylinder:
 @dataclass(frozen=True)
 class CurvedTube:
     """Inside of a rigid tube: straight along +x from the origin for `straight_length_m`, then a circular
-    arc of centreline radius `bend_radius_m` turning towards +y through `bend_angle_rad`. The rod must stay
-    within `inner_radius_m` of the centreline."""
+    arc of centreline radius `bend_radius_m` turning towards +y through `bend_angle_rad`, then straight again for
+    `exit_length_m` (the tube is open-ended). The rod must stay within `inner_radius_m` of the centreline."""
 
     inner_radius_m: float
     straight_length_m: float
     bend_radius_m: float
     bend_angle_rad: float = np.pi / 2
+    exit_length_m: float = 0.05
     name: str = "tube"
 
     def __post_init__(self) -> None:
@@ -111,21 +112,31 @@ class CurvedTube:
                 raise ObstacleError(f"tube {key} must be > 0, got {getattr(self, key)!r}")
 
     def centreline_closest(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Closest centreline point and the centreline tangent there."""
-        ls, rc = self.straight_length_m, self.bend_radius_m
-        c_straight = np.stack([np.minimum(p[:, 0], ls), np.zeros(len(p)), np.zeros(len(p))], axis=1)
-        t_straight = np.broadcast_to(np.array([1.0, 0, 0]), p.shape)
+        """Closest centreline point (straight entry, arc, straight exit) and the centreline tangent there."""
+        ls, rc, phi_end = self.straight_length_m, self.bend_radius_m, self.bend_angle_rad
+        zeros = np.zeros(len(p))
+        c_in = np.stack([np.minimum(p[:, 0], ls), zeros, zeros], axis=1)
+        t_in = np.broadcast_to(np.array([1.0, 0, 0]), p.shape)
         centre = np.array([ls, rc, 0.0])
         w = p[:, :2] - centre[:2]
         ang = np.arctan2(w[:, 1], w[:, 0])  # the arc starts at angle −π/2
-        phi = np.clip(np.mod(ang + np.pi / 2 + np.pi, 2 * np.pi) - np.pi, 0.0, self.bend_angle_rad)
+        phi = np.clip(np.mod(ang + np.pi / 2 + np.pi, 2 * np.pi) - np.pi, 0.0, phi_end)
         theta = -np.pi / 2 + phi
-        c_arc = np.stack([centre[0] + rc * np.cos(theta), centre[1] + rc * np.sin(theta), np.zeros(len(p))], 1)
-        t_arc = np.stack([-np.sin(theta), np.cos(theta), np.zeros(len(p))], axis=1)
-        use_arc = np.linalg.norm(p - c_arc, axis=1) < np.linalg.norm(p - c_straight, axis=1)
-        use_arc &= p[:, 0] > ls - rc
-        c = np.where(use_arc[:, None], c_arc, c_straight)
-        t = np.where(use_arc[:, None], t_arc, t_straight)
+        c_arc = np.stack([centre[0] + rc * np.cos(theta), centre[1] + rc * np.sin(theta), zeros], 1)
+        t_arc = np.stack([-np.sin(theta), np.cos(theta), zeros], axis=1)
+        end_theta = -np.pi / 2 + phi_end
+        end = centre + rc * np.array([np.cos(end_theta), np.sin(end_theta), 0.0])
+        t_end = np.array([-np.sin(end_theta), np.cos(end_theta), 0.0])
+        s_out = np.clip((p - end) @ t_end, 0.0, self.exit_length_m)
+        c_out = end + s_out[:, None] * t_end
+        t_out = np.broadcast_to(t_end, p.shape)
+        candidates = np.stack([c_in, c_arc, c_out])  # (3, k, 3)
+        dist = np.linalg.norm(p[None] - candidates, axis=2)
+        dist[1, p[:, 0] <= ls - rc] = np.inf  # the arc's circle is irrelevant far before the bend
+        pick = np.argmin(dist, axis=0)
+        rows = np.arange(len(p))
+        c = candidates[pick, rows]
+        t = np.stack([t_in, t_arc, t_out])[pick, rows]
         return c, t
 
     def query(self, p: np.ndarray, r: np.ndarray):
