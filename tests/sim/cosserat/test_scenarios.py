@@ -66,3 +66,12 @@ def test_released_rod_falls_freely():
     slope = np.polyfit(t[after], vz[after], 1)[0]
     assert slope == pytest.approx(-9.81, rel=1e-3)
     assert np.all(vz[t <= 0.05 + 1e-9] == 0.0)
+
+
+@pytest.mark.slow
+def test_tube_insertion_passes_the_bend_at_mu_0_2():
+    scenario = load_rod_experiment(EXPERIMENTS / "tube_insertion.toml", {"contact.friction_coefficient": 0.2})
+    result = simulate(scenario)
+    tip = result.tip_m[-1]
+    # the tube turns 90° towards +y at x = 5 mm with a 3 mm radius: the tip is in the exit leg, inside the tube
+    assert tip[1] > 0.006 and abs(tip[0] - 0.008) < 0.0004
