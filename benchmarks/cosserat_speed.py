@@ -35,10 +35,13 @@ def main() -> int:
     parser.add_argument("--dt", type=float, default=0.005, help="time step in seconds")
     parser.add_argument("--duration", type=float, help="simulated seconds (default: the file's)")
     parser.add_argument("--smoothing", help="override the contact smoothing")
+    parser.add_argument("--tolerance", type=float, help="override run.newton_tolerance (default 1e-8)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     path = ROOT / "experiments" / "rod" / f"{args.scenario}.toml"
     overrides = {"model.n_sections": args.sections, "contact.m_sections": args.sections, "run.dt_s": args.dt}
+    if args.tolerance:
+        overrides["run.newton_tolerance"] = args.tolerance
     if args.duration:
         overrides["run.duration_s"] = args.duration
     if args.smoothing:

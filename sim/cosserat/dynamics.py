@@ -203,6 +203,16 @@ class StepProblem:
         self.v_ref = max(g_norm * dt_s, float(np.max(np.abs(state.v))), 1e-6 * model.rod.length_m / dt_s)
         self._matrix = None
         self._row_scale = None
+        self._kin_cache: tuple[bytes, Kinematics] | None = None
+        self._eval_cache: tuple[bytes, tuple] | None = None
+
+    def kinematics_at(self, v: np.ndarray) -> Kinematics:
+        """Complex-step kinematics at q_prev + h v, cached (the warm-start prediction, the first Newton
+        evaluation and the step's outputs all need the same sweep)."""
+        key = v.tobytes()
+        if self._kin_cache is None or self._kin_cache[0] != key:
+            self._kin_cache = (key, kinematics(self.model, self.q_prev + self.h * v, v))
+        return self._kin_cache[1]
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v = self.v_fixed.copy()
@@ -227,7 +237,7 @@ class StepProblem:
         m, h = self.model, self.h
         q = self.q_prev + h * v
         if kin is None:
-            kin = kinematics(m, q, v)
+            kin = self.kinematics_at(v)
         g = m.grid
         q_in, q_grav = _inertia_and_gravity(
             kin.J,
@@ -276,9 +286,16 @@ class StepProblem:
             "basis_t": basis_t,
         }
 
+    def evaluate(self, x: np.ndarray) -> tuple:
+        """(r_dyn, contact, kin) at x, cached for the last x."""
+        key = x.tobytes()
+        if self._eval_cache is None or self._eval_cache[0] != key:
+            v, slack = self.unpack(x)
+            self._eval_cache = (key, self.generalized_residual(v, slack))
+        return self._eval_cache[1]
+
     def residual_and_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        v, slack = self.unpack(x)
-        r_dyn, contact, kin = self.generalized_residual(v, slack)
+        r_dyn, contact, kin = self.evaluate(x)
         A = self._iteration_matrix(kin)
         s = self._row_scale
         nf, k = self.n_free, self.k
@@ -367,7 +384,7 @@ def _predicted_slack(model: RodModel, state: RodState, v_guess: np.ndarray, dt_s
         return slack
     separated = slack[:, 0] < 0
     if np.any(separated):
-        cq = contact_query(model, kinematics(model, state.q + dt_s * v_guess))
+        cq = contact_query(model, problem.kinematics_at(v_guess))
         slack[separated, 0] = -cq.gap_m[separated] / problem.scales.gap_m
     return slack
 
@@ -383,7 +400,7 @@ def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
         fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731
     result = solve(problem.residual_and_jacobian, x0, settings, fallback)
     v, slack = problem.unpack(result.x)
-    r_dyn, contact, kin = problem.generalized_residual(v, slack)
+    r_dyn, contact, kin = problem.evaluate(result.x)
     state.q = state.q + dt_s * v
     state.v = v
     state.slack = slack.copy()
@@ -393,14 +410,16 @@ def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
         iterations=result.iterations,
         residual=result.residual_norm,
         used_fallback=result.used_fallback,
-        base_wrench=base_wrench(model, state.q, r_dyn / dt_s),
+        base_wrench=base_wrench(model, state.q, r_dyn / dt_s, kin),
         contact_force_n=contact["force"] if contact else np.zeros((k, 3)),
         contact_gap_m=contact["query"].gap_m if contact else np.zeros(k),
         contact_slip_m_s=contact["slip"] if contact else np.zeros((k, 2)),
     )
 
 
-def base_wrench(model: RodModel, q: np.ndarray, reaction_generalized: np.ndarray) -> np.ndarray:
+def base_wrench(
+    model: RodModel, q: np.ndarray, reaction_generalized: np.ndarray, kin: Kinematics | None = None
+) -> np.ndarray:
     """World wrench [moment about p0; force] the base support applies on the rod.
 
     The α rows of the unconstrained residual are the generalized reaction J_α(0)ᵀ W_body; inverting J_α(0)
@@ -408,7 +427,7 @@ def base_wrench(model: RodModel, q: np.ndarray, reaction_generalized: np.ndarray
     """
     if model.base == "free":
         return np.zeros(6)
-    kin0 = kinematics(model, q)
+    kin0 = kin if kin is not None else kinematics(model, q)
     j_alpha = kin0.J[0, :, 0:6]
     w_body = np.linalg.solve(j_alpha.T, reaction_generalized[0:6])
     R0 = kin0.R[0]
