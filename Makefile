@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 ## run: the main job on the embedded default (no hardware needed)
 run: $(STAMP)
-	$(BIN)/aiko run experiments/sidewinding.toml --out runs/sidewinding.mcap
+	$(BIN)/aiko run experiments/sidewinding_hil.toml --out runs/sidewinding.mcap --replay sim
 
 ## test: the whole suite (what CI runs)
 test: $(STAMP)

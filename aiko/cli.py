@@ -17,6 +17,7 @@ from aiko import __version__
 from aiko.errors import AikoError
 
 EXIT_USAGE = 2
+EXIT_FAILURE = 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("aiko: interrupted\n")
         return 130
+    except Exception as exc:  # noqa: BLE001 - a failed run ends with one line; -v shows the traceback
+        if args.verbose:
+            raise
+        sys.stderr.write(f"aiko: failed: {type(exc).__name__}: {exc} (run with -v for the traceback)\n")
+        return EXIT_FAILURE
 
 
 def entry_point() -> None:

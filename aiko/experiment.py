@@ -193,4 +193,7 @@ def _load_robot_entry(entry: Any, experiment_path: Path) -> RobotDescription:
 
 def _load_plugins() -> None:
     """Backends and plug-in sections register themselves on import."""
-    import aiko.backends  # noqa: F401  (registers the built-in backends and their sections)
+    from aiko.backends import backend_names
+
+    backend_names()  # imports every backend module, which registers its sections ([sim], [hil], ...)
+    import aiko.mocap.config  # noqa: F401  (registers [mocap])

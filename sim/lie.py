@@ -163,9 +163,7 @@ _SERIES_A = _factorial_series(lambda m: (-1) ** m / _F(2 * m + 1))  # sin t / t
 _SERIES_B = _factorial_series(lambda m: (-1) ** m / _F(2 * m + 2))  # (1 - cos t)/t^2
 _SERIES_C = _factorial_series(lambda m: (-1) ** m / _F(2 * m + 3))  # (t - sin t)/t^3
 _SERIES_D = _factorial_series(lambda m: (-1) ** m / _F(2 * m + 4))  # (t^2 + 2 cos t - 2)/(2 t^4)
-_SERIES_E = _factorial_series(
-    lambda m: (-1) ** m * (m + 1) / _F(2 * m + 5)
-)  # (2t - 3 sin t + t cos t)/(2 t^5)
+_SERIES_E = _factorial_series(lambda m: (-1) ** m * (m + 1) / _F(2 * m + 5))  # (2t - 3 sin t + t cos t)/(2 t^5)
 # (1 - (t/2) cot(t/2))/t^2 = -sum_{n>=1} (-1)^n B_2n t^(2n-2)/(2n)!  (Bernoulli numbers B_2n)
 _BERNOULLI_2N = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6]
 _SERIES_JINV = np.array([-((-1) ** n) * _BERNOULLI_2N[n - 1] / _F(2 * n) for n in range(1, 8)])
@@ -312,9 +310,7 @@ def _q_block(phi: np.ndarray, rho: np.ndarray) -> np.ndarray:
     ts = np.where(small, 1.0, t)
     _, _, c = _coeffs_so3(t)
     d = np.where(small, _horner(t2, _SERIES_D), (ts**2 + 2.0 * np.cos(ts) - 2.0) / (2.0 * ts**4))
-    e = np.where(
-        small, _horner(t2, _SERIES_E), (2.0 * ts - 3.0 * np.sin(ts) + ts * np.cos(ts)) / (2.0 * ts**5)
-    )
+    e = np.where(small, _horner(t2, _SERIES_E), (2.0 * ts - 3.0 * np.sin(ts) + ts * np.cos(ts)) / (2.0 * ts**5))
     W = hat3(phi)
     P = hat3(rho)
     WP = W @ P

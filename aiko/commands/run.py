@@ -9,9 +9,10 @@ import time
 from pathlib import Path
 
 from aiko.backends import backend_help, backend_names
+from aiko.backends.can_bus import add_can_arguments, can_context_options
 from aiko.errors import AikoError
 from aiko.experiment import Experiment, load_experiment, parse_override
-from aiko.runner import RunOptions, choose_clock, run_experiment, run_metadata
+from aiko.runner import RunOptions, choose_clock
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +35,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="override a setting of the experiment file, e.g. --set sim.mu_x=0.3 (repeatable)",
     )
+    run.add_argument("--live", action="store_true", help="show the live dashboard while the run goes (gui extra)")
+    run.add_argument(
+        "--live-screenshot",
+        metavar="OUT.png",
+        help="with --live: save the dashboard to a PNG when the run ends and close it (for CI and docs)",
+    )
+    run.add_argument("--report", metavar="PATH", help="run report, .html or .png (default: the log's name, .html)")
+    run.add_argument("--no-report", action="store_true", help="do not write the run report")
+    run.add_argument(
+        "--replay",
+        nargs="?",
+        const="sim",
+        metavar="BACKEND",
+        help="then replay the log on a simulator (default: sim) and compare: LOG-replay.mcap, LOG-vs-replay.png",
+    )
+    add_can_arguments(run)
     run.set_defaults(handler=run_command)
 
 
@@ -56,20 +73,61 @@ def run_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
 
-    from aiko.log import McapRecorder
+    from aiko.session import record_run
 
     options = RunOptions(backend=backend, duration_s=args.duration, realtime=args.realtime)
     clock = choose_clock(backend, args.realtime)
     progress = _terminal_progress if sys.stderr.isatty() else None
-    with McapRecorder(out, run_metadata(experiment, backend, clock), experiment.log.flush_interval_s) as recorder:
-        _, summary = run_experiment(experiment, recorder, options, clock=clock, progress=progress)
+    dashboard = None
+    if args.live or args.live_screenshot:
+        from aiko.dashboard.live import LiveDashboard
+
+        dashboard = LiveDashboard(
+            experiment.robot.n_joints,
+            f"aiko run --live: {experiment.name}",
+            screenshot=args.live_screenshot,
+            close_when_done=bool(args.live_screenshot),
+        )
+    try:
+        summary = record_run(
+            experiment,
+            out,
+            options,
+            clock=clock,
+            progress=progress,
+            live=dashboard.recorder if dashboard else None,
+            context_options=can_context_options(args),
+        )
+    finally:
+        if dashboard is not None:
+            dashboard.finish()
     if progress:
         sys.stderr.write("\n")
-    summary["log_path"] = str(out)
+    if not args.no_report:
+        from aiko.report import write_report
+
+        summary["report_path"] = str(write_report(out, args.report))
+    if args.replay:
+        from aiko.session import replay_and_compare
+
+        summary.update(replay_and_compare(out, backend_name=args.replay))
+    if dashboard is not None:
+        summary["live_dropped_records"] = dashboard.recorder.dropped
+        if not args.json:
+            print("close the dashboard window to finish", file=sys.stderr)
+        summary["live_exit_code"] = dashboard.wait()
     if args.json:
         print(json.dumps(summary))
     else:
         print(f"log: {out}")
+        if "report_path" in summary:
+            print(f"report: {summary['report_path']}")
+        if "comparison" in summary:
+            c = summary["comparison"]
+            print(
+                f"replay: {summary['replay_log_path']}: RMS {c['rms_position_error_m'] * 1e3:.2f} mm, "
+                f"distance ratio {c['distance_ratio']}, plot {summary['comparison_plot']}"
+            )
     return 0
 
 

@@ -1,8 +1,17 @@
 """Chain of rigid bodies with revolute joints in the moving-frame / Lie-group form of paper 002.
 
-Stable API: ``uniform_chain``, ``forward_kinematics``, ``transfer_matrix`` (plus the dynamics below).
+Stable API: ``uniform_chain``, ``forward_kinematics``, ``transfer_matrix`` (plus the dynamics below), and Aiko's
+shape from cardan joint angles (``link_poses_from_joint_angles``). See docs/chain.md.
 """
 
+from sim.chain.cardan import (
+    AIKO_AXIS_OFFSET_M,
+    cardan_angles_from_rotations,
+    cardan_chain,
+    cardan_rates_from_velocities,
+    link_poses_from_joint_angles,
+)
+from sim.chain.composite import composite_matrices
 from sim.chain.dynamics import (
     EquationsOfMotion,
     assemble,
@@ -21,6 +30,7 @@ from sim.chain.motions import MOTIONS, PolynomialMotion, ValidationResult, table
 from sim.chain.transfer import transfer_matrix, transfer_matrix_rate
 
 __all__ = [
+    "AIKO_AXIS_OFFSET_M",
     "MOTIONS",
     "Chain",
     "ChainFrames",
@@ -32,7 +42,11 @@ __all__ = [
     "ValidationResult",
     "assemble",
     "axes_from_letters",
+    "cardan_angles_from_rotations",
+    "cardan_chain",
+    "cardan_rates_from_velocities",
     "chain_frames",
+    "composite_matrices",
     "cylinder_inertia_kg_m2",
     "forward_dynamics",
     "forward_kinematics",
@@ -40,6 +54,7 @@ __all__ = [
     "inverse_dynamics",
     "joint_torque_moments",
     "kinetic_energy_j",
+    "link_poses_from_joint_angles",
     "potential_energy_j",
     "rk4_step",
     "simulate",

@@ -43,9 +43,7 @@ def cardan_chain(
     if not link_length_m > 0:
         raise ChainModelError(f"link_length_m must be > 0, got {link_length_m!r}")
     if not 0 <= axis_offset_m < link_length_m:
-        raise ChainModelError(
-            f"axis_offset_m must be in [0, link_length_m = {link_length_m}), got {axis_offset_m!r}"
-        )
+        raise ChainModelError(f"axis_offset_m must be in [0, link_length_m = {link_length_m}), got {axis_offset_m!r}")
     n_joints = int(n_links) - 1
     ez = np.array([0.0, 0.0, 1.0])
     reach = 0.5 * (link_length_m - axis_offset_m)  # link centre -> nearest axis of a neighbouring joint
@@ -77,8 +75,7 @@ def _check_angles(joint_angles_rad: np.ndarray) -> np.ndarray:
     angles = np.asarray(joint_angles_rad, dtype=float)
     if angles.ndim != 2 or angles.shape[1] != 2 or angles.shape[0] < 1:
         raise ChainModelError(
-            "joint_angles_rad must have shape (n_links - 1, 2) with columns (alpha_h, alpha_v), "
-            f"got {angles.shape}"
+            f"joint_angles_rad must have shape (n_links - 1, 2) with columns (alpha_h, alpha_v), got {angles.shape}"
         )
     if not np.all(np.isfinite(angles)):
         raise ChainModelError("joint_angles_rad contains non-finite values")
@@ -141,6 +138,18 @@ def cardan_rates_from_velocities(rotations: np.ndarray, omega_body: np.ndarray) 
     rel = np.swapaxes(R[:-1], 1, 2) @ R[1:]
     omega_joint = w[1:] - np.einsum("nji,nj->ni", rel, w[:-1])
     return np.stack([omega_joint[:, 1], omega_joint[:, 0]], axis=1)
+
+
+def cardan_angle_rates(rotations: np.ndarray, omega_body: np.ndarray) -> np.ndarray:
+    """Exact joint-angle rates (n - 1, 2) = (alpha_h_dot, alpha_v_dot) from body-frame angular velocities.
+
+    The relative angular velocity is alpha_h_dot e_y^{B_i} + alpha_v_dot e_x^{B_{i+1}}, and the two axes of a
+    cardan joint are orthogonal, so each rate is a projection (eq. 67's omega_h is cos(alpha_v) alpha_h_dot).
+    """
+    R = np.asarray(rotations, dtype=float)
+    w_world = np.einsum("nij,nj->ni", R, np.asarray(omega_body, dtype=float))
+    rel = w_world[1:] - w_world[:-1]
+    return np.stack([np.einsum("ni,ni->n", rel, R[:-1, :, 1]), np.einsum("ni,ni->n", rel, R[1:, :, 0])], axis=1)
 
 
 def quaternions_wxyz(rotations: np.ndarray) -> np.ndarray:

@@ -6,7 +6,9 @@ M = blockdiag(m_i I3, J_i), D = blockdiag(0, omega_i^) (eq. 65, 76), so with B =
     N* = sum_i m_i Bx_i^T Bx_dot_i + Bw_i^T (J_i Bw_dot_i + omega_i^ J_i Bw_i)
     F* = sum_i Bx_i^T F_i + Bw_i^T M_i       (forces inertial, moments in body frames, eq. 83)
 
-This never forms the 6n x 6n block-diagonal matrices, so assembly is O(n^2) (B has O(n^2) non-zero blocks).
+This is the readable reference: it never forms the 6n x 6n block-diagonal matrices (B has O(n^2) non-zero
+blocks; the block sums cost O(n^3/3)). forward_dynamics/inverse_dynamics use the O(n^2) composite-body kernel of
+composite.py, which the tests hold to this reference.
 Gravity acts along chain.gravity_m_s2 (-e3 by default; eq. 79 prints e1 for some bodies, an erratum).
 """
 
@@ -18,9 +20,12 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from sim import lie
+from sim.chain.composite import composite_forward_dynamics, composite_matrices
 from sim.chain.kinematics import ChainFrames, chain_frames, check_coordinates
 from sim.chain.model import Chain, ChainModelError
 from sim.chain.transfer import stack_blocks, transfer_blocks, transfer_rate_blocks
+
+NOT_SPD_MESSAGE = "M* is not positive definite: some joint moves no mass or inertia (check masses/inertias)"
 
 
 @dataclass(frozen=True)
@@ -94,34 +99,72 @@ def generalized_force(
 
 
 def forward_dynamics(
-    chain: Chain, q: np.ndarray, q_dot: np.ndarray, tau: np.ndarray | None = None, F_star_extra=None
+    chain: Chain,
+    q: np.ndarray,
+    q_dot: np.ndarray,
+    tau: np.ndarray | None = None,
+    F_star_extra: np.ndarray | None = None,
+    reference: bool = False,
 ) -> np.ndarray:
-    """q_dd = M*^-1 (F*_gravity + tau + F*_extra - N* q_dot) (eq. 87), by Cholesky since M* is SPD."""
-    eom = assemble(chain, q, q_dot)
-    return accelerations(eom, q_dot, tau, F_star_extra)
+    """q_dd = M*^-1 (F*_gravity + tau + F*_extra - N* q_dot) (eq. 87), by Cholesky since M* is SPD.
+
+    Uses the O(n^2) composite-body numba kernel (sim.chain.composite); reference=True uses the numpy
+    assembly of B^T M B instead.
+    """
+    q = check_coordinates(chain, q)
+    q_dot = check_coordinates(chain, q_dot, "q_dot")
+    extra = np.zeros(chain.n_bodies)
+    if tau is not None:
+        extra += check_coordinates(chain, tau, "tau")  # the motor part of F* is exactly tau
+    if F_star_extra is not None:
+        extra += np.asarray(F_star_extra, dtype=float)
+    if reference:
+        eom = assemble(chain, q, q_dot)
+        return _solve_spd(eom.M_star, eom.F_star_gravity + extra - eom.N_star @ q_dot)
+    q_ddot, ok = composite_forward_dynamics(chain, q, q_dot, extra)
+    if not ok:
+        raise ChainModelError(NOT_SPD_MESSAGE)
+    return q_ddot
 
 
 def accelerations(eom: EquationsOfMotion, q_dot: np.ndarray, tau=None, F_star_extra=None) -> np.ndarray:
+    """Forward dynamics from an already assembled EquationsOfMotion."""
     rhs = eom.F_star_gravity - eom.N_star @ q_dot
     if tau is not None:
-        rhs = rhs + tau  # the motor part of F* is exactly the joint torques (test: joint_torque_moments)
+        rhs = rhs + tau
     if F_star_extra is not None:
         rhs = rhs + F_star_extra
+    return _solve_spd(eom.M_star, rhs)
+
+
+def _matrices(chain: Chain, q, q_dot, reference: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    q = check_coordinates(chain, q)
+    q_dot = check_coordinates(chain, q_dot, "q_dot")
+    if reference:
+        eom = assemble(chain, q, q_dot)
+        return eom.M_star, eom.N_star, eom.F_star_gravity
+    return composite_matrices(chain, q, q_dot)
+
+
+def _solve_spd(M_star: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     try:
-        return cho_solve(cho_factor(eom.M_star), rhs)
+        return cho_solve(cho_factor(M_star), rhs)
     except np.linalg.LinAlgError as exc:
-        raise ChainModelError(
-            "M* is not positive definite: some joint moves no mass or inertia (check masses/inertias)"
-        ) from exc
+        raise ChainModelError(NOT_SPD_MESSAGE) from exc
 
 
 def inverse_dynamics(
-    chain: Chain, q: np.ndarray, q_dot: np.ndarray, q_ddot: np.ndarray, F_star_extra=None
+    chain: Chain,
+    q: np.ndarray,
+    q_dot: np.ndarray,
+    q_ddot: np.ndarray,
+    F_star_extra: np.ndarray | None = None,
+    reference: bool = False,
 ) -> np.ndarray:
     """Joint torques F*_a = M* q_dd + N* q_d - F*_c (eq. 94); F*_c is gravity plus F_star_extra."""
     q_ddot = check_coordinates(chain, q_ddot, "q_ddot")
-    eom = assemble(chain, q, q_dot)
-    tau = eom.M_star @ q_ddot + eom.N_star @ np.asarray(q_dot, dtype=float) - eom.F_star_gravity
+    M_star, N_star, F_gravity = _matrices(chain, q, q_dot, reference)
+    tau = M_star @ q_ddot + N_star @ np.asarray(q_dot, dtype=float) - F_gravity
     if F_star_extra is not None:
         tau = tau - F_star_extra
     return tau
@@ -134,8 +177,7 @@ def kinetic_energy_j(chain: Chain, q: np.ndarray, q_dot: np.ndarray) -> float:
     v = np.einsum("naj,j->na", Bx, q_dot)
     w = np.einsum("naj,j->na", Bw, q_dot)
     return float(
-        0.5 * np.sum(chain.mass_kg * np.sum(v * v, axis=1))
-        + 0.5 * np.einsum("na,nab,nb->", w, chain.inertia_kg_m2, w)
+        0.5 * np.sum(chain.mass_kg * np.sum(v * v, axis=1)) + 0.5 * np.einsum("na,nab,nb->", w, chain.inertia_kg_m2, w)
     )
 
 

@@ -30,8 +30,14 @@ class ChainTrajectory:
     n_rhs_evaluations: int
 
 
+class _StateNotFinite(Exception):
+    """Raised inside an integration when a stage state overflowed; turned into an unsuccessful trajectory."""
+
+
 def _rhs(chain: Chain, torque: TorqueFunction | None):
     def f(t: float, q: np.ndarray, q_dot: np.ndarray) -> np.ndarray:
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(q_dot))):
+            raise _StateNotFinite(f"non-finite state at t = {t:.6g} s")
         tau = None if torque is None else np.asarray(torque(t, q, q_dot), dtype=float)
         return forward_dynamics(chain, q, q_dot, tau)
 
@@ -90,7 +96,7 @@ def simulate(
             with np.errstate(over="ignore", invalid="ignore"):
                 try:
                     q[k + 1], v[k + 1] = rk4_step(chain, q[k], v[k], t[k], dt_s, torque)
-                except (ValueError, np.linalg.LinAlgError):  # non-finite state reached inside a stage
+                except _StateNotFinite:  # a stage state overflowed
                     q[k + 1] = v[k + 1] = np.nan
             if not (np.all(np.isfinite(q[k + 1])) and np.all(np.isfinite(v[k + 1]))):
                 message = f"state diverged (non-finite) during the RK4 step ending at t = {t[k + 1]:.6g} s"
@@ -103,9 +109,10 @@ def simulate(
     def rhs(t_s: float, y: np.ndarray) -> np.ndarray:
         return np.concatenate([y[n:], f(t_s, y[:n], y[n:])])
 
-    sol = solve_ivp(
-        rhs, (0.0, t[-1]), np.concatenate([q0, q_dot0]), method=method, t_eval=t, rtol=rtol, atol=atol
-    )
-    return ChainTrajectory(
-        sol.t, sol.y[:n].T, sol.y[n:].T, bool(sol.success), str(sol.message), int(sol.nfev)
-    )
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            y0 = np.concatenate([q0, q_dot0])
+            sol = solve_ivp(rhs, (0.0, t[-1]), y0, method=method, t_eval=t, rtol=rtol, atol=atol)
+    except _StateNotFinite as exc:  # the state left the finite range inside the solver
+        return ChainTrajectory(t[:1], q0[None], q_dot0[None], False, f"{method} diverged: {exc}", 0)
+    return ChainTrajectory(sol.t, sol.y[:n].T, sol.y[n:].T, bool(sol.success), str(sol.message), int(sol.nfev))

@@ -32,9 +32,7 @@ class ChainFrames:
 def check_coordinates(chain: Chain, q: np.ndarray, name: str = "q") -> np.ndarray:
     q = np.asarray(q, dtype=float)
     if q.shape != (chain.n_bodies,):
-        raise ChainModelError(
-            f"{name} must have shape ({chain.n_bodies},) (one angle per joint), got {q.shape}"
-        )
+        raise ChainModelError(f"{name} must have shape ({chain.n_bodies},) (one angle per joint), got {q.shape}")
     if not np.all(np.isfinite(q)):
         raise ChainModelError(f"{name} contains non-finite values")
     return q
@@ -45,9 +43,7 @@ def check_base_pose(base_pose: np.ndarray | None) -> tuple[np.ndarray, np.ndarra
         return np.eye(3), np.zeros(3)
     g = np.asarray(base_pose, dtype=float)
     if g.shape != (4, 4):
-        raise ChainModelError(
-            f"base_pose must be a 4x4 homogeneous matrix [[R, p], [0, 1]], got shape {g.shape}"
-        )
+        raise ChainModelError(f"base_pose must be a 4x4 homogeneous matrix [[R, p], [0, 1]], got shape {g.shape}")
     R, p = lie.pose_parts(g)
     if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
         raise ChainModelError("base_pose rotation block is not a proper rotation (R^T R != I or det < 0)")

@@ -46,6 +46,8 @@ class Chain:
     mass_kg: np.ndarray  # (n,)
     inertia_kg_m2: np.ndarray  # (n, 3, 3) CoM inertia in body frame
     gravity_m_s2: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -STANDARD_GRAVITY_M_S2]))
+    #: path[i, j] is True when joint j moves body i (j is i or an ancestor of i); derived, not an argument
+    path: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         parent = np.array(self.parent, dtype=np.int64).reshape(-1)
@@ -76,9 +78,7 @@ class Chain:
         norms = np.linalg.norm(self.joint_axis, axis=1)
         if not np.allclose(norms, 1.0, atol=1e-12):
             i = int(np.argmax(np.abs(norms - 1.0)))
-            raise ChainModelError(
-                f"joint_axis[{i}] has norm {norms[i]:.6g}; generator axes must be unit vectors"
-            )
+            raise ChainModelError(f"joint_axis[{i}] has norm {norms[i]:.6g}; generator axes must be unit vectors")
         if np.any(self.mass_kg < 0):
             raise ChainModelError(f"mass_kg must be >= 0, got {self.mass_kg.min():.6g}")
         J = self.inertia_kg_m2
@@ -94,8 +94,6 @@ class Chain:
                 path[i] |= path[parent[i]]
         path.setflags(write=False)
         object.__setattr__(self, "path", path)
-
-    path: np.ndarray = field(init=False, repr=False)
 
     @property
     def n_bodies(self) -> int:

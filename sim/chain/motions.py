@@ -101,6 +101,17 @@ class ValidationResult:
     success: bool
     message: str
 
+    def max_error_history_rad(self) -> np.ndarray:
+        """max over joints of |q - q_desired| at every sample (k,)."""
+        return np.max(np.abs(self.q - self.q_desired), axis=1)
+
+    def horizon_s(self, tolerance_rad: float = 1e-6) -> float | None:
+        """Last sample time before the replay's error first exceeds tolerance_rad (None: it never does)."""
+        above = np.nonzero(self.max_error_history_rad() > tolerance_rad)[0]
+        if above.size == 0:
+            return None
+        return float(self.t_s[max(above[0] - 1, 0)])
+
 
 def validate_motion(
     chain: Chain, motion: PolynomialMotion, duration_s: float, dt_s: float, method: str = "rk4"

@@ -107,17 +107,13 @@ def transfer_rate_blocks_geometric(
     for j in range(n):
         p = chain.parent[j]
         if p >= 0:
-            o_dot[j] = x_dot[p] + np.cross(
-                omega_world[p], frames.joint_origins_m[j] - frames.com_positions_m[p]
-            )
+            o_dot[j] = x_dot[p] + np.cross(omega_world[p], frames.joint_origins_m[j] - frames.com_positions_m[p])
     a = frames.joint_axes
     a_dot = np.cross(omega_world, a)
     lever = frames.com_positions_m[:, None, :] - frames.joint_origins_m[None, :, :]
     lever_dot = x_dot[:, None, :] - o_dot[None, :, :]
     Bx_dot = np.cross(a_dot[None], lever) + np.cross(a[None], lever_dot)  # (i, j, 3)
-    rel = np.cross(
-        omega_world[None, :, :] - omega_world[:, None, :], a[None, :, :]
-    )  # (Omega_j - Omega_i) x a_j
+    rel = np.cross(omega_world[None, :, :] - omega_world[:, None, :], a[None, :, :])  # (Omega_j - Omega_i) x a_j
     Bw_dot = np.einsum("iba,ijb->iaj", frames.rotations, rel)
     mask = chain.path[:, None, :]
     return np.swapaxes(Bx_dot, 1, 2) * mask, Bw_dot * mask

@@ -134,3 +134,26 @@ def test_experiment_copied_elsewhere_still_finds_its_robot(tmp_path, experiments
     shutil.copytree(experiments_dir / "robots", tmp_path / "robots")
     shutil.copy(experiments_dir / "sidewinding.toml", tmp_path)
     assert load_experiment(tmp_path / "sidewinding.toml").robot.name == "Aiko"
+
+
+def test_a_run_that_fails_midway_ends_with_one_line_status_1_and_a_readable_log(tmp_path, capsys, experiments_dir):
+    from aiko.backends import register_backend
+    from aiko.backends.kinematic import KinematicBackend
+    from aiko.log import LogReader
+
+    class BrokenPlant(KinematicBackend):
+        def advance_to(self, t_s: float) -> None:
+            super().advance_to(t_s)
+            if t_s >= 0.5:
+                raise FloatingPointError("plant diverged at t = 0.5 s")
+
+    register_backend("test_broken", BrokenPlant, "raises mid-run (tests only)")
+    out = tmp_path / "broken.mcap"
+    argv = ["run", str(experiments_dir / "sidewinding.toml"), "--backend", "test_broken", "--out", str(out)]
+    assert main([*argv, "--no-report"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "FloatingPointError: plant diverged at t = 0.5 s" in err
+    log = LogReader(out)
+    kinds = [e.kind for e in log.events() if e.kind in ("start", "error", "stop")]
+    assert kinds == ["start", "error", "stop"]
+    assert len(log.channel("/references")) == 5  # t = 0.0 … 0.4 s; the plant failed advancing to 0.5 s

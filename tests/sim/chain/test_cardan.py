@@ -7,6 +7,7 @@ from sim import lie
 from sim.chain import ChainModelError, chain_frames
 from sim.chain.cardan import (
     AIKO_AXIS_OFFSET_M,
+    cardan_angle_rates,
     cardan_angles_from_rotations,
     cardan_chain,
     cardan_rates_from_velocities,
@@ -79,6 +80,7 @@ def test_joint_rates_of_eq_67():
     got = cardan_rates_from_velocities(R, omega_links)
     np.testing.assert_allclose(got[:, 1], rates[:, 1], atol=1e-14)
     np.testing.assert_allclose(got[:, 0], np.cos(angles[:, 1]) * rates[:, 0], atol=1e-14)
+    np.testing.assert_allclose(cardan_angle_rates(R, omega_links), rates, atol=1e-14)
 
 
 def test_tracked_link_pose_fixes_every_other_link():
@@ -99,8 +101,8 @@ def test_tracked_link_pose_fixes_every_other_link():
 def test_axis_offset_effect_on_link6_during_sidewinding_is_millimetres():
     """Size of the 2.2 cm yaw-pitch offset on link 6 (relative to link 1) over one sidewinding period.
 
-    Small but not negligible against Vicon's sub-millimetre accuracy: between 1 mm and 2 cm (printed numbers
-    in docs/chain.md come from benchmarks/chain_speed.py --offset-effect)."""
+    Small but not negligible against Vicon's sub-millimetre accuracy: between 1 mm and 2 cm (the numbers in
+    docs/chain.md come from `aiko chain offset-effect experiments/sidewinding.toml`)."""
     period_s = 2 * np.pi / np.deg2rad(80.0)
     shifts = []
     for t in np.linspace(0.0, period_s, 40):

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from sim import lie
 from sim.chain import (
     assemble,
     forward_dynamics,
@@ -26,7 +27,7 @@ def random_state(chain):
 
 
 @pytest.mark.parametrize("name", CHAINS)
-def test_M_star_symmetric_positive_definite_and_equals_BtMB(name):
+def test_M_star_N_star_equal_the_dense_formulas_of_eq_86(name):
     chain = CHAINS[name]()
     q, qd = random_state(chain)
     eom = assemble(chain, q, qd)
@@ -39,6 +40,13 @@ def test_M_star_symmetric_positive_definite_and_equals_BtMB(name):
         M[6 * i : 6 * i + 3, 6 * i : 6 * i + 3] = chain.mass_kg[i] * np.eye(3)
         M[6 * i + 3 : 6 * i + 6, 6 * i + 3 : 6 * i + 6] = chain.inertia_kg_m2[i]
     np.testing.assert_allclose(eom.M_star, eom.B.T @ M @ eom.B, rtol=1e-13, atol=1e-15)
+    # eq. 86b literally, with D = blockdiag(0, omega^(1)^, 0, omega^(2)^, ...) (eq. 76)
+    D = np.zeros((6 * n, 6 * n))
+    omega = (eom.B @ qd).reshape(n, 2, 3)[:, 1]
+    for i in range(n):
+        D[6 * i + 3 : 6 * i + 6, 6 * i + 3 : 6 * i + 6] = lie.hat3(omega[i])
+    N_dense = eom.B.T @ (M @ eom.B_dot + D @ M @ eom.B)
+    np.testing.assert_allclose(eom.N_star, N_dense, rtol=0, atol=1e-13 * np.abs(N_dense).max())
     # kinetic energy two ways: 1/2 qd^T M* qd and the body-by-body sum (eq. 66)
     assert np.isclose(0.5 * qd @ eom.M_star @ qd, kinetic_energy_j(chain, q, qd), rtol=1e-13)
 
@@ -161,3 +169,62 @@ def test_simulate_rejects_bad_arguments():
         simulate(chain, np.zeros(2), np.zeros(2), 0.1, 0.03)
     with pytest.raises(ValueError, match="method must be 'rk4' or one of"):
         simulate(chain, np.zeros(2), np.zeros(2), 0.1, 0.01, method="euler")
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_numba_kernel_matches_numpy_reference(name):
+    from sim.chain.fast import assemble_kernel, chain_arrays
+
+    chain = CHAINS[name]()
+    q, qd = random_state(chain)
+    eom = assemble(chain, q, qd)
+    M, N, Fg, Bx, Bw, Bxd, Bwd = assemble_kernel(*chain_arrays(chain), q, qd)
+    for fast, ref in [(M, eom.M_star), (N, eom.N_star), (Fg, eom.F_star_gravity), (Bx, eom.Bx), (Bw, eom.Bw)]:
+        np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * max(1.0, np.abs(ref).max()))
+    for fast, ref in [(Bxd, eom.Bx_dot), (Bwd, eom.Bw_dot)]:
+        np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * max(1.0, np.abs(ref).max()))
+    tau = RNG.normal(size=chain.n_bodies)
+    np.testing.assert_allclose(
+        forward_dynamics(chain, q, qd, tau), forward_dynamics(chain, q, qd, tau, reference=True), atol=1e-11
+    )
+
+
+def test_massless_joint_gives_a_readable_error_on_both_paths():
+    from sim.chain import Chain, ChainModelError
+
+    chain = Chain(
+        parent=[-1, 0],
+        joint_axis=[[0, 0, 1.0], [0, 0, 1.0]],
+        joint_offset_m=np.zeros((2, 3)),
+        com_offset_m=[[0.1, 0, 0], [0.1, 0, 0]],
+        mass_kg=[1.0, 0.0],
+        inertia_kg_m2=[np.eye(3) * 1e-3, np.zeros((3, 3))],
+    )
+    for reference in (False, True):
+        with pytest.raises(ChainModelError, match="M\\* is not positive definite"):
+            forward_dynamics(chain, np.zeros(2), np.zeros(2), reference=reference)
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_composite_body_kernel_matches_numpy_reference(name):
+    from sim.chain.composite import composite_matrices
+
+    chain = CHAINS[name]()
+    q, qd = random_state(chain)
+    eom = assemble(chain, q, qd)
+    for fast, ref in zip(composite_matrices(chain, q, qd), (eom.M_star, eom.N_star, eom.F_star_gravity), strict=True):
+        np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * max(1.0, np.abs(ref).max()))
+
+
+def test_rk4_divergence_ends_the_run_with_a_message_not_an_exception():
+    """A torque that blows the chain up: the trajectory stops, success is False, samples so far are kept."""
+    chain = uniform_chain(3, 0.3, 0.5, 0.02, "zyz")
+    traj = simulate(chain, np.zeros(3), np.zeros(3), 1.0, 1e-2, lambda t, q, v: 1e300 * np.ones(3))
+    assert not traj.success and "diverged" in traj.message
+    assert np.all(np.isfinite(traj.q))
+
+
+def test_wrong_torque_shape_is_reported_not_swallowed():
+    chain = uniform_chain(3, 0.3, 0.5, 0.02, "zyz")
+    with pytest.raises(ValueError, match=r"tau must have shape \(3,\)"):
+        simulate(chain, np.zeros(3), np.zeros(3), 0.1, 1e-2, lambda t, q, v: np.ones(2))

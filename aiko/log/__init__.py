@@ -1,0 +1,25 @@
+"""The experiment log: MCAP files with JSON-schema channels on one monotonic clock.
+
+``McapRecorder`` writes (the ``aiko.interfaces.Recorder`` protocol), ``LogReader`` reads back numpy arrays,
+``recover`` repairs a file whose writer was killed, ``export_csv`` writes one CSV per channel.
+"""
+
+from aiko.log.csv_export import export_csv
+from aiko.log.reader import ChannelArrays, ChannelInfo, Event, LogReader, LogReadError, read_log
+from aiko.log.recorder import EVENTS_TOPIC, LogWriteError, McapRecorder
+from aiko.log.recover import RecoveryResult, recover
+
+__all__ = [
+    "EVENTS_TOPIC",
+    "ChannelArrays",
+    "ChannelInfo",
+    "Event",
+    "LogReadError",
+    "LogReader",
+    "LogWriteError",
+    "McapRecorder",
+    "RecoveryResult",
+    "export_csv",
+    "read_log",
+    "recover",
+]

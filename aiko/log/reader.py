@@ -1,0 +1,284 @@
+"""Reading experiment logs back as numpy arrays, tolerant of files cut short by a crash.
+
+The reader walks the file once with mcap's ``StreamReader`` (which does not need the summary at the end), so a
+log whose writer was killed is readable up to its last complete chunk; ``truncated`` then says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mcap.exceptions import McapError
+from mcap.records import Attachment, Channel, Footer, Message, Metadata, Schema
+from mcap.stream_reader import StreamReader
+
+from aiko.errors import AikoError
+from aiko.log.recorder import EVENTS_TOPIC, decode_metadata
+
+log = logging.getLogger(__name__)
+
+# Exceptions that mean "the bytes end or are damaged here" while walking a crashed file.
+_TRUNCATION_ERRORS = (McapError, struct.error, zlib.error, EOFError, ValueError, UnicodeDecodeError)
+try:  # zstd decompression of a half-written chunk
+    import zstandard
+
+    _TRUNCATION_ERRORS = (*_TRUNCATION_ERRORS, zstandard.ZstdError)
+except ImportError:  # pragma: no cover
+    pass
+
+
+class LogReadError(AikoError):
+    """The file is not an MCAP experiment log or cannot be read."""
+
+
+@dataclass(frozen=True)
+class ChannelInfo:
+    topic: str
+    schema_name: str
+    schema: dict[str, Any]
+    message_encoding: str
+    count: int
+    first_t_ns: int | None
+    last_t_ns: int | None
+
+    @property
+    def duration_s(self) -> float:
+        if self.first_t_ns is None or self.last_t_ns is None:
+            return 0.0
+        return (self.last_t_ns - self.first_t_ns) * 1e-9
+
+    @property
+    def rate_hz(self) -> float:
+        """Mean message rate (count − 1 intervals over the span); 0 for fewer than two messages."""
+        return (self.count - 1) / self.duration_s if self.count > 1 and self.duration_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class ChannelArrays:
+    """One channel as arrays: ``t_ns`` (N,) int64 and one array per (flattened, dot-joined) payload field.
+
+    Numeric scalars give (N,), fixed-length numeric lists (N, k) float64 (NaN where JSON had null), integers
+    int64, booleans bool, strings a numpy str array; fields missing or ragged across messages give an object
+    array of the raw values (None where missing).
+    """
+
+    topic: str
+    t_ns: np.ndarray
+    fields: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def t_s(self) -> np.ndarray:
+        return self.t_ns.astype(np.float64) * 1e-9
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        try:
+            return self.fields[name]
+        except KeyError:
+            raise KeyError(f"channel {self.topic!r} has no field {name!r}; fields: {sorted(self.fields)}") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.fields
+
+    def __len__(self) -> int:
+        return len(self.t_ns)
+
+
+@dataclass(frozen=True)
+class Event:
+    t_ns: int
+    kind: str
+    fields: dict[str, Any]
+
+
+class LogReader:
+    """All of one log in memory: channels, metadata, attachments and decoded messages in file order."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise LogReadError(f"log file {self.path} does not exist")
+        self.truncated = False
+        self.truncation_error = ""
+        self.metadata: dict[str, dict[str, Any]] = {}
+        self.attachments: dict[str, Attachment] = {}
+        self._schemas: dict[int, Schema] = {}
+        self._channels: dict[int, Channel] = {}
+        self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        self._load()
+
+    def _load(self) -> None:
+        with open(self.path, "rb") as fh:
+            try:
+                records = StreamReader(fh, record_size_limit=1 << 31).records
+                for record in records:
+                    self._take(record)
+            except _TRUNCATION_ERRORS as exc:
+                if not self._schemas and not self.metadata:
+                    raise LogReadError(f"{self.path} is not a readable MCAP log: {exc}") from exc
+                self.truncated = True
+                self.truncation_error = f"{type(exc).__name__}: {exc}".rstrip(": ")
+                log.warning("%s is truncated (%s); read up to the last complete record", self.path, exc)
+
+    def _take(self, record: Any) -> None:
+        if isinstance(record, Schema):
+            self._schemas[record.id] = record
+        elif isinstance(record, Channel):
+            self._channels[record.id] = record
+            self._messages.setdefault(record.topic, [])
+        elif isinstance(record, Message):
+            channel = self._channels[record.channel_id]
+            if channel.message_encoding != "json":
+                return  # not ours (a foreign channel merged into the file); skipped, not fatal
+            self._messages[channel.topic].append((record.log_time, json.loads(record.data)))
+        elif isinstance(record, Metadata):
+            self.metadata[record.name] = decode_metadata(record.metadata)
+        elif isinstance(record, Attachment):
+            self.attachments[record.name] = record
+        elif isinstance(record, Footer):
+            pass
+
+    # -- queries
+    @property
+    def topics(self) -> list[str]:
+        return sorted(self._messages)
+
+    def channel_info(self) -> dict[str, ChannelInfo]:
+        out = {}
+        for channel in self._channels.values():
+            msgs = self._messages[channel.topic]
+            schema = self._schemas.get(channel.schema_id)
+            times = [t for t, _ in msgs]
+            out[channel.topic] = ChannelInfo(
+                topic=channel.topic,
+                schema_name=schema.name if schema else "",
+                schema=json.loads(schema.data) if schema and schema.data else {},
+                message_encoding=channel.message_encoding,
+                count=len(msgs),
+                first_t_ns=min(times) if times else None,
+                last_t_ns=max(times) if times else None,
+            )
+        return out
+
+    def time_range_ns(self) -> tuple[int, int] | None:
+        times = [t for msgs in self._messages.values() for t, _ in msgs]
+        return (min(times), max(times)) if times else None
+
+    def messages(self, topic: str) -> list[tuple[int, dict[str, Any]]]:
+        """(t_ns, payload) in log-time order (stable for equal stamps)."""
+        if topic not in self._messages:
+            raise LogReadError(f"log {self.path} has no channel {topic!r}; channels: {self.topics}")
+        return sorted(self._messages[topic], key=lambda m: m[0])
+
+    def iter_all(self) -> Iterator[tuple[str, int, dict[str, Any]]]:
+        """Every message of every channel, merged in log-time order."""
+        merged = [(t, topic, p) for topic, msgs in self._messages.items() for t, p in msgs]
+        merged.sort(key=lambda m: m[0])
+        for t, topic, payload in merged:
+            yield topic, t, payload
+
+    def has(self, topic: str) -> bool:
+        return bool(self._messages.get(topic))
+
+    def channel(self, topic: str) -> ChannelArrays:
+        msgs = self.messages(topic)
+        t_ns = np.array([t for t, _ in msgs], dtype=np.int64)
+        flat = [_flatten(p) for _, p in msgs]
+        names: list[str] = []
+        for row in flat:
+            for name in row:
+                if name not in names:
+                    names.append(name)
+        return ChannelArrays(topic, t_ns, {name: _column([row.get(name, _MISSING) for row in flat]) for name in names})
+
+    def events(self, kind: str | None = None) -> list[Event]:
+        if EVENTS_TOPIC not in self._messages:
+            return []
+        out = []
+        for t, payload in self.messages(EVENTS_TOPIC):
+            p = dict(payload)
+            k = p.pop("kind", "")
+            if kind is None or k == kind:
+                out.append(Event(t, k, p))
+        return out
+
+    @property
+    def run_metadata(self) -> dict[str, Any]:
+        from aiko.log.recorder import RUN_METADATA_NAME
+
+        return self.metadata.get(RUN_METADATA_NAME, {})
+
+
+_MISSING = object()
+
+
+def _flatten(payload: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _column(values: list[Any]) -> np.ndarray:
+    present = [v for v in values if v is not _MISSING]
+    if len(present) == len(values) and values:
+        kinds = {_kind(v) for v in values}
+        if kinds == {"bool"}:
+            return np.array(values, dtype=bool)
+        if kinds == {"int"}:
+            return np.array(values, dtype=np.int64)
+        if kinds <= {"int", "float", "null"}:
+            return np.array(values, dtype=np.float64)
+        if kinds == {"str"}:
+            return np.array(values, dtype=str)
+        if kinds == {"list"}:
+            lengths = {len(v) for v in values}
+            inner = {_kind(x) for v in values for x in v}
+            if len(lengths) == 1 and inner <= {"int", "float", "null"}:
+                dtype = np.int64 if inner == {"int"} else np.float64
+                return np.array(values, dtype=dtype).reshape(len(values), -1)
+            if len(lengths) == 1 and inner == {"bool"}:
+                return np.array(values, dtype=bool).reshape(len(values), -1)
+            if len(lengths) == 1 and inner == {"str"}:
+                return np.array(values, dtype=str).reshape(len(values), -1)
+            if len(lengths) == 1 and inner and all(k == "list" for k in inner):
+                try:
+                    return np.array(values, dtype=np.float64)
+                except (ValueError, TypeError):
+                    pass
+    column = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        column[i] = None if v is _MISSING else v
+    return column
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "float"
+    if v is None:
+        return "null"
+    if isinstance(v, str):
+        return "str"
+    if isinstance(v, list):
+        return "list"
+    return "other"
+
+
+def read_log(path: str | os.PathLike[str]) -> LogReader:
+    return LogReader(path)

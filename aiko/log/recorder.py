@@ -1,0 +1,325 @@
+"""The experiment log writer: one MCAP file per run, JSON-schema channels, all stamps on the run's clock.
+
+Crash safety: MCAP buffers messages in a chunk until the chunk is full. A recorder that only relied on the
+chunk size would lose minutes of data to a SIGKILL. ``McapRecorder``'s writer thread therefore closes the
+current chunk and flushes it to the OS every ``flush_interval_s / 2`` (it wakes four times per period), so
+data reach the OS within ``flush_interval_s`` even when the thread is scheduled late. The OS keeps written
+pages across a killed process, so a SIGKILL loses less than ``flush_interval_s``; ``recover`` rewrites the
+readable prefix of a truncated file into a complete one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import getpass
+import json
+import logging
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mcap.writer import CompressionType, Writer
+
+from aiko.log.encoding import encode, infer_schema, to_jsonable
+
+log = logging.getLogger(__name__)
+
+EVENTS_TOPIC = "/events"
+RUN_METADATA_NAME = "aiko.run"
+JSON_KEYS_FIELD = "_json_keys"
+"""Metadata values are strings in MCAP; non-string values are JSON-encoded and their keys listed here."""
+
+EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"kind": {"type": "string"}},
+    "required": ["kind"],
+    "additionalProperties": True,
+}
+
+
+class LogWriteError(RuntimeError):
+    """The log cannot be written (closed recorder, unwritable path, ...)."""
+
+
+def software_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("aiko-stack")
+    except Exception:  # not installed as a distribution: running from a checkout
+        return "0+checkout"
+
+
+def encode_metadata(data: Mapping[str, Any]) -> dict[str, str]:
+    """Dict of any JSON-able values → MCAP's str→str map (non-strings JSON-encoded and listed)."""
+    out: dict[str, str] = {}
+    json_keys = []
+    for key, value in data.items():
+        if isinstance(value, str):
+            out[key] = value
+        else:
+            out[key] = json.dumps(to_jsonable(value, key), allow_nan=False)
+            json_keys.append(key)
+    if json_keys:
+        out[JSON_KEYS_FIELD] = json.dumps(json_keys)
+    return out
+
+
+def decode_metadata(data: Mapping[str, str]) -> dict[str, Any]:
+    json_keys = set(json.loads(data.get(JSON_KEYS_FIELD, "[]")))
+    return {k: (json.loads(v) if k in json_keys else v) for k, v in data.items() if k != JSON_KEYS_FIELD}
+
+
+class McapRecorder:
+    """Recorder (``aiko.interfaces.Recorder``) writing an MCAP file; use as a context manager.
+
+    ``record(channel, t_ns, payload)`` registers a JSON-schema channel on first use (schema inferred from the
+    first payload unless declared with ``declare_channel``); ``event(kind, t_ns, **fields)`` writes to
+    ``/events``. ``t_ns`` is the run's monotonic clock in int64 nanoseconds and becomes the MCAP log time.
+
+    The caller's thread only encodes the payload to JSON (so later changes to its arrays cannot alter the log)
+    and appends it to a queue; a writer thread owns the MCAP writer, compresses chunks and flushes them. The
+    control loop therefore never waits for compression or the disk (a chunk flush costs ~20 ms).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        metadata: Mapping[str, Any] | None = None,
+        flush_interval_s: float = 0.5,
+        *,
+        compression: str = "zstd",
+        chunk_size_bytes: int = 1024 * 1024,
+    ) -> None:
+        if not flush_interval_s > 0:
+            raise ValueError(f"flush_interval_s must be > 0, got {flush_interval_s}")
+        compressions = {
+            "zstd": CompressionType.ZSTD,
+            "lz4": CompressionType.LZ4,
+            "none": CompressionType.NONE,
+        }
+        if compression not in compressions:
+            raise ValueError(f"compression {compression!r} not allowed; use one of {sorted(compressions)}")
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "wb")  # noqa: SIM115 - closed by the writer thread
+        except OSError as exc:
+            raise LogWriteError(f"cannot open log {self.path} for writing: {exc}") from exc
+        self._writer = Writer(self._file, chunk_size=chunk_size_bytes, compression=compressions[compression])
+        self._writer.start(profile="", library=f"aiko-stack {software_version()}")
+        self.flush_interval_s = float(flush_interval_s)
+        self._flush_period_s = 0.5 * self.flush_interval_s
+        self._lock = threading.Lock()  # caller side: channel table and counts
+        self._channels: set[str] = set()
+        self._counts: dict[str, int] = {}
+        self._ops: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._wake = threading.Event()
+        self._closed = False
+        self._error: BaseException | None = None
+        self._channel_ids: dict[str, int] = {}  # writer-thread side
+        run_meta = {
+            "software_version": software_version(),
+            "python": sys.version.split()[0],
+            "host": socket.gethostname(),
+            "platform": platform.platform(),
+            "user": _user(),
+            "wall_clock_start_utc": datetime.now(UTC).isoformat(),
+            "wall_clock_start_ns": time.time_ns(),
+            "monotonic_start_ns": time.monotonic_ns(),
+            "clock": "time.monotonic_ns (int64 ns) unless the run says otherwise",
+        }
+        run_meta.update(metadata or {})
+        self._thread = threading.Thread(target=self._write_loop, name="mcap-writer", daemon=True)
+        self._thread.start()
+        atexit.register(self._close_at_exit)  # a recorder left open still gets its summary at interpreter exit
+        self.add_metadata(RUN_METADATA_NAME, run_meta)
+        self.declare_channel(EVENTS_TOPIC, EVENT_SCHEMA, "aiko.Event")
+
+    # -- Recorder protocol
+    def record(self, channel: str, t_ns: int, payload: Mapping[str, Any]) -> None:
+        data = encode(payload)
+        with self._lock:
+            self._check_open()
+            if channel not in self._channels:
+                self._channels.add(channel)
+                self._ops.append(("declare", channel, infer_schema(payload), _schema_name(channel)))
+            sequence = self._counts.get(channel, 0)
+            self._counts[channel] = sequence + 1
+            self._ops.append(("message", channel, int(t_ns), data, sequence))
+
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
+        if "kind" in fields:
+            raise ValueError("event field name 'kind' is reserved for the event kind")
+        self.record(EVENTS_TOPIC, t_ns, {"kind": str(kind), **fields})
+        log.debug("event %s at %d ns: %s", kind, t_ns, fields)
+
+    # -- extras
+    def declare_channel(self, channel: str, schema: Mapping[str, Any], schema_name: str | None = None) -> None:
+        """Register a channel with an explicit JSON schema before its first message."""
+        with self._lock:
+            self._check_open()
+            if channel in self._channels:
+                raise ValueError(f"channel {channel!r} is already registered")
+            self._channels.add(channel)
+            self._counts.setdefault(channel, 0)
+            self._ops.append(("declare", channel, dict(schema), schema_name or _schema_name(channel)))
+
+    def add_metadata(self, name: str, data: Mapping[str, Any]) -> None:
+        """Write a metadata record (robot description, experiment file, calibration...); on disk on return."""
+        encoded = encode_metadata(data)
+        with self._lock:
+            self._check_open()
+            self._ops.append(("metadata", name, encoded))
+        self.flush()
+
+    def add_attachment(self, name: str, data: bytes, media_type: str, t_ns: int = 0) -> None:
+        """Attach a file (e.g. the experiment TOML, a calibration image); on disk on return."""
+        with self._lock:
+            self._check_open()
+            self._ops.append(("attachment", name, bytes(data), media_type, int(t_ns)))
+        self.flush()
+
+    @property
+    def message_counts(self) -> dict[str, int]:
+        with self._lock:
+            return {k: v for k, v in self._counts.items() if v}
+
+    def flush(self, timeout_s: float = 30.0) -> None:
+        """Block until everything recorded so far is written and handed to the OS."""
+        done = threading.Event()
+        with self._lock:
+            if self._closed:
+                return
+            self._ops.append(("flush", done))
+        self._wake.set()
+        if not done.wait(timeout_s):
+            raise LogWriteError(f"log {self.path}: the writer did not flush within {timeout_s} s")
+        self._raise_writer_error()
+
+    def close(self) -> None:
+        """Write what is queued, then the summary and indexes. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._ops.append(("close",))
+        self._wake.set()
+        self._thread.join()
+        atexit.unregister(self._close_at_exit)
+        log.info("log closed: %s (%s)", self.path, self._counts)
+        self._raise_writer_error()
+
+    def _close_at_exit(self) -> None:
+        try:
+            self.close()
+        except Exception:  # at exit there is no one left to tell but the log
+            log.exception("closing %s at exit failed", self.path)
+
+    def __enter__(self) -> McapRecorder:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None and not self._closed:
+            try:
+                self.event("log_closed_on_error", time.monotonic_ns(), error=f"{exc_type.__name__}: {exc}")
+            except Exception:  # never mask the original error
+                log.exception("could not record the error event")
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception:  # the run's own error is the one to report
+            log.exception("closing the log after an error failed")
+
+    # -- caller side internals
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogWriteError(f"log {self.path} is closed")
+        self._raise_writer_error()
+
+    def _raise_writer_error(self) -> None:
+        if self._error is not None:
+            raise LogWriteError(f"writing log {self.path} failed: {self._error}") from self._error
+
+    # -- writer thread
+    def _write_loop(self) -> None:
+        last_flush = time.monotonic()
+        pending = False
+        while True:
+            self._wake.wait(self._flush_period_s / 4.0)
+            self._wake.clear()
+            try:
+                while self._ops:
+                    op = self._ops.popleft()
+                    kind = op[0]
+                    if kind == "message":
+                        _, channel, t_ns, data, sequence = op
+                        self._writer.add_message(
+                            channel_id=self._channel_ids[channel],
+                            log_time=t_ns,
+                            publish_time=t_ns,
+                            data=data,
+                            sequence=sequence,
+                        )
+                        pending = True
+                    elif kind == "declare":
+                        _, channel, schema, schema_name = op
+                        schema_id = self._writer.register_schema(
+                            name=schema_name, encoding="jsonschema", data=json.dumps(schema).encode()
+                        )
+                        self._channel_ids[channel] = self._writer.register_channel(
+                            topic=channel, message_encoding="json", schema_id=schema_id
+                        )
+                    elif kind == "metadata":
+                        self._writer.add_metadata(op[1], op[2])
+                        pending = True
+                    elif kind == "attachment":
+                        _, name, data, media_type, t_ns = op
+                        self._writer.add_attachment(
+                            create_time=t_ns, log_time=t_ns, name=name, media_type=media_type, data=data
+                        )
+                        pending = True
+                    elif kind == "flush":
+                        self._writer.flush()
+                        last_flush, pending = time.monotonic(), False
+                        op[1].set()
+                    elif kind == "close":
+                        self._writer.finish()
+                        self._file.close()
+                        return
+                if pending and time.monotonic() - last_flush >= self._flush_period_s:
+                    self._writer.flush()
+                    last_flush, pending = time.monotonic(), False
+            except BaseException as exc:  # disk full, ...: keep the error for the caller, release waiters
+                log.exception("writing %s failed", self.path)
+                self._error = exc
+                while self._ops:
+                    op = self._ops.popleft()
+                    if op[0] == "flush":
+                        op[1].set()
+                try:
+                    self._file.close()
+                except OSError:
+                    pass
+                return
+
+
+def _schema_name(channel: str) -> str:
+    return "aiko" + channel.replace("/", ".")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return ""

@@ -1,0 +1,123 @@
+"""A recorded run: the control loop (``aiko.runner``) plus everything around it that makes the log useful later —
+motion capture from the ``[mocap]`` table, the metadata a replay needs (experiment text, robot description, initial
+posture), the run summary at the end of the log, an optional live dashboard feed and the run report.
+
+``aiko run`` and ``aiko replay`` both go through :func:`record_run`, so a replay log has exactly the layout of the
+log it replays and ``aiko compare`` can put them side by side.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiko.backends import create_backend
+from aiko.clock import Clock
+from aiko.experiment import Experiment
+from aiko.interfaces import JointInterface, Recorder
+from aiko.log import McapRecorder
+from aiko.loop import PeriodicTask
+from aiko.mocap.config import MocapSettings, mocap_settings, mocap_task
+from aiko.recording import FanOutRecorder
+from aiko.runner import RunOptions, choose_clock, run_experiment, run_metadata
+
+log = logging.getLogger(__name__)
+
+SUMMARY_METADATA_NAME = "aiko.summary"
+
+
+def robot_toml_text(experiment: Experiment) -> str | None:
+    """The robot description file's text, stored in the log so a replay elsewhere needs no robot file."""
+    source = experiment.robot.source
+    if source and Path(source).is_file():
+        return Path(source).read_text()
+    return None
+
+
+def record_run(
+    experiment: Experiment,
+    log_path: str | Path,
+    options: RunOptions | None = None,
+    *,
+    backend: JointInterface | None = None,
+    clock: Clock | None = None,
+    mocap: MocapSettings | None = None,
+    extra_metadata: dict[str, Any] | None = None,
+    extra_tasks: Sequence[PeriodicTask] = (),
+    live: Recorder | None = None,
+    progress: Callable[[float, float], None] | None = None,
+    context_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run ``experiment`` and record it to ``log_path``; returns the JSON summary (with ``log_path``).
+
+    ``context_options`` reach the backend through ``RunContext.options`` (e.g. the CAN flags of ``aiko run``)."""
+    options = options or RunOptions()
+    backend_name = options.backend or experiment.default_backend
+    backend = backend or create_backend(backend_name)
+    clock = clock or choose_clock(backend_name, options.realtime)
+    settings = mocap if mocap is not None else mocap_settings(experiment)
+    metadata = run_metadata(experiment, backend_name, clock)
+    robot_text = robot_toml_text(experiment)
+    if robot_text is not None:
+        metadata["robot_toml"] = robot_text
+    posture = experiment.gait.initial_posture()
+    metadata["initial_posture"] = {
+        "angle_h_rad": posture.angle_h_rad.tolist(),
+        "angle_v_rad": posture.angle_v_rad.tolist(),
+    }
+    metadata["mocap"] = {"source": settings.source, "rate_hz": settings.rate_hz, "links": list(settings.links)}
+    metadata.update(extra_metadata or {})
+    log_path = Path(log_path)
+    with McapRecorder(log_path, metadata, experiment.log.flush_interval_s) as file_recorder:
+        recorder: Recorder = file_recorder if live is None else FanOutRecorder(file_recorder, live)
+        task, mocap_state = mocap_task(settings, backend, recorder, clock)
+        if mocap_state is not None:
+            file_recorder.add_metadata("aiko.mocap", mocap_state.source.describe())
+        tasks = [*([task] if task is not None else []), *extra_tasks]
+        try:
+            _, summary = run_experiment(
+                experiment,
+                recorder,
+                options,
+                backend=backend,
+                clock=clock,
+                extra_tasks=tasks,
+                progress=progress,
+                context_options=context_options,
+            )
+        finally:
+            if mocap_state is not None:
+                mocap_state.source.stop()
+        if mocap_state is not None:
+            summary.update(mocap_state.summary())
+        summary["log_path"] = str(log_path)
+        file_recorder.add_metadata(SUMMARY_METADATA_NAME, summary)
+    return summary
+
+
+def replay_and_compare(
+    log_path: str | Path,
+    *,
+    backend_name: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    replay_path: str | Path | None = None,
+    plot_path: str | Path | None = None,
+) -> dict[str, Any]:
+    """The lab's daily loop after a run: replay it on the simulator, compare the two back to back, plot.
+
+    Writes ``<log>-replay.mcap`` and ``<log>-vs-replay.png`` beside the log unless told otherwise; returns
+    ``{"replay_log_path", "comparison", "comparison_plot"}``.
+    """
+    from aiko.compare import compare_logs
+    from aiko.plots import plot_comparison
+    from aiko.replay import replay
+
+    log_path = Path(log_path)
+    replay_path = Path(replay_path) if replay_path else log_path.with_name(log_path.stem + "-replay.mcap")
+    plot_path = Path(plot_path) if plot_path else log_path.with_name(log_path.stem + "-vs-replay.png")
+    replay(log_path, replay_path, overrides, backend_name=backend_name)
+    comparison = compare_logs(log_path, replay_path)
+    plot_comparison(comparison, plot_path, ("run", "replay (sim)"))
+    return {"replay_log_path": str(replay_path), "comparison": comparison.result, "comparison_plot": str(plot_path)}

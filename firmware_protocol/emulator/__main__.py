@@ -1,0 +1,3 @@
+from firmware_protocol.emulator.cli import main
+
+raise SystemExit(main())

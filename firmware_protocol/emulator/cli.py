@@ -1,0 +1,136 @@
+"""`aiko-emulator` / `python -m firmware_protocol.emulator`: the ten emulated joint modules as a process.
+
+Default: serve slcan on a new pseudo-terminal and print its path on the first stdout line
+(``slcan: /dev/pts/N``), so the PC opens it with python-can's ``slcan`` interface. With ``--interface`` the
+modules join that python-can bus directly instead (e.g. ``--interface socketcan --channel vcan0``).
+On exit (SIGINT, SIGTERM, --duration) the traffic counters are printed as one JSON line on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import signal
+import sys
+import threading
+import time
+
+import can
+
+from firmware_protocol.emulator.drive import DriveParams
+from firmware_protocol.emulator.emulator import EmulatorConfig, EmulatorConfigError, JointControllerEmulator
+from firmware_protocol.emulator.slcan_server import SlcanPtyServer
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="aiko-emulator",
+        description="Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus.",
+    )
+    p.add_argument("--interface", help="join this python-can interface instead of serving slcan (e.g. socketcan)")
+    p.add_argument("--channel", help="channel for --interface (e.g. vcan0)")
+    p.add_argument("--link", metavar="PATH", help="also create a symlink PATH -> the pty (stable device name)")
+    p.add_argument("--nodes", default="1-10", help="node ids, e.g. 1-10 or 1,2,5 (default 1-10)")
+    p.add_argument("--feedback-rate", type=float, default=100.0, metavar="HZ", help="feedback rate (default 100)")
+    p.add_argument("--reference-period-ms", type=float, default=100.0, help="expected reference period (default 100)")
+    p.add_argument("--watchdog-periods", type=float, default=3.0, help="watchdog timeout in periods (default 3)")
+    p.add_argument("--free-play-deg", type=float, default=4.0, help="joint free play (default 4)")
+    p.add_argument("--limit-deg", type=float, default=45.0, help="joint limit of both axes (default 45)")
+    p.add_argument("--reply-to-references", action="store_true", help="answer each accepted reference at once")
+    p.add_argument("--rt-priority", type=int, default=0, metavar="P", help="SCHED_FIFO priority (Linux; 0 = off)")
+    p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
+    p.add_argument("-v", "--verbose", action="count", default=0)
+    return p
+
+
+def parse_nodes(text: str) -> tuple[int, ...]:
+    nodes: list[int] = []
+    try:
+        for part in text.split(","):
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-"))
+                nodes.extend(range(lo, hi + 1))
+            else:
+                nodes.append(int(part))
+    except ValueError:
+        raise EmulatorConfigError(f"--nodes {text!r}: expected e.g. 1-10 or 1,2,5") from None
+    return tuple(nodes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+        format="aiko-emulator %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = EmulatorConfig(
+            node_ids=parse_nodes(args.nodes),
+            feedback_rate_hz=args.feedback_rate,
+            reference_period_s=args.reference_period_ms / 1000.0,
+            watchdog_periods=args.watchdog_periods,
+            reply_to_references=args.reply_to_references,
+            limit_h_rad=math.radians(args.limit_deg),
+            limit_v_rad=math.radians(args.limit_deg),
+            drive=DriveParams(free_play_rad=math.radians(args.free_play_deg)),
+        )
+    except (EmulatorConfigError, ValueError) as exc:
+        sys.stderr.write(f"aiko-emulator: {exc}\n")
+        return 2
+
+    server = None
+    try:
+        if args.interface:
+            bus = can.Bus(interface=args.interface, channel=args.channel)
+            emulator = JointControllerEmulator(bus, config)
+            print(f"{args.interface}: {args.channel}", flush=True)
+        else:
+            channel = f"aiko-emulator-{os.getpid()}"
+            bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=False)
+            bridge = can.Bus(interface="virtual", channel=channel, preserve_timestamps=False)
+            emulator = JointControllerEmulator(bus, config)
+            server = SlcanPtyServer(bridge, on_garbage=emulator.count_serial_garbage)
+            if args.link:
+                if os.path.lexists(args.link):
+                    os.unlink(args.link)
+                os.symlink(server.slave_path, args.link)
+            server.start()
+            print(f"slcan: {server.slave_path}", flush=True)
+    except (can.CanError, OSError, ValueError, ImportError) as exc:
+        sys.stderr.write(f"aiko-emulator: cannot open the bus: {exc}\n")
+        return 2
+
+    if args.rt_priority > 0:  # before the threads start, so that they inherit it
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+        except (AttributeError, OSError) as exc:
+            sys.stderr.write(f"aiko-emulator: real-time priority refused ({exc}); running without\n")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    emulator.start()
+    started = time.monotonic()
+    try:
+        while not stop.wait(0.1):
+            if args.duration is not None and time.monotonic() - started >= args.duration:
+                break
+    finally:
+        if server is not None:
+            server.shutdown()  # stop reading the pty first ...
+            if args.link and os.path.islink(args.link):
+                os.unlink(args.link)
+        emulator.stop()
+        emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
+        counters = emulator.counters()
+        if server is not None:
+            counters["slcan_frames_from_pc"] = server.frames_from_pc
+            counters["slcan_frames_to_pc"] = server.frames_to_pc
+        print(json.dumps(counters), flush=True)
+        bus.shutdown()
+        if server is not None:
+            server.bus.shutdown()
+    return 0

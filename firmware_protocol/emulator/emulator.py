@@ -1,0 +1,557 @@
+"""Emulated Aiko joint modules (one ATmega128 per cardan joint) on a python-can bus.
+
+All modules share one bus and one vectorised physics state. Two ways to run it:
+- lockstep: `step_to(t_s)` handles the frames waiting on the bus, then runs controller ticks up to t_s.
+  Driven by a simulated clock this is deterministic and faster than real time (HIL on the `virtual` bus).
+- real time: `start()` runs the same code in a thread paced by `time.monotonic_ns()`.
+
+Firmware behaviour emulated: references are accepted only with a valid length, range and a newer sequence
+number (everything else is rejected, counted and never actuated); a module with no valid reference for
+`watchdog_periods` reference periods disables its drive (short brake) and flags WATCHDOG; an emergency stop
+disables every module in the frame handler, before the next controller tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import can
+import numpy as np
+
+from firmware_protocol.codec import AikoCodec, default_codec
+from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, ModuleState, Parameter, ParameterResult
+from firmware_protocol.emulator.controller import ControllerGains, controller_update, new_controller_state
+from firmware_protocol.emulator.drive import DriveParams, drive_substep, new_drive_state
+from firmware_protocol.emulator.plant import IndependentInertiaParams, IndependentInertiaPlant, JointPlant
+from firmware_protocol.errors import FrameLengthError, SignalRangeError
+
+log = logging.getLogger(__name__)
+
+REJECTION_REASONS = (
+    "wrong_dlc",
+    "out_of_range",
+    "stale_sequence",
+    "duplicate_sequence",
+    "bad_estop_key",
+    "unknown_command",
+)
+_FIRMWARE_VERSION = 1
+
+
+class EmulatorConfigError(ValueError):
+    """An emulator setting outside what the firmware supports; the message names the field and the range."""
+
+
+@dataclass(frozen=True)
+class EmulatorConfig:
+    node_ids: tuple[int, ...] = tuple(range(1, 11))
+    controller_rate_hz: float = 1000.0
+    physics_substeps: int = 4  # 4 kHz physics: the 3D simulator's step (paper 000: Δt = 1/4000 s)
+    feedback_rate_hz: float = 100.0  # JointFeedback + JointRates from every module; 0 = only on request
+    heartbeat_rate_hz: float = 1.0
+    reference_period_s: float = 0.1  # the PC's reference period (10 Hz on Aiko); the watchdog counts these
+    watchdog_periods: float = 3.0
+    reply_to_references: bool = False  # also answer every accepted reference with a JointFeedback
+    reference_hold: str = "zoh"  # "zoh": hold angle (as on Aiko); "linear": extrapolate with the rate
+    sensor: str = "gear"  # encoder on the gear output ("gear", free play unseen) or on the joint ("joint")
+    limit_h_rad: float = math.radians(90.0)
+    limit_v_rad: float = math.radians(90.0)
+    drive: DriveParams = field(default_factory=DriveParams)
+    gains: ControllerGains = field(default_factory=ControllerGains)
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, name: str, allowed: str) -> None:
+            if not ok:
+                raise EmulatorConfigError(f"EmulatorConfig.{name} = {getattr(self, name)!r}; allowed: {allowed}")
+
+        need(len(self.node_ids) > 0 and all(1 <= n <= 10 for n in self.node_ids), "node_ids", "nodes 1..10")
+        need(len(set(self.node_ids)) == len(self.node_ids), "node_ids", "distinct node ids")
+        need(100 <= self.controller_rate_hz <= 20000, "controller_rate_hz", "100..20000 Hz")
+        need(1 <= self.physics_substeps <= 100, "physics_substeps", "1..100")
+        need(0 <= self.feedback_rate_hz <= self.controller_rate_hz, "feedback_rate_hz", "0..controller_rate_hz")
+        need(0 <= self.heartbeat_rate_hz <= 100, "heartbeat_rate_hz", "0..100 Hz")
+        need(0.001 <= self.reference_period_s <= 1.0, "reference_period_s", "0.001..1 s")
+        need(1 <= self.watchdog_periods <= 100, "watchdog_periods", "1..100")
+        need(self.reference_hold in ("zoh", "linear"), "reference_hold", "'zoh' or 'linear'")
+        need(self.sensor in ("gear", "joint"), "sensor", "'gear' or 'joint'")
+        need(0 < self.limit_h_rad <= math.pi, "limit_h_rad", "(0, pi]")
+        need(0 < self.limit_v_rad <= math.pi, "limit_v_rad", "(0, pi]")
+
+    @property
+    def n_modules(self) -> int:
+        return len(self.node_ids)
+
+
+# Writable parameters: (allowed range, unit conversion wire -> internal).
+_PARAMETER_RANGES: dict[Parameter, tuple[float, float]] = {
+    Parameter.KP_H: (0.0, 5000.0),
+    Parameter.KD_H: (0.0, 500.0),
+    Parameter.KP_V: (0.0, 5000.0),
+    Parameter.KD_V: (0.0, 500.0),
+    Parameter.LIMIT_H_DEG: (1.0, 180.0),
+    Parameter.LIMIT_V_DEG: (1.0, 180.0),
+    Parameter.WATCHDOG_PERIODS: (1.0, 100.0),
+    Parameter.REFERENCE_PERIOD_MS: (1.0, 1000.0),
+    Parameter.FEEDBACK_RATE_HZ: (0.0, 1000.0),
+}
+_READ_ONLY = (Parameter.TORQUE_LIMIT_H_NM, Parameter.TORQUE_LIMIT_V_NM, Parameter.FREE_PLAY_DEG)
+
+
+class JointControllerEmulator:
+    """Ten (configurable) emulated joint modules sharing one python-can bus and one plant."""
+
+    def __init__(
+        self,
+        bus: can.BusABC,
+        config: EmulatorConfig | None = None,
+        plant: JointPlant | None = None,
+        *,
+        timestamp_offset_s: float = 0.0,
+    ) -> None:
+        self.bus = bus
+        self.config = config or EmulatorConfig()
+        c = self.config
+        n = c.n_modules
+        self.plant: JointPlant = plant or IndependentInertiaPlant(
+            n, IndependentInertiaParams(limit_h_rad=c.limit_h_rad, limit_v_rad=c.limit_v_rad)
+        )
+        angles, rates = self.plant.joint_state()
+        if np.shape(angles) != (n, 2) or np.shape(rates) != (n, 2):
+            raise EmulatorConfigError(
+                f"plant.joint_state() returned shapes {np.shape(angles)}, {np.shape(rates)}; "
+                f"expected ({n}, 2) for {n} modules (node_ids {c.node_ids})"
+            )
+        self._codec: AikoCodec = default_codec()
+        self._row_of_node = {node: i for i, node in enumerate(c.node_ids)}
+        self.dt_s = 1.0 / c.controller_rate_hz
+        self.tick = 0
+        self.timestamp_offset_s = timestamp_offset_s
+
+        self.drive = new_drive_state(n)
+        self.drive.gear_angle_rad[...] = angles
+        self.controller = new_controller_state(c.gains, n, self._measurement())
+        self.state = np.full(n, int(ModuleState.DISABLED))
+        self.watchdog = np.zeros(n, bool)
+        self.watchdog_trip_s = np.full(n, np.nan)  # controller-tick time of the last watchdog trip
+        self.estop = np.zeros(n, bool)
+        self.fault = np.zeros(n, bool)
+        self.reference_rad = np.array(angles, dtype=float, copy=True)
+        self.reference_rate_rad_s = np.zeros((n, 2))
+        self.reference_time_s = np.zeros(n)
+        self.last_valid_reference_s = np.zeros(n)
+        self.last_sequence = np.full(n, -1)
+        self.at_limit = np.zeros((n, 2), bool)
+        self.saturated = np.zeros((n, 2), bool)
+        self.effort = np.zeros((n, 2))
+        self.limits_rad = np.tile([c.limit_h_rad, c.limit_v_rad], (n, 1))
+        self.watchdog_periods = np.full(n, float(c.watchdog_periods))
+        self.reference_period_s = np.full(n, float(c.reference_period_s))
+        self.feedback_rate_hz = np.full(n, float(c.feedback_rate_hz))
+        self.accepted_references = np.zeros(n, np.int64)
+        self.ignored_while_disabled = np.zeros(n, np.int64)  # valid references to a disabled module
+        self.watchdog_trips = np.zeros(n, np.int64)
+        self.rejected = {reason: np.zeros(n, np.int64) for reason in REJECTION_REASONS}
+        self.unknown_id_frames = 0
+        self.serial_garbage_lines = 0
+        self.frames_sent = 0
+        self.frames_received = 0
+        self._lock = threading.RLock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.frame_hooks: list[Callable[[can.Message], None]] = []  # observers of every frame handled
+
+    # ------------------------------------------------------------------ time
+    @property
+    def time_s(self) -> float:
+        return self.tick * self.dt_s
+
+    def step_to(self, t_s: float) -> None:
+        """Lockstep: handle the frames already on the bus at the current time, then run ticks up to t_s."""
+        with self._lock:
+            self.poll_bus()
+            target = math.floor(t_s * self.config.controller_rate_hz + 1e-6)
+            while self.tick < target:
+                self._run_tick()
+
+    def poll_bus(self) -> int:
+        """Handle every frame waiting on the bus (non-blocking); returns how many."""
+        handled = 0
+        while (msg := self.bus.recv(timeout=0)) is not None:
+            self.handle_frame(msg)
+            handled += 1
+        return handled
+
+    # ------------------------------------------------------------- real time
+    def start(self) -> None:
+        """Run in a thread paced by the monotonic clock (real-time mode)."""
+        if self._thread is not None:
+            raise RuntimeError("emulator already running")
+        # frames from other threads (slcan server, bridge) must not wait 5 ms for the GIL while ticks run
+        self._previous_switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._previous_switch_interval, 0.0005))
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._realtime_loop, name="aiko-joint-emulator", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=5.0)
+            self._thread = None
+            sys.setswitchinterval(self._previous_switch_interval)
+
+    def __enter__(self) -> JointControllerEmulator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _realtime_loop(self) -> None:
+        origin_ns = time.monotonic_ns() - int(self.time_s * 1e9)
+        self.timestamp_offset_s = time.time() - self.time_s
+        while not self._stop.is_set():
+            next_tick_ns = origin_ns + int((self.tick + 1) * self.dt_s * 1e9)
+            remaining_s = (next_tick_ns - time.monotonic_ns()) / 1e9
+            msg = self.bus.recv(timeout=max(remaining_s, 0.0))
+            with self._lock:
+                if msg is not None:
+                    self.handle_frame(msg)
+                    self.poll_bus()  # everything already queued arrived before the ticks we are about to run
+                now_s = (time.monotonic_ns() - origin_ns) / 1e9
+                target = math.floor(now_s * self.config.controller_rate_hz + 1e-6)
+                if target - self.tick > 200:  # starved of CPU for > 0.2 s: resynchronise, don't replay history
+                    log.warning("emulator fell %d ticks behind real time; skipping ahead", target - self.tick)
+                    origin_ns += int((target - self.tick - 1) * self.dt_s * 1e9)
+                    target = self.tick + 1
+                behind = target - self.tick
+                while self.tick < target:
+                    self._run_tick()
+            if behind > 1:
+                time.sleep(0)  # catching up: let other threads (the PC's sender) have the GIL between batches
+
+    # ----------------------------------------------------------- the tick
+    def _measurement(self) -> np.ndarray:
+        if self.config.sensor == "gear":
+            return self.drive.gear_angle_rad
+        return np.asarray(self.plant.joint_state()[0])
+
+    def _run_tick(self) -> None:
+        c = self.config
+        t = self.time_s
+        enabled = self.state == ModuleState.ENABLED
+        timeout_s = self.watchdog_periods * self.reference_period_s
+        tripped = enabled & (t - self.last_valid_reference_s > timeout_s + 1e-9)
+        if tripped.any():
+            self.state[tripped] = ModuleState.WATCHDOG
+            self.watchdog[tripped] = True
+            self.watchdog_trip_s[tripped] = t
+            self.watchdog_trips[tripped] += 1
+            enabled &= ~tripped
+            for row in np.flatnonzero(tripped):
+                log.warning(
+                    "module %d: no valid reference since t=%.3f s, watchdog tripped at t=%.3f s, drive disabled",
+                    c.node_ids[row],
+                    self.last_valid_reference_s[row],
+                    t,
+                )
+
+        measurement = self._measurement()
+        reference = np.clip(self.reference_rad, -self.limits_rad, self.limits_rad)
+        if c.reference_hold == "linear":
+            reference = reference + self.reference_rate_rad_s * (t - self.reference_time_s)[:, None]
+            reference = np.clip(reference, -self.limits_rad, self.limits_rad)
+        back_emf = c.drive.torque_constant_nm_a * c.drive.gear_ratio
+        demand_v = controller_update(
+            c.gains, self.controller, measurement, reference, self.reference_rate_rad_s, back_emf, self.dt_s
+        )
+        supply = c.drive.supply_v
+        voltage = np.clip(demand_v, -supply, supply)
+        voltage[~enabled] = 0.0
+        self.drive.voltage_v[...] = voltage
+        self.drive.brake[...] = ~enabled[:, None]
+        self.effort[...] = voltage / supply
+        self.at_limit[...] = np.abs(measurement) >= self.limits_rad - math.radians(0.5)
+
+        if c.feedback_rate_hz > 0 or self.feedback_rate_hz.any():
+            due = self._due(self.feedback_rate_hz)
+            for row in np.flatnonzero(due):
+                self._send_feedback(row, rates=True)
+        if c.heartbeat_rate_hz > 0 and self.tick % max(1, round(c.controller_rate_hz / c.heartbeat_rate_hz)) == 0:
+            for row in range(c.n_modules):
+                self._send_heartbeat(row)
+
+        substep = self.dt_s / c.physics_substeps
+        saturated = np.abs(demand_v) > supply
+        for _ in range(c.physics_substeps):
+            angles, rates = self.plant.joint_state()
+            torques = drive_substep(c.drive, self.drive, angles, rates, substep)
+            saturated |= self.drive.current_limited
+            self.plant.advance(torques, substep)
+        self.saturated[...] = saturated & enabled[:, None]
+        self.tick += 1
+
+    def _due(self, rate_hz: np.ndarray) -> np.ndarray:
+        divisor = np.where(
+            rate_hz > 0,
+            np.maximum(1, np.round(self.config.controller_rate_hz / np.maximum(rate_hz, 1e-9))),
+            0,
+        )
+        return (divisor > 0) & (self.tick % np.maximum(divisor, 1) == 0)
+
+    # ----------------------------------------------------------- frames out
+    def _send(self, kind: MessageKind, row: int, values: dict) -> None:
+        frame_id, data = self._codec.encode(kind, self.config.node_ids[row], values)
+        msg = can.Message(
+            arbitration_id=frame_id,
+            data=data,
+            is_extended_id=False,
+            timestamp=self.timestamp_offset_s + self.time_s,
+        )
+        self.bus.send(msg)
+        self.frames_sent += 1
+
+    def status_flags(self, row: int) -> dict[str, int]:
+        return {
+            "Enabled": int(self.state[row] == ModuleState.ENABLED),
+            "Fault": int(self.fault[row] or self.estop[row]),
+            "Watchdog": int(self.watchdog[row]),
+            "AtLimit": int(self.at_limit[row].any()),
+            "Saturated": int(self.saturated[row].any()),
+            "EStop": int(self.estop[row]),
+        }
+
+    def _send_feedback(self, row: int, rates: bool) -> None:
+        angles_deg = np.degrees(np.clip(self._measurement()[row], -math.pi, math.pi))
+        effort = np.clip(self.effort[row], -1.0, 1.0)
+        values = {
+            "AngleH": float(angles_deg[0]),
+            "AngleV": float(angles_deg[1]),
+            "EffortH": float(effort[0]),
+            "EffortV": float(effort[1]),
+            "RefSequence": int(max(self.last_sequence[row], 0)),
+            **self.status_flags(row),
+        }
+        self._send(MessageKind.FEEDBACK, row, values)
+        if rates:
+            rate_deg = np.clip(np.degrees(self.controller.rate_estimate_rad_s[row]), -1638.4, 1638.35)
+            rejected = sum(int(v[row]) for v in self.rejected.values())
+            self._send(
+                MessageKind.RATES,
+                row,
+                {
+                    "RateH": float(rate_deg[0]),
+                    "RateV": float(rate_deg[1]),
+                    "RejectedFrames": rejected & 0xFFFF,
+                    "AcceptedReferences": int(self.accepted_references[row]) & 0xFFFF,
+                },
+            )
+
+    def _send_heartbeat(self, row: int) -> None:
+        uptime = min(int(self.time_s), 0xFFFF)
+        values = {"State": int(self.state[row]), "FirmwareVersion": _FIRMWARE_VERSION, "Uptime": uptime}
+        self._send(MessageKind.HEARTBEAT, row, values)
+
+    # ------------------------------------------------------------ frames in
+    def handle_frame(self, msg: can.Message) -> None:
+        """Firmware receive path: classify, validate, count rejections, act on valid frames only."""
+        with self._lock:
+            self.frames_received += 1
+            for hook in self.frame_hooks:
+                hook(msg)
+            if msg.is_error_frame:
+                return
+            classified = None
+            if not (msg.is_extended_id or msg.is_remote_frame or msg.is_fd):
+                classified = self._codec.scheme.classify(msg.arbitration_id)
+            if classified is None:
+                self.unknown_id_frames += 1
+                log.debug("unknown frame id 0x%X rejected", msg.arbitration_id)
+                return
+            kind, node = classified
+            if kind is MessageKind.EMERGENCY_STOP:
+                self._on_estop(msg)
+            elif kind is MessageKind.COMMAND:
+                self._on_command(msg)
+            elif node in self._row_of_node:
+                row = self._row_of_node[node]
+                if kind is MessageKind.REFERENCE:
+                    self._on_reference(row, msg)
+                elif kind is MessageKind.PARAMETER_REQUEST:
+                    self._on_parameter(row, msg)
+                # module-to-PC kinds addressed to our own node ids are our own echo: ignore
+
+    def _reject(self, reason: str, rows, detail: str) -> None:
+        self.rejected[reason][rows] += 1
+        log.debug("rejected (%s): %s", reason, detail)
+
+    def _decode(self, msg: can.Message, rows) -> dict | None:
+        try:
+            return self._codec.decode(msg.arbitration_id, bytes(msg.data)).values
+        except FrameLengthError as exc:
+            self._reject("wrong_dlc", rows, str(exc))
+        except SignalRangeError as exc:
+            self._reject("out_of_range", rows, str(exc))
+        return None
+
+    def _on_estop(self, msg: can.Message) -> None:
+        every = slice(None)
+        values = self._decode(msg, every)
+        if values is None:
+            return
+        if int(values["Key"]) != ESTOP_KEY:
+            self._reject("bad_estop_key", every, f"key 0x{int(values['Key']):02X}")
+            return
+        self.estop[:] = True
+        self.state[:] = ModuleState.ESTOP
+        self.drive.voltage_v[...] = 0.0  # at once: the drive is cut in the receive interrupt
+        self.drive.brake[...] = True
+        self.effort[...] = 0.0
+        log.warning("emergency stop received at t=%.4f s: all modules disabled", self.time_s)
+
+    def _on_command(self, msg: can.Message) -> None:
+        values = self._decode(msg, slice(None))
+        if values is None:
+            return
+        target = int(values["TargetNode"])
+        if target != 0 and target not in self._row_of_node:
+            return  # addressed to a module we do not emulate
+        rows = list(range(self.config.n_modules)) if target == 0 else [self._row_of_node[target]]
+        try:
+            command = Command(int(values["Command"]))
+        except ValueError:
+            self._reject("unknown_command", rows, f"command {int(values['Command'])}")
+            return
+        for row in rows:
+            self._apply_command(row, command)
+
+    def _apply_command(self, row: int, command: Command) -> None:
+        if command is Command.CLEAR_FAULTS:
+            self.estop[row] = self.fault[row] = self.watchdog[row] = False
+            if self.state[row] in (ModuleState.ESTOP, ModuleState.FAULT, ModuleState.WATCHDOG):
+                self.state[row] = ModuleState.DISABLED
+        elif command is Command.DISABLE:
+            if self.state[row] == ModuleState.ENABLED:
+                self.state[row] = ModuleState.DISABLED
+        elif command is Command.ENABLE:
+            if self.estop[row] or self.fault[row]:
+                return  # needs CLEAR_FAULTS first
+            self.watchdog[row] = False
+            self.state[row] = ModuleState.ENABLED
+            measurement = self._measurement()[row]
+            self.reference_rad[row] = measurement  # hold where it is: enabling never jumps
+            self.reference_rate_rad_s[row] = 0.0
+            self.reference_time_s[row] = self.time_s
+            self.last_valid_reference_s[row] = self.time_s
+            self.last_sequence[row] = -1
+            self.controller.previous_measurement_rad[row] = measurement
+            self.controller.rate_estimate_rad_s[row] = 0.0
+
+    def _on_reference(self, row: int, msg: can.Message) -> None:
+        values = self._decode(msg, row)
+        if values is None:
+            return
+        if self.state[row] != ModuleState.ENABLED:
+            # a disabled module ignores references (not bad traffic); its sequence restarts at the next Enable
+            self.ignored_while_disabled[row] += 1
+            return
+        sequence = int(values["Sequence"])
+        last = int(self.last_sequence[row])
+        if last >= 0:
+            delta = (sequence - last) % 256
+            if delta == 0:
+                self._reject("duplicate_sequence", row, f"node {self.config.node_ids[row]} seq {sequence}")
+                return
+            if delta >= 128:
+                self._reject("stale_sequence", row, f"node {self.config.node_ids[row]} seq {sequence} after {last}")
+                return
+        self.last_sequence[row] = sequence
+        angles = np.radians([values["AngleH"], values["AngleV"]])
+        self.reference_rad[row] = np.clip(angles, -self.limits_rad[row], self.limits_rad[row])
+        self.reference_rate_rad_s[row] = np.radians([values["RateH"], values["RateV"]])
+        self.reference_time_s[row] = self.time_s
+        self.last_valid_reference_s[row] = self.time_s
+        self.accepted_references[row] += 1
+        if self.config.reply_to_references:
+            self._send_feedback(row, rates=False)
+
+    def _on_parameter(self, row: int, msg: can.Message) -> None:
+        values = self._decode(msg, row)
+        if values is None:
+            return
+        index, write, value = int(values["Index"]), int(values["Write"]), float(values["Value"])
+        try:
+            parameter = Parameter(index)
+        except ValueError:
+            self._reply_parameter(row, index, ParameterResult.UNKNOWN_INDEX, 0.0)
+            return
+        if write:
+            if parameter in _READ_ONLY:
+                self._reply_parameter(row, index, ParameterResult.READ_ONLY, self._read_parameter(row, parameter))
+                return
+            low, high = _PARAMETER_RANGES[parameter]
+            if not (low <= value <= high) or not math.isfinite(value):
+                self._reject("out_of_range", row, f"parameter {parameter.name} = {value}")
+                self._reply_parameter(row, index, ParameterResult.OUT_OF_RANGE, self._read_parameter(row, parameter))
+                return
+            self._write_parameter(row, parameter, value)
+        self._reply_parameter(row, index, ParameterResult.OK, self._read_parameter(row, parameter))
+
+    def _read_parameter(self, row: int, p: Parameter) -> float:
+        d = self.config.drive
+        table = {
+            Parameter.KP_H: self.controller.kp[row, 0],
+            Parameter.KD_H: self.controller.kd[row, 0],
+            Parameter.KP_V: self.controller.kp[row, 1],
+            Parameter.KD_V: self.controller.kd[row, 1],
+            Parameter.LIMIT_H_DEG: math.degrees(self.limits_rad[row, 0]),
+            Parameter.LIMIT_V_DEG: math.degrees(self.limits_rad[row, 1]),
+            Parameter.WATCHDOG_PERIODS: self.watchdog_periods[row],
+            Parameter.REFERENCE_PERIOD_MS: self.reference_period_s[row] * 1e3,
+            Parameter.FEEDBACK_RATE_HZ: self.feedback_rate_hz[row],
+            Parameter.TORQUE_LIMIT_H_NM: d.torque_limit_nm,
+            Parameter.TORQUE_LIMIT_V_NM: d.torque_limit_nm,
+            Parameter.FREE_PLAY_DEG: math.degrees(d.free_play_rad),
+        }
+        return float(table[p])
+
+    def _write_parameter(self, row: int, p: Parameter, value: float) -> None:
+        if p in (Parameter.KP_H, Parameter.KP_V):
+            self.controller.kp[row, 0 if p is Parameter.KP_H else 1] = value
+        elif p in (Parameter.KD_H, Parameter.KD_V):
+            self.controller.kd[row, 0 if p is Parameter.KD_H else 1] = value
+        elif p in (Parameter.LIMIT_H_DEG, Parameter.LIMIT_V_DEG):
+            self.limits_rad[row, 0 if p is Parameter.LIMIT_H_DEG else 1] = math.radians(value)
+        elif p is Parameter.WATCHDOG_PERIODS:
+            self.watchdog_periods[row] = value
+        elif p is Parameter.REFERENCE_PERIOD_MS:
+            self.reference_period_s[row] = value / 1e3
+        elif p is Parameter.FEEDBACK_RATE_HZ:
+            self.feedback_rate_hz[row] = value
+
+    def _reply_parameter(self, row: int, index: int, result: ParameterResult, value: float) -> None:
+        self._send(MessageKind.PARAMETER_REPLY, row, {"Index": index, "Result": int(result), "Value": value})
+
+    # --------------------------------------------------------------- status
+    def count_serial_garbage(self, lines: int = 1) -> None:
+        with self._lock:
+            self.serial_garbage_lines += lines
+
+    def counters(self) -> dict:
+        """JSON-able traffic counters, per module and in total."""
+        with self._lock:
+            return {
+                "accepted_references": self.accepted_references.tolist(),
+                "ignored_while_disabled": self.ignored_while_disabled.tolist(),
+                "watchdog_trips": self.watchdog_trips.tolist(),
+                "rejected": {k: v.tolist() for k, v in self.rejected.items()},
+                "rejected_total": int(sum(v.sum() for v in self.rejected.values())),
+                "unknown_id_frames": self.unknown_id_frames,
+                "serial_garbage_lines": self.serial_garbage_lines,
+                "frames_sent": self.frames_sent,
+            }

@@ -1,0 +1,72 @@
+"""The mechanical load the emulated joint controllers drive, behind one small protocol.
+
+The default plant gives every axis its own inertia (fast, no simulator needed). A multibody simulator joins
+HIL by implementing `JointPlant`: it receives the joint torques the emulated motors apply through gears and
+the free play, and returns joint angles and rates; the emulator never needs to know what is behind it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class JointPlant(Protocol):
+    """Joint-space view of a robot with n two-axis (horizontal, vertical) joints."""
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """(angles_rad (n, 2), rates_rad_s (n, 2)); column 0 horizontal, column 1 vertical."""
+        ...
+
+    def advance(self, torques_nm: np.ndarray, dt_s: float) -> None:
+        """Integrate dt_s with the joint torques (n, 2) held constant."""
+        ...
+
+
+@dataclass(frozen=True)
+class IndependentInertiaParams:
+    inertia_kg_m2: float = 0.01  # ~ one Aiko link about its joint plus a share of the neighbours
+    damping_nm_s_rad: float = 0.1  # bearing, exoskeleton and ground losses (time constant J/c = 0.1 s)
+    limit_h_rad: float = np.deg2rad(90.0)
+    limit_v_rad: float = np.deg2rad(90.0)
+
+    def __post_init__(self) -> None:
+        for name in ("inertia_kg_m2", "limit_h_rad", "limit_v_rad"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"IndependentInertiaParams.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.damping_nm_s_rad < 0:
+            raise ValueError(f"IndependentInertiaParams.damping_nm_s_rad must be >= 0, got {self.damping_nm_s_rad}")
+
+
+class IndependentInertiaPlant:
+    """Each axis is a rotor J α̈ = τ − c α̇ with inelastic hard stops at ±limit (semi-implicit Euler)."""
+
+    def __init__(
+        self,
+        n_joints: int,
+        params: IndependentInertiaParams | None = None,
+        initial_angles_rad: np.ndarray | None = None,
+    ) -> None:
+        if n_joints < 1:
+            raise ValueError(f"n_joints must be >= 1, got {n_joints}")
+        self.params = params or IndependentInertiaParams()
+        self.angles_rad = np.zeros((n_joints, 2))
+        if initial_angles_rad is not None:
+            self.angles_rad[...] = initial_angles_rad
+        self.rates_rad_s = np.zeros((n_joints, 2))
+        self._limits = np.array([self.params.limit_h_rad, self.params.limit_v_rad])
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.angles_rad, self.rates_rad_s
+
+    def advance(self, torques_nm: np.ndarray, dt_s: float) -> None:
+        p = self.params
+        self.rates_rad_s += dt_s * (torques_nm - p.damping_nm_s_rad * self.rates_rad_s) / p.inertia_kg_m2
+        self.angles_rad += dt_s * self.rates_rad_s
+        over = np.abs(self.angles_rad) > self._limits
+        if over.any():
+            np.clip(self.angles_rad, -self._limits, self._limits, out=self.angles_rad)
+            self.rates_rad_s[over] = 0.0  # inelastic stop

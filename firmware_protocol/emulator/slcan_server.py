@@ -1,0 +1,185 @@
+"""The device side of the slcan (Lawicel CAN232/CANUSB ASCII) protocol on a pseudo-terminal.
+
+The PC opens the pty's slave path with python-can's ``slcan`` interface (pyserial underneath), exactly as it
+would open a USB-CAN adapter's /dev/ttyACM0. Frames from the PC go onto a python-can bus (normally a private
+``virtual`` channel shared with the emulator); frames from that bus are written back as ``tIIIL<data>\\r``.
+Malformed lines are answered with BEL (0x07) as the Lawicel spec says, and counted.
+
+Hand-written because python-can ships only the host side of slcan; the device side is ~100 lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import threading
+import tty
+from collections.abc import Callable
+
+import can
+
+log = logging.getLogger(__name__)
+
+OK = b"\r"
+ERROR = b"\x07"
+_MAX_LINE = 64  # longest valid line: "T" + 8 id + 1 dlc + 16 data + timestamp < 32; longer is garbage
+_BITRATE_CODES = {b"S0": 10_000, b"S1": 20_000, b"S2": 50_000, b"S3": 100_000, b"S4": 125_000}
+_BITRATE_CODES |= {b"S5": 250_000, b"S6": 500_000, b"S7": 750_000, b"S8": 1_000_000}
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def format_frame(msg: can.Message) -> bytes:
+    """A received frame in Lawicel notation (no timestamp)."""
+    if msg.is_remote_frame:
+        head = f"R{msg.arbitration_id:08X}" if msg.is_extended_id else f"r{msg.arbitration_id:03X}"
+        return f"{head}{msg.dlc:d}".encode() + OK
+    head = f"T{msg.arbitration_id:08X}" if msg.is_extended_id else f"t{msg.arbitration_id:03X}"
+    return f"{head}{msg.dlc:d}{bytes(msg.data).hex().upper()}".encode() + OK
+
+
+def parse_frame(line: bytes) -> can.Message | None:
+    """A transmit command (t/T/r/R) as a python-can Message; None if malformed."""
+    if not line or line[0:1] not in (b"t", b"T", b"r", b"R") or not all(c in _HEX for c in line[1:]):
+        return None
+    extended = line[0:1] in (b"T", b"R")
+    id_len = 8 if extended else 3
+    if len(line) < 1 + id_len + 1:
+        return None
+    frame_id = int(line[1 : 1 + id_len], 16)
+    if frame_id > (0x1FFFFFFF if extended else 0x7FF):
+        return None
+    dlc = int(line[1 + id_len : 2 + id_len], 16)
+    if dlc > 8:
+        return None
+    remote = line[0:1] in (b"r", b"R")
+    payload = line[2 + id_len :]
+    if remote:
+        if payload:
+            return None
+        return can.Message(arbitration_id=frame_id, is_extended_id=extended, is_remote_frame=True, dlc=dlc)
+    if len(payload) != 2 * dlc:
+        return None
+    return can.Message(arbitration_id=frame_id, is_extended_id=extended, data=bytes.fromhex(payload.decode()))
+
+
+class SlcanPtyServer(can.Listener):
+    """Serves one pty: a reader thread for the PC's commands, a Notifier for the bus's frames."""
+
+    def __init__(self, bus: can.BusABC, on_garbage: Callable[[int], None] | None = None) -> None:
+        self.bus = bus
+        self.on_garbage = on_garbage or (lambda n: None)
+        self.master_fd, self._slave_fd = os.openpty()
+        tty.setraw(self._slave_fd)  # no echo, no CR/LF translation: the line discipline must not touch bytes
+        self.slave_path = os.ttyname(self._slave_fd)
+        self.channel_open = False
+        self.bitrate: int | None = None
+        self.frames_from_pc = 0
+        self.frames_to_pc = 0
+        self.garbage_lines = 0
+        self._write_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._notifier: can.Notifier | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._read_loop, name="slcan-pty", daemon=True)
+        self._thread.start()
+        self._notifier = can.Notifier(self.bus, [self], timeout=0.05)
+
+    def stop(self) -> None:
+        """can.Listener hook, called by the Notifier when it stops: nothing to do (see `shutdown`)."""
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        if self._notifier is not None:
+            self._notifier.stop(timeout=1.0)
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        for fd in (self.master_fd, self._slave_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    # bus -> PC
+    def on_message_received(self, msg: can.Message) -> None:
+        if self.channel_open and not msg.is_error_frame:
+            self._write(format_frame(msg))
+            self.frames_to_pc += 1
+
+    def _write(self, data: bytes) -> None:
+        with self._write_lock:
+            try:
+                os.write(self.master_fd, data)
+            except OSError as exc:  # PC side gone; keep serving until stopped
+                log.debug("pty write failed: %s", exc)
+
+    # PC -> bus
+    def _read_loop(self) -> None:
+        buffer = bytearray()
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.master_fd], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.master_fd, 4096)
+            except OSError:
+                continue
+            buffer.extend(chunk)
+            while True:
+                end = buffer.find(b"\r")
+                if end < 0:
+                    if len(buffer) > _MAX_LINE:  # a runaway line without terminator: garbage
+                        buffer.clear()
+                        self._garbage(b"<overlong>")
+                    break
+                line = bytes(buffer[:end]).strip(b"\n")
+                del buffer[: end + 1]
+                self._write(self.handle_line(line))
+
+    def _garbage(self, line: bytes) -> bytes:
+        self.garbage_lines += 1
+        self.on_garbage(1)
+        log.debug("slcan garbage: %r", line[:40])
+        return ERROR
+
+    def handle_line(self, line: bytes) -> bytes:
+        """Execute one command line (without its CR) and return the reply bytes."""
+        if not line:
+            return OK  # an empty line is how hosts flush the adapter's parser
+        command = line[0:1]
+        if command in (b"t", b"T", b"r", b"R"):
+            if not self.channel_open:
+                return ERROR
+            msg = parse_frame(line)
+            if msg is None:
+                return self._garbage(line)
+            try:
+                self.bus.send(msg)
+            except can.CanError:
+                return ERROR
+            self.frames_from_pc += 1
+            return (b"Z" if msg.is_extended_id else b"z") + OK
+        if command in (b"O", b"L") and len(line) == 1:
+            self.channel_open = True
+            return OK
+        if command == b"C" and len(line) == 1:
+            self.channel_open = False
+            return OK
+        if line in _BITRATE_CODES:
+            self.bitrate = _BITRATE_CODES[line]
+            return OK
+        if command == b"s" and len(line) == 5 and all(c in _HEX for c in line[1:]):
+            return OK  # BTR0/BTR1 register values: accepted, the emulated bus has no bit timing
+        if line == b"V":
+            return b"V1013" + OK
+        if line == b"v":
+            return b"v1013" + OK
+        if line == b"N":
+            return b"NAIKO" + OK
+        if line == b"F":
+            return b"F00" + OK
+        if command == b"Z" and line[1:] in (b"0", b"1"):
+            return OK
+        return self._garbage(line)

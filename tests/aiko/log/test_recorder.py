@@ -1,0 +1,130 @@
+"""Write → read round trip of the experiment log: identical values and timestamps, readable by mcap."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from mcap.reader import make_reader
+
+from aiko.log import LogReader, LogWriteError, McapRecorder
+from aiko.log.encoding import PayloadError
+
+
+def _feedback(rng, k, n):
+    return {
+        "t_s": 0.01 * k,
+        "angle_h_rad": rng.normal(size=n),
+        "angle_v_rad": rng.normal(size=n),
+        "status": rng.integers(0, 32, size=n).astype(np.uint8),
+    }
+
+
+def test_round_trip_values_and_timestamps_are_identical(tmp_path):
+    rng = np.random.default_rng(7)
+    path = tmp_path / "run.mcap"
+    n = 10
+    sent = []
+    t0 = 123_456_789_012_345
+    with McapRecorder(path, metadata={"experiment": "sidewinding.toml", "robot": {"n_links": 11}}) as rec:
+        rec.event("start", t0, note="operator says go")
+        for k in range(200):
+            payload = _feedback(rng, k, n)
+            t_ns = t0 + k * 10_000_000 + int(rng.integers(0, 1000))  # jittered stamps, must survive exactly
+            rec.record("/joint_feedback", t_ns, payload)
+            sent.append((t_ns, payload))
+        rec.event("stop", t0 + 2_000_000_000)
+    log = LogReader(path)
+    assert not log.truncated
+    fb = log.channel("/joint_feedback")
+    np.testing.assert_array_equal(fb.t_ns, [t for t, _ in sent])
+    assert fb.t_ns.dtype == np.int64
+    for name in ("angle_h_rad", "angle_v_rad"):
+        assert fb[name].shape == (200, n)
+        # bit-exact: JSON float repr round-trips float64
+        np.testing.assert_array_equal(fb[name], np.stack([p[name] for _, p in sent]))
+    np.testing.assert_array_equal(fb["status"], np.stack([p["status"] for _, p in sent]))
+    assert fb["status"].dtype == np.int64
+    np.testing.assert_array_equal(fb["t_s"], [p["t_s"] for _, p in sent])
+    assert [(e.kind, e.t_ns) for e in log.events()] == [("start", t0), ("stop", t0 + 2_000_000_000)]
+    assert log.events("start")[0].fields == {"note": "operator says go"}
+    meta = log.run_metadata
+    assert meta["experiment"] == "sidewinding.toml" and meta["robot"] == {"n_links": 11}
+    for key in ("software_version", "host", "wall_clock_start_utc", "monotonic_start_ns"):
+        assert key in meta
+
+
+def test_nan_is_logged_as_null_and_read_back_as_nan(tmp_path):
+    path = tmp_path / "nan.mcap"
+    with McapRecorder(path) as rec:
+        rec.record("/mocap", 1, {"position_m": np.array([np.nan, np.nan, np.nan]), "occluded": True})
+        rec.record("/mocap", 2, {"position_m": np.array([0.1, 0.2, 0.3]), "occluded": False})
+        rec.record("/mocap", 3, {"position_m": np.array([0.4, np.inf, 0.6]), "occluded": False})
+    with open(path, "rb") as fh:  # standard JSON on disk (Foxglove/PlotJuggler parse it)
+        raw = [json.loads(m.data) for _, _, m in make_reader(fh).iter_messages(topics=["/mocap"])]
+    assert raw[0]["position_m"] == [None, None, None]
+    mocap = LogReader(path).channel("/mocap")
+    assert np.isnan(mocap["position_m"][0]).all()
+    np.testing.assert_array_equal(mocap["position_m"][1], [0.1, 0.2, 0.3])
+    assert math.isnan(mocap["position_m"][2, 1])  # inf is not representable either: logged as null → NaN
+    np.testing.assert_array_equal(mocap["occluded"], [True, False, False])
+
+
+def test_schema_is_json_schema_and_mcap_reads_complete_file(tmp_path):
+    path = tmp_path / "s.mcap"
+    with McapRecorder(path) as rec:
+        rec.record("/references", 5, {"angle_h_rad": [0.1, 0.2], "n": 2, "label": "x", "nested": {"a": 1.5}})
+    with open(path, "rb") as fh:
+        reader = make_reader(fh)
+        summary = reader.get_summary()
+        assert summary is not None and summary.statistics.message_count == 1
+        schema, channel, message = next(reader.iter_messages(topics=["/references"]))
+    assert schema.encoding == "jsonschema" and channel.message_encoding == "json"
+    assert json.loads(schema.data) == {
+        "type": "object",
+        "properties": {
+            "angle_h_rad": {"type": "array", "items": {"type": ["number", "null"]}},
+            "n": {"type": "integer"},
+            "label": {"type": "string"},
+            "nested": {"type": "object", "properties": {"a": {"type": ["number", "null"]}}},
+        },
+    }
+    arrays = LogReader(path).channel("/references")
+    assert arrays["nested.a"][0] == 1.5 and arrays["label"][0] == "x"
+
+
+def test_heterogeneous_fields_become_object_columns(tmp_path):
+    path = tmp_path / "h.mcap"
+    with McapRecorder(path) as rec:
+        rec.record("/x", 1, {"a": 1.0, "v": [1.0]})
+        rec.record("/x", 2, {"a": 2.0, "v": [1.0, 2.0], "b": "late"})
+    x = LogReader(path).channel("/x")
+    np.testing.assert_array_equal(x["a"], [1.0, 2.0])
+    assert x["v"].dtype == object and x["v"][1] == [1.0, 2.0]
+    assert list(x["b"]) == [None, "late"]
+
+
+def test_bad_payload_and_closed_recorder_raise_specific_errors(tmp_path):
+    rec = McapRecorder(tmp_path / "e.mcap")
+    with pytest.raises(PayloadError, match=r"payload\.obj"):
+        rec.record("/x", 1, {"obj": object()})
+    with pytest.raises(ValueError, match="reserved"):
+        rec.event("start", 1, kind="x")
+    rec.close()
+    rec.close()  # twice is fine
+    with pytest.raises(LogWriteError, match="closed"):
+        rec.record("/x", 2, {"a": 1})
+
+
+def test_flush_interval_makes_data_visible_before_close(tmp_path):
+    """While the writer is still open, another reader sees everything recorded before the last flush."""
+    path = tmp_path / "live.mcap"
+    rec = McapRecorder(path, flush_interval_s=10.0)  # no periodic flush during the test: only the explicit one
+    for k in range(50):
+        rec.record("/x", k, {"k": k})
+    rec.flush()
+    partial = LogReader(path)
+    assert partial.truncated  # no footer yet
+    np.testing.assert_array_equal(partial.channel("/x")["k"], np.arange(50))
+    rec.close()
+    assert not LogReader(path).truncated

@@ -1,0 +1,424 @@
+"""Emulated joint modules in lockstep on python-can's virtual bus: physics, watchdog, e-stop, bad traffic."""
+
+import itertools
+import math
+
+import can
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from firmware_protocol.codec import default_codec
+from firmware_protocol.dbc import Command, MessageKind, Parameter, ParameterResult
+from firmware_protocol.emulator import (
+    DriveParams,
+    EmulatorConfig,
+    EmulatorConfigError,
+    IndependentInertiaPlant,
+    JointControllerEmulator,
+)
+from firmware_protocol.emulator.drive import drive_substep, new_drive_state
+
+CODEC = default_codec()
+_channels = itertools.count()
+
+
+class Rig:
+    """A PC-side bus and an emulator on one private virtual channel, stepped in lockstep."""
+
+    def __init__(self, config: EmulatorConfig | None = None, plant=None) -> None:
+        channel = f"test-emulator-{next(_channels)}"
+        self.pc = can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
+        self.emu_bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
+        self.emu = JointControllerEmulator(self.emu_bus, config or EmulatorConfig(), plant)
+        self.received: list[can.Message] = []
+        self.sequence = 0
+
+    def close(self) -> None:
+        self.pc.shutdown()
+        self.emu_bus.shutdown()
+
+    def send(self, kind: MessageKind, node: int, values: dict) -> None:
+        frame_id, data = CODEC.encode(kind, node, values)
+        self.send_raw(frame_id, data)
+
+    def send_raw(self, frame_id: int, data: bytes, **kw) -> None:
+        self.pc.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=kw.pop("ext", False), **kw))
+
+    def enable(self) -> None:
+        self.send(MessageKind.COMMAND, 0, {"Command": int(Command.ENABLE), "TargetNode": 0})
+
+    def reference_all(self, angle_h_deg, angle_v_deg=0.0, rate_h=0.0, rate_v=0.0) -> None:
+        for i, node in enumerate(self.emu.config.node_ids):
+            h = angle_h_deg[i] if np.ndim(angle_h_deg) else angle_h_deg
+            rh = rate_h[i] if np.ndim(rate_h) else rate_h
+            values = dict(AngleH=h, AngleV=angle_v_deg, RateH=rh, RateV=rate_v, Sequence=self.sequence % 256)
+            self.send(MessageKind.REFERENCE, node, values)
+        self.sequence += 1
+
+    def step_to(self, t_s: float) -> None:
+        self.emu.step_to(t_s)
+        while (msg := self.pc.recv(timeout=0)) is not None:
+            self.received.append(msg)
+
+    def feedback(self, node: int) -> list[tuple[float, dict]]:
+        fid = CODEC.frame_id(MessageKind.FEEDBACK, node)
+        return [(m.timestamp, CODEC.decode(fid, m.data).values) for m in self.received if m.arbitration_id == fid]
+
+
+@pytest.fixture
+def rig():
+    made = []
+
+    def make(config=None, plant=None):
+        made.append(Rig(config, plant))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.close()
+
+
+def hold_reference(r: Rig, angle_h_deg, until_s: float, period_s: float = 0.1, angle_v_deg: float = 0.0):
+    t = r.emu.time_s
+    while t < until_s - 1e-9:
+        r.reference_all(angle_h_deg, angle_v_deg)
+        t = round(t + period_s, 9)
+        r.step_to(t)
+
+
+# ---------------------------------------------------------------- drive physics (analytic special cases)
+def test_short_brake_decays_with_the_electrical_time_constant():
+    p = DriveParams(free_play_rad=math.radians(19.0))  # joint never touched: gear side alone
+    state = new_drive_state(1)
+    state.gear_rate_rad_s[...] = 1.0
+    joint = np.zeros((1, 2))
+    dt, steps = 0.25e-3, 80
+    for _ in range(steps):
+        assert not drive_substep(p, state, joint, joint, dt).any()  # inside the free play: no joint torque
+    damping = p.gear_efficiency * p.gear_ratio**2 * p.torque_constant_nm_a**2 / p.resistance_ohm
+    tau = p.reflected_inertia_kg_m2 / (damping + p.gear_viscous_nm_s_rad)
+    expected = math.exp(-steps * dt / tau)
+    assert state.gear_rate_rad_s[0, 0] == pytest.approx(expected, rel=5e-3)  # Euler error (dt/tau)^2 n/2 ~ 2e-3
+
+
+def test_no_load_speed_matches_the_motor_equation():
+    p = DriveParams(free_play_rad=math.radians(19.0), current_limit_a=100.0)
+    state = new_drive_state(1)
+    state.brake[...] = False
+    state.voltage_v[...] = p.supply_v
+    joint = np.zeros((1, 2))
+    joint_far = joint.copy()
+    for _ in range(4000):  # 1 s >> tau; keep the joint following inside the dead zone
+        joint_far[...] = state.gear_angle_rad
+        drive_substep(p, state, joint_far, joint, 0.25e-3)
+    k = p.gear_efficiency * p.gear_ratio * p.torque_constant_nm_a / p.resistance_ohm
+    speed = k * p.supply_v / (k * p.torque_constant_nm_a * p.gear_ratio + p.gear_viscous_nm_s_rad)
+    assert state.gear_rate_rad_s[0, 0] == pytest.approx(speed, rel=1e-6)
+
+
+# ---------------------------------------------------------------- closed loop
+def test_step_response_tracks_within_free_play_and_holds_still(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2, 3)))
+    r.enable()
+    hold_reference(r, 10.0, until_s=1.5, angle_v_deg=-5.0)
+    gear = np.degrees(r.emu.drive.gear_angle_rad)
+    joint = np.degrees(r.emu.plant.joint_state()[0])
+    half_play = math.degrees(r.emu.config.drive.free_play_rad) / 2
+    np.testing.assert_allclose(gear, np.tile([10.0, -5.0], (3, 1)), atol=0.05)  # PD, no load: no offset
+    assert np.all(np.abs(joint - gear) <= half_play + 0.05)  # the joint rests somewhere inside the free play
+    np.testing.assert_allclose(np.degrees(r.emu.drive.gear_rate_rad_s), 0.0, atol=0.05)
+    last = r.feedback(2)[-1][1]
+    assert (last["Enabled"], last["Watchdog"], last["EStop"], last["Saturated"]) == (1, 0, 0, 0)
+    assert last["AngleH"] == pytest.approx(10.0, abs=0.06)  # gear-side encoder, 0.01 deg resolution
+
+
+def test_free_play_lets_the_joint_lag_the_gear_on_reversal(rig):
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    r.enable()
+    gaps = []
+    t = 0.0
+    for k in range(60):  # 1 Hz square wave +-5 deg
+        r.reference_all(5.0 if (k // 5) % 2 == 0 else -5.0)
+        for _ in range(100):
+            t += 1e-3
+            r.step_to(t)
+            gaps.append(np.degrees(r.emu.drive.gear_angle_rad[0, 0] - r.emu.plant.joint_state()[0][0, 0]))
+    half_play = math.degrees(r.emu.config.drive.free_play_rad) / 2
+    assert max(gaps) > 0.8 * half_play and min(gaps) < -0.8 * half_play  # both flanks of the play are used
+    # contact compliance: static deflection torque_limit / k, at most doubled by a suddenly applied load
+    compliance = math.degrees(r.emu.config.drive.torque_limit_nm / r.emu.config.drive.contact_stiffness_nm_rad)
+    assert max(np.abs(gaps)) <= half_play + 2 * compliance
+
+
+def test_large_step_saturates_and_limits_clamp(rig):
+    r = rig(EmulatorConfig(node_ids=(1,), limit_h_rad=math.radians(45.0)))
+    r.enable()
+    hold_reference(r, 80.0, until_s=0.3)  # beyond the 45 deg limit
+    flags = [v for _, v in r.feedback(1)]
+    assert any(v["Saturated"] == 1 for v in flags)
+    assert any(abs(v["EffortH"]) == pytest.approx(1.0) for v in flags)
+    hold_reference(r, 80.0, until_s=2.5)
+    assert math.degrees(r.emu.plant.joint_state()[0][0, 0]) <= 45.0 + 1e-9
+    last = r.feedback(1)[-1][1]
+    assert last["AtLimit"] == 1
+    assert last["AngleH"] == pytest.approx(45.0, abs=0.1)
+
+
+# ---------------------------------------------------------------- watchdog and e-stop
+def test_watchdog_trips_every_module_within_three_periods_plus_one_tick(rig):
+    # "linear" hold keeps extrapolating the last reference, so the modules are still moving when the watchdog
+    # must stop them (with "zoh" they would already rest at the last reference)
+    config = EmulatorConfig(feedback_rate_hz=1000.0, reference_hold="linear")
+    r = rig(config)
+    r.enable()
+    t, period = 0.0, 0.1
+    phases = np.radians(-50.0) * np.arange(10)
+    for _ in range(10):  # a moving gait for 1 s
+        w = math.radians(80.0)
+        r.reference_all(30 * np.sin(w * t + phases), rate_h=30 * w * np.cos(w * t + phases))
+        t = round(t + period, 9)
+        r.step_to(t)
+    last_reference_s = t - period  # handled at the start of step_to(t)
+    deadline_s = last_reference_s + 3 * period + r.emu.dt_s
+    trip_s = {}
+    moving_at_trip = False
+    while r.emu.time_s < deadline_s + 0.6:
+        r.step_to(r.emu.time_s + 1e-3)
+        for row, node in enumerate(config.node_ids):
+            if node not in trip_s and r.emu.watchdog[row]:
+                trip_s[node] = r.emu.watchdog_trip_s[row]
+                assert r.emu.drive.brake[row].all() and not r.emu.drive.voltage_v[row].any()
+                moving_at_trip |= bool(np.abs(r.emu.drive.gear_rate_rad_s[row]).max() > math.radians(5))
+    assert sorted(trip_s) == list(config.node_ids)
+    assert all(last_reference_s + 3 * period < ts <= deadline_s + 1e-9 for ts in trip_s.values()), trip_s
+    assert moving_at_trip  # the test is meaningful: modules were moving when the PC went silent
+    for node in config.node_ids:
+        after = [v for ts, v in r.feedback(node) if ts > trip_s[node] + 1e-9]
+        assert after and all(v["Watchdog"] == 1 and v["Enabled"] == 0 for v in after)
+    # short brake + free play: everything has stopped 0.6 s later
+    assert np.abs(np.degrees(r.emu.drive.gear_rate_rad_s)).max() < 0.5
+    assert np.abs(np.degrees(r.emu.plant.joint_state()[1])).max() < 0.5
+
+
+def test_watchdog_is_reset_by_a_new_enable(rig):
+    r = rig(EmulatorConfig(node_ids=(4,)))
+    r.enable()
+    r.step_to(0.5)
+    assert r.emu.watchdog[0]
+    r.enable()
+    r.reference_all(1.0)
+    r.step_to(0.6)
+    assert not r.emu.watchdog[0] and r.feedback(4)[-1][1]["Enabled"] == 1
+
+
+def test_emergency_stop_disables_every_module_within_one_frame(rig):
+    r = rig(EmulatorConfig(feedback_rate_hz=1000.0))
+    r.enable()
+    hold_reference(r, 20.0, until_s=0.3)
+    r.reference_all(-20.0)
+    r.step_to(0.305)
+    assert r.emu.drive.voltage_v.any()
+    r.send(MessageKind.EMERGENCY_STOP, 0, {"Key": 0xA5})
+    r.emu.poll_bus()  # the frame handler alone, no controller tick yet
+    assert r.emu.drive.brake.all() and not r.emu.drive.voltage_v.any()
+    n_before = len(r.received)
+    r.step_to(0.306)
+    first_after = {}
+    for m in r.received[n_before:]:
+        kind, node = CODEC.scheme.classify(m.arbitration_id)
+        if kind is MessageKind.FEEDBACK and node not in first_after:
+            first_after[node] = CODEC.decode(m.arbitration_id, m.data).values
+    assert sorted(first_after) == list(range(1, 11))
+    assert all(v["Enabled"] == 0 and v["EStop"] == 1 and v["Fault"] == 1 for v in first_after.values())
+    # references and enable are ignored until faults are cleared
+    r.enable()
+    r.reference_all(0.0)
+    r.step_to(0.4)
+    assert not r.emu.drive.voltage_v.any()
+    r.send(MessageKind.COMMAND, 0, {"Command": int(Command.CLEAR_FAULTS), "TargetNode": 0})
+    r.enable()
+    r.step_to(0.41)
+    assert r.feedback(3)[-1][1]["Enabled"] == 1 and r.feedback(3)[-1][1]["EStop"] == 0
+
+
+# ---------------------------------------------------------------- bad traffic
+def test_bad_traffic_is_rejected_counted_and_never_actuated(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2)))
+    r.enable()
+    r.reference_all(5.0)
+    r.step_to(0.05)
+    reference_before = r.emu.reference_rad.copy()
+    accepted_before = r.emu.accepted_references.copy()
+    ref1 = CODEC.frame_id(MessageKind.REFERENCE, 1)
+    good = dict(AngleH=-30.0, AngleV=0.0, RateH=0.0, RateV=0.0)
+    _, data = CODEC.encode(MessageKind.REFERENCE, 1, {**good, "Sequence": 1})
+    r.send_raw(ref1, data[:7])  # wrong DLC
+    r.send_raw(0x7F0, data)  # unknown id
+    r.send_raw(ref1, data, ext=True)  # extended id: not ours
+    out_of_range = (18001).to_bytes(2, "little", signed=True) + data[2:]
+    r.send_raw(ref1, out_of_range)
+    r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": 0})  # duplicate of the accepted seq 0
+    r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": 200})  # stale (200 - 0 mod 256 >= 128)
+    r.send_raw(CODEC.frame_id(MessageKind.EMERGENCY_STOP), bytes([0xA4]))  # wrong e-stop key
+    r.send_raw(CODEC.frame_id(MessageKind.EMERGENCY_STOP), bytes([0xA5, 0]))  # e-stop with wrong DLC
+    r.send(MessageKind.COMMAND, 0, {"Command": 9, "TargetNode": 0})  # unknown command
+    r.step_to(0.06)
+    np.testing.assert_array_equal(r.emu.reference_rad, reference_before)
+    np.testing.assert_array_equal(r.emu.accepted_references, accepted_before)
+    assert not r.emu.estop.any() and r.emu.drive.voltage_v.any()
+    c = r.emu.counters()
+    assert c["rejected"]["wrong_dlc"] == [2, 1]  # the bad reference (node 1) + the bad e-stop (both)
+    assert c["rejected"]["out_of_range"] == [1, 0]
+    assert c["rejected"]["duplicate_sequence"] == [1, 0]
+    assert c["rejected"]["stale_sequence"] == [1, 0]
+    assert c["rejected"]["bad_estop_key"] == [1, 1]
+    assert c["rejected"]["unknown_command"] == [1, 1]
+    assert c["unknown_id_frames"] == 2
+    # the counter reaches the PC in JointRates
+    r.step_to(0.2)
+    rates = [m for m in r.received if m.arbitration_id == CODEC.frame_id(MessageKind.RATES, 1)]
+    assert CODEC.decode(rates[-1].arbitration_id, rates[-1].data).values["RejectedFrames"] == 7
+    # and a valid next sequence is still accepted
+    r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": 1})
+    r.step_to(0.21)
+    assert math.degrees(r.emu.reference_rad[0, 0]) == pytest.approx(-30.0)
+
+
+def test_sequence_wraps_around(rig):
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    r.enable()
+    r.sequence = 250
+    hold_reference(r, 1.0, until_s=1.5)  # 15 frames: 250..255, 0..8
+    assert r.emu.accepted_references[0] == 15 and r.emu.counters()["rejected_total"] == 0
+
+
+def test_parameters_read_write_over_can(rig):
+    r = rig(EmulatorConfig(node_ids=(5,)))
+    request = MessageKind.PARAMETER_REQUEST
+    r.send(request, 5, {"Index": int(Parameter.KP_H), "Write": 1, "Value": 250.0})
+    r.send(request, 5, {"Index": int(Parameter.REFERENCE_PERIOD_MS), "Write": 1, "Value": 10.0})
+    r.send(request, 5, {"Index": int(Parameter.TORQUE_LIMIT_V_NM), "Write": 1, "Value": 99.0})
+    r.send(request, 5, {"Index": int(Parameter.WATCHDOG_PERIODS), "Write": 1, "Value": 1e6})
+    r.send(request, 5, {"Index": 77, "Write": 0, "Value": 0.0})
+    r.step_to(0.001)
+    replies = [CODEC.decode(m.arbitration_id, m.data).values for m in r.received if m.arbitration_id == 0x585]
+    assert [(v["Index"], v["Result"]) for v in replies] == [
+        (Parameter.KP_H, ParameterResult.OK),
+        (Parameter.REFERENCE_PERIOD_MS, ParameterResult.OK),
+        (Parameter.TORQUE_LIMIT_V_NM, ParameterResult.READ_ONLY),
+        (Parameter.WATCHDOG_PERIODS, ParameterResult.OUT_OF_RANGE),
+        (77, ParameterResult.UNKNOWN_INDEX),
+    ]
+    assert replies[0]["Value"] == 250.0 and r.emu.controller.kp[0, 0] == 250.0
+    assert r.emu.reference_period_s[0] == pytest.approx(0.01)
+    assert replies[2]["Value"] == pytest.approx(r.emu.config.drive.torque_limit_nm, rel=1e-6)
+
+
+# ---------------------------------------------------------------- plant seam and determinism
+class RecordingPlant(IndependentInertiaPlant):
+    def __init__(self, n):
+        super().__init__(n)
+        self.calls = []
+
+    def advance(self, torques_nm, dt_s):
+        self.calls.append((torques_nm.copy(), dt_s))
+        super().advance(torques_nm, dt_s)
+
+
+def test_external_plant_receives_joint_torques_at_the_physics_rate(rig):
+    plant = RecordingPlant(2)
+    r = rig(EmulatorConfig(node_ids=(1, 2)), plant)
+    r.enable()
+    r.reference_all(10.0)
+    r.step_to(0.1)
+    assert len(plant.calls) == 100 * r.emu.config.physics_substeps
+    assert all(dt == pytest.approx(0.25e-3) for _, dt in plant.calls)
+    torques = np.array([t for t, _ in plant.calls])
+    assert torques.shape == (400, 2, 2) and torques[:, :, 0].max() > 0.1  # pushes toward +10 deg
+    assert np.abs(torques).max() <= r.emu.config.drive.torque_limit_nm * 1.5
+
+
+def test_plant_with_wrong_shape_is_refused():
+    bus = can.Bus(interface="virtual", channel="test-emulator-shape")
+    try:
+        with pytest.raises(EmulatorConfigError, match=r"expected \(10, 2\)"):
+            JointControllerEmulator(bus, EmulatorConfig(), IndependentInertiaPlant(3))
+        with pytest.raises(EmulatorConfigError, match="reference_hold"):
+            EmulatorConfig(reference_hold="cubic")
+    finally:
+        bus.shutdown()
+
+
+def test_lockstep_is_deterministic(rig):
+    runs = []
+    for _ in range(2):
+        r = rig(EmulatorConfig(node_ids=(1, 2, 3)))
+        r.enable()
+        hold_reference(r, [5.0, -7.0, 12.0], until_s=0.5)
+        runs.append([(m.arbitration_id, bytes(m.data), round(m.timestamp, 9)) for m in r.received])
+    assert runs[0] == runs[1] and len(runs[0]) > 100
+
+
+@pytest.mark.parametrize("sensor", ["gear", "joint"])
+def test_free_play_inside_the_loop_hunts_outside_it_rests(rig, sensor):
+    """Backlash between sensor and motor puts a dead zone inside the position loop: the classic limit cycle.
+    Measuring on the gear side (the default, as with a motor encoder) the joint rests inside the play instead."""
+    r = rig(EmulatorConfig(node_ids=(1,), sensor=sensor))
+    r.enable()
+    joint_deg = []
+    t = 0.0
+    for _ in range(30):
+        r.reference_all(10.0)
+        for _ in range(100):
+            t += 1e-3
+            r.step_to(t)
+            joint_deg.append(math.degrees(r.emu.plant.joint_state()[0][0, 0]))
+    last_second = np.array(joint_deg[-1000:])
+    play_deg = math.degrees(r.emu.config.drive.free_play_rad)
+    peak_to_peak = last_second.max() - last_second.min()
+    if sensor == "gear":
+        assert peak_to_peak < 0.01 and abs(last_second.mean() - 10.0) <= play_deg / 2 + 0.05
+    else:
+        assert play_deg / 2 < peak_to_peak < 2 * play_deg  # a sustained oscillation about the size of the play
+        assert abs(last_second.mean() - 10.0) < play_deg / 2
+
+
+# ---------------------------------------------------------------- fuzzing the receive path
+_REFERENCE_IDS = {CODEC.frame_id(MessageKind.REFERENCE, n) for n in (1, 2)}
+
+
+@pytest.fixture(scope="module")
+def fuzz_bus():
+    bus = can.Bus(interface="virtual", channel="test-emulator-fuzz")
+    yield bus
+    bus.shutdown()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    frame_id=st.one_of(st.integers(0, 0x7FF), st.sampled_from(sorted(_REFERENCE_IDS))),
+    data=st.binary(min_size=0, max_size=8),
+    extended=st.booleans(),
+)
+def test_random_frames_never_raise_and_only_valid_references_move_the_setpoint(fuzz_bus, frame_id, data, extended):
+    emu = JointControllerEmulator(fuzz_bus, EmulatorConfig(node_ids=(1, 2)))
+    emu.handle_frame(can.Message(arbitration_id=0x010, data=bytes([1, 0]), is_extended_id=False))  # enable all
+    emu.reference_rad[...] = 0.123  # a recognisable setpoint
+    before_rejected = emu.counters()["rejected_total"] + emu.unknown_id_frames
+    emu.handle_frame(can.Message(arbitration_id=frame_id, data=data, is_extended_id=extended))
+    moved = not np.all(emu.reference_rad == 0.123)
+    valid_reference = False
+    if not extended and frame_id in _REFERENCE_IDS and len(data) == 8:
+        angle_h = int.from_bytes(data[0:2], "little", signed=True)
+        angle_v = int.from_bytes(data[2:4], "little", signed=True)
+        valid_reference = abs(angle_h) <= 18000 and abs(angle_v) <= 18000  # first reference after enable
+    assert moved == valid_reference
+    if moved:  # and then only within the joint limits
+        assert np.all(np.abs(emu.reference_rad) <= emu.limits_rad + 1e-12)
+    classified = None if extended else CODEC.scheme.classify(frame_id)
+    if classified is None:
+        assert emu.unknown_id_frames == 1  # every frame outside the protocol is counted
+    elif frame_id in _REFERENCE_IDS and not valid_reference:  # ours but bad: counted (others' are not ours)
+        assert emu.counters()["rejected_total"] + emu.unknown_id_frames == before_rejected + 1

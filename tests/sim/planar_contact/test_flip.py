@@ -1,0 +1,158 @@
+"""RHex self-righting on the compliant benchmark (paper 003, IV-C), and the controller's optimisation."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from sim.planar_contact import modes_consistent_with
+from sim.planar_contact.analysis import analyse_mode, full_dimensional_overlap
+from sim.planar_contact.mode_solution import solve_mode
+from sim.planar_contact.modes import classify_contacts
+from sim.planar_contact.rhex.compliant import CompliantRHex
+from sim.planar_contact.rhex.controllers import ALPHA, MaximalThrustController
+from sim.planar_contact.rhex.flip import initial_state, observe, run_flip
+from sim.planar_contact.rhex.params import RHexParameters
+from sim.planar_contact.rhex.rigid import rigid_snapshot
+
+
+def _states(n=6):
+    """Observations along a maximal-thrust flip: every k-th one, plus states where the first LP optimum lay
+    in a full-dimensional overlap with another mode, so that T*_c had to be cut."""
+    out, cut = [], []
+    ctrl = MaximalThrustController(RHexParameters().with_mu_toe(0.6))
+
+    def trace(sim, s, obs, cmd, tau, meas, ms):
+        out.append(obs)
+        before = ctrl.stats["cuts"]
+        ctrl(obs)
+        if ctrl.stats["cuts"] > before:
+            cut.append(obs)
+
+    run_flip("maximal_thrust", 0.6, t_max_s=0.4, trace=trace)
+    assert cut, "no state needed an ambiguity cut: the test would not exercise T*_c"
+    return out[1 :: max(1, len(out) // n)][:n] + cut[:3]
+
+
+def test_maximal_thrust_is_an_unambiguous_optimum_of_its_mode():
+    """The chosen τ is consistent with the chosen mode, the prediction is that mode's α̈, and no mode's
+    torque domain T_c (a superset of T*_c) offers more than the HiGHS optimum over all of them."""
+    p = RHexParameters().with_mu_toe(0.6)
+    ctrl = MaximalThrustController(p)
+    for obs in _states():
+        cmd = ctrl(obs)
+        snap, layout = rigid_snapshot(p, obs)
+        if layout.n_tau == 0 or not np.isfinite(cmd.predicted_alpha_ddot):
+            continue
+        tau = cmd.tau_Nm[list(layout.active_legs)]
+        assert np.all(np.abs(tau) <= p.torque_limit_Nm + 1e-9)
+        mode = tuple(part.split(":")[1] for part in cmd.mode.split())
+        kin = classify_contacts(snap)
+        consistent = {c.mode: c for c in modes_consistent_with(snap, tau, global_lp=False, tol=1e-6)}
+        assert mode in consistent
+        assert consistent[mode].qdd[ALPHA] == pytest.approx(cmd.predicted_alpha_ddot, abs=1e-6)
+        best_any = -np.inf
+        for m in itertools.product(*kin.allowed):
+            sol = solve_mode(snap, kin, m)
+            if sol.acceleration_ambiguous(coords=[ALPHA]):
+                continue
+            D, t = sol.task_domain, sol.n_tau
+            obj = np.zeros(D.dim)
+            obj[:t] = -sol.Z_tau[ALPHA]
+            res = linprog(
+                obj,
+                A_ub=-D.N,
+                b_ub=-D.e,
+                A_eq=D.A_eq if D.A_eq.shape[0] else None,
+                b_eq=D.b_eq if D.A_eq.shape[0] else None,
+                bounds=[(-p.torque_limit_Nm, p.torque_limit_Nm)] * t + [(None, None)] * (D.dim - t),
+                method="highs",
+            )
+            if res.status == 0:
+                best_any = max(best_any, -res.fun + sol.z_0[ALPHA])
+        assert cmd.predicted_alpha_ddot <= best_any + 1e-6
+        # unambiguous: τ is in the interior of no full-dimensional overlap of T_c with another mode's T_c'
+        mine = analyse_mode(snap, kin, mode)
+        for other_mode in consistent:
+            if other_mode == mode:
+                continue
+            other = analyse_mode(snap, kin, other_mode)
+            K = full_dimensional_overlap(mine.torque_domain, other.torque_domain)
+            if K is not None and K.N.shape[0]:
+                assert np.min(K.N @ tau - K.e) <= 1e-6, (mode, other_mode)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mu", [0.39, 0.6])
+def test_both_controllers_flip(mu):
+    for controller in ("maximal_thrust", "blind"):
+        r = run_flip(controller, mu)
+        assert r.completed, (controller, mu)
+        assert 0.2 < r.flip_time_s < 1.0
+        assert np.all(np.abs(r.tau_Nm) <= RHexParameters().torque_limit_Nm + 1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mu", [0.39, 0.6])
+def test_maximal_thrust_predicts_pitch_acceleration_better(mu):
+    """Table V's direction: the all-modes controller's rigid model tracks the compliant robot better."""
+    mt, blind = run_flip("maximal_thrust", mu), run_flip("blind", mu)
+    assert mt.pitch_accel_rmse < blind.pitch_accel_rmse
+    assert mt.pitch_accel_rmse_all_intervals < blind.pitch_accel_rmse_all_intervals
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="not reproduced: the body normal-force task constraint limits the maximal-thrust controller's "
+    "torque late in the flip, while the blind controller's body lifts and pivots on the stuck rear toe; "
+    "the flip times tie within 0.5 % (paper: 8 % faster)",
+)
+def test_maximal_thrust_is_faster_on_high_friction():
+    mt, blind = run_flip("maximal_thrust", 0.6), run_flip("blind", 0.6)
+    assert mt.flip_time_s < blind.flip_time_s
+
+
+@pytest.mark.slow
+def test_maximal_thrust_is_faster_on_low_friction():
+    mt, blind = run_flip("maximal_thrust", 0.39), run_flip("blind", 0.39)
+    assert mt.flip_time_s < blind.flip_time_s
+
+
+def test_initial_state_is_at_rest_on_body_and_toes():
+    sim = CompliantRHex(RHexParameters())
+    s = initial_state(sim)
+    obs = observe(sim, s)
+    assert obs.body_contact and obs.toe_contact.all()
+    assert np.abs(s.pos[2]) < 0.01
+
+
+def test_blind_assumed_contacts_put_reachable_toes_on_the_ground():
+    from sim.planar_contact.rhex.controllers import BlindController
+
+    p = RHexParameters()
+    sim = CompliantRHex(p)
+    obs = observe(sim, initial_state(sim))
+    blind = BlindController(p, assume_contacts=True)
+    tilted = type(obs)(
+        obs.body_pos + np.array([0.0, 0.0, 0.5]),
+        obs.body_vel,
+        obs.phi_rad,
+        obs.phi_rate_rad_s,
+        obs.toe_contact,
+        obs.body_contact,
+    )
+    assumed = blind.assumed_observation(tilted)
+    snap, layout = rigid_snapshot(p, assumed)
+    assert layout.active_legs == (0,)  # at 0.5 rad only the rear hip is low enough
+    # the assumed rear toe and the body corner sit on the ground: zero normal contact coordinates
+    from sim.planar_contact.kinematics import Segment, point_kinematics
+
+    q = np.concatenate([assumed.body_pos, assumed.phi_rad[[0]]])
+    d = p.hip_offsets_m[0]
+    toe, _, _ = point_kinematics(
+        q, np.zeros(4), (0, 1), [Segment(abs(d), (0, 0, 1, 0), np.pi), Segment(p.leg_length_m, (0, 0, 1, 1))]
+    )
+    assert toe[1] == pytest.approx(0.0, abs=1e-12)
+    assert blind(tilted).mode.startswith("model1 toe1:R body:R")
