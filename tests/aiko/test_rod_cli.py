@@ -62,6 +62,13 @@ def test_rod_run_writes_the_log_and_a_summary(tmp_path, capsys):
     assert summary["steps"] == 10
     assert Path(summary["log_path"]).exists() and Path(summary["log_path"]).stat().st_size > 0
     assert (tmp_path / "plane.png").exists()
+    from aiko.log import LogReader
+
+    log = LogReader(summary["log_path"])
+    assert {"/sim/rod/centreline", "/sim/rod/contacts", "/sim/rod/base_wrench"} <= set(log.topics)
+    centreline = log.channel("/sim/rod/centreline").fields["centreline_m"]
+    assert centreline.shape == (4, 21, 3)  # t = 0, 20 and 40 ms (50 Hz) and the last step; 21 strain nodes
+    assert [e.kind for e in log.events()] == ["run_started", "run_finished"]
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
