@@ -7,11 +7,22 @@ Model/state split: `build_model(RodDescription, ...)` -> `RodModel`; `initial_st
 from sim.cosserat.dynamics import StepInfo, energy, kinematics, mass_matrix, step
 from sim.cosserat.model import ContactSettings, RodModel, RodState, build_model, initial_state
 from sim.cosserat.newton import ConvergenceError, NewtonSettings
+from sim.cosserat.observer import ObserverResult, observe_strains
 from sim.cosserat.obstacles import CurvedTube, Cylinder, Plane
 from sim.cosserat.rod import Core, Material, RodDescription, RodParameterError, uniform_rod
+from sim.cosserat.scenario import BaseMotion, Scenario, SimulationResult, simulate
 from sim.cosserat.slack import Smoothing
+from sim.cosserat.statics import StaticsResult, solve_statics
 
 __all__ = [
+    "BaseMotion",
+    "ObserverResult",
+    "Scenario",
+    "SimulationResult",
+    "StaticsResult",
+    "observe_strains",
+    "simulate",
+    "solve_statics",
     "ContactSettings",
     "ConvergenceError",
     "Core",

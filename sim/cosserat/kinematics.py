@@ -146,14 +146,3 @@ class SweepGrid:
             contact_weight_m=cw,
             extra_index=index_of(extra),
         )
-
-
-def hat_matrix(x_m: float, x_nodes: np.ndarray) -> np.ndarray:
-    """Φ(X): the 6 × 6(n+1) matrix interpolating nodal strains at X (hat functions)."""
-    n = len(x_nodes) - 1
-    k = int(np.clip(np.searchsorted(x_nodes, x_m, side="right") - 1, 0, n - 1))
-    t = (x_m - x_nodes[k]) / (x_nodes[k + 1] - x_nodes[k])
-    out = np.zeros((6, 6 * (n + 1)))
-    out[:, 6 * k : 6 * k + 6] = (1.0 - t) * np.eye(6)
-    out[:, 6 * k + 6 : 6 * k + 12] = t * np.eye(6)
-    return out
