@@ -18,7 +18,7 @@ run: $(STAMP)
 
 ## test: the whole suite (what CI runs)
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg $(BIN)/python -m pytest
+	QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
