@@ -18,7 +18,23 @@ run: $(STAMP)
 
 ## test: the whole suite (what CI runs)
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg $(BIN)/python -m pytest
+	QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest
+
+## bench: every speed and timing measurement, one JSON file each in runs/bench/ (takes a few minutes)
+BENCH_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 QT_QPA_PLATFORM=offscreen
+bench: $(STAMP)
+	@mkdir -p runs/bench
+	$(BENCH_ENV) $(BIN)/python benchmarks/sim_speed.py --scenario sidewinding --duration 15 --json > runs/bench/sim_speed_sidewinding.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/sim_speed.py --scenario lateral_undulation --duration 15 --json > runs/bench/sim_speed_lateral_undulation.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/sim_speed.py --scenario obstacle_aided --duration 30 --json > runs/bench/sim_speed_obstacle_aided.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/can_stream.py --transport virtual --rate 10 --duration 60 --json > runs/bench/can_stream_virtual_10hz.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/can_stream.py --transport slcan --rate 100 --duration 60 --json > runs/bench/can_stream_slcan_100hz.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/hil_speed.py --plant snake3d --duration 5 --warmup --json > runs/bench/hil_speed_snake3d.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/chain_speed.py --bodies 20 --json > runs/bench/chain_speed.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/rhex_controller.py --json > runs/bench/rhex_controller.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/cosserat_speed.py --scenario rod_on_plane --sections 20 --dt 0.005 --json > runs/bench/cosserat_speed.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/log_write.py > runs/bench/log_write.json
+	@for f in runs/bench/*.json; do echo "$$f: $$(head -c 300 $$f)"; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -13,6 +13,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
+import aiko._blas_threads  # noqa: F401  (before numpy loads)
 from aiko import __version__
 from aiko.errors import AikoError
 

@@ -24,6 +24,20 @@ def _pyplot():
     return plt
 
 
+def save_figure(fig, out: str | Path, dpi: int = 110) -> Path:
+    """Write ``fig`` and close it; an unwritable path is a user error (one line, exit 2), not a traceback."""
+    from aiko.errors import AikoError
+
+    plt = _pyplot()
+    try:
+        fig.savefig(out, dpi=dpi)
+    except OSError as exc:
+        raise AikoError(f"cannot write {out}: {exc.strerror}") from None
+    finally:
+        plt.close(fig)
+    return Path(out)
+
+
 def plot_comparison(cmp: Comparison, out: str | Path, labels: tuple[str, str] = ("A (real)", "B (sim)")) -> Path:
     plt = _pyplot()
     a, b = cmp.a, cmp.b

@@ -116,4 +116,7 @@ def run_experiment(
         "interrupted": result.interrupted,
     }
     summary.update(result.backend_summary)
+    # `steps` counts the physics' time steps where a simulator ran (what the speed benchmarks count too).
+    if "sim_steps" in summary:
+        summary["steps"] = summary["sim_steps"]
     return result, summary

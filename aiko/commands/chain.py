@@ -14,6 +14,7 @@ import sys
 import time
 
 from aiko.errors import AikoError
+from aiko.plots import save_figure
 
 DEFAULTS = {"link_length_m": 0.122, "link_mass_kg": 0.682, "link_radius_m": 0.0525}  # one Aiko link (paper 000)
 
@@ -162,12 +163,7 @@ def _plot_error(result, summary: dict, out: str) -> None:
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=110)
-    except OSError as exc:
-        raise AikoError(f"cannot write {out}: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, out, dpi=110)
 
 
 def offset_effect_command(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import numpy as np
 
 from aiko.errors import AikoError
 from aiko.experiment import load_experiment
+from aiko.plots import save_figure
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,9 +73,4 @@ def _plot(times: np.ndarray, angle_h: np.ndarray, angle_v: np.ndarray, out: Path
     axes[1].set_xlabel("t [s]")
     axes[0].legend(ncol=5, fontsize=7)
     fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=110)
-    except OSError as exc:
-        raise AikoError(f"cannot write {out}: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, out, dpi=110)

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from aiko.errors import AikoError
+from aiko.plots import save_figure
 
 #: Table V of paper 003: RMSE of predicted pitch acceleration [rad/s²].
 PAPER_RMSE = {
@@ -94,10 +95,5 @@ def _plot(result, out: Path) -> str:
     ax2.set_xlabel("t [s]")
     ax2.legend(loc="best", fontsize=8)
     fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=120)
-    except OSError as exc:
-        raise AikoError(f"cannot write {out}: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
+    save_figure(fig, out, dpi=120)
     return str(out)

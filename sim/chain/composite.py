@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim.chain.fast import _cross, _mv
+from sim.chain.fast import _cross, _mv, chain_arrays
 from sim.chain.model import Chain
 
 
@@ -250,24 +250,11 @@ def forward_dynamics_kernel(parent, axis, joint_off, com_off, mass, inertia, gra
     return out, True
 
 
-def composite_arrays(chain: Chain) -> tuple:
-    """The chain's arrays in the kernels' argument order (parent ... gravity), contiguous."""
-    return (
-        np.ascontiguousarray(chain.parent),
-        np.ascontiguousarray(chain.joint_axis),
-        np.ascontiguousarray(chain.joint_offset_m),
-        np.ascontiguousarray(chain.com_offset_m),
-        np.ascontiguousarray(chain.mass_kg),
-        np.ascontiguousarray(chain.inertia_kg_m2),
-        np.ascontiguousarray(chain.gravity_m_s2),
-    )
-
-
 def composite_matrices(chain: Chain, q: np.ndarray, q_dot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(M*, N*, F*_gravity) in O(n^2); the same quantities as dynamics.assemble."""
     q = np.ascontiguousarray(q, dtype=float)
     q_dot = np.ascontiguousarray(q_dot, dtype=float)
-    return composite_kernel(*composite_arrays(chain), q, q_dot, np.ascontiguousarray(chain.path))
+    return composite_kernel(*chain_arrays(chain), q, q_dot, np.ascontiguousarray(chain.path))
 
 
 def composite_forward_dynamics(
@@ -275,7 +262,7 @@ def composite_forward_dynamics(
 ) -> tuple[np.ndarray, bool]:
     """(q_dd, ok) = M*^-1 (F*_gravity + generalized_force - N* q_dot); ok False if M* is not SPD."""
     return forward_dynamics_kernel(
-        *composite_arrays(chain),
+        *chain_arrays(chain),
         np.ascontiguousarray(q, dtype=float),
         np.ascontiguousarray(q_dot, dtype=float),
         np.ascontiguousarray(chain.path),

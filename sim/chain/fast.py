@@ -176,6 +176,7 @@ def assemble_kernel(parent, axis, joint_off, com_off, mass, inertia, gravity, q,
 
 
 def chain_arrays(chain: Chain) -> tuple:
+    """The chain's arrays in the kernels' argument order (parent ... gravity), contiguous."""
     return (
         np.ascontiguousarray(chain.parent),
         np.ascontiguousarray(chain.joint_axis),

@@ -1,0 +1,47 @@
+"""Cosserat rod with piecewise-linear strain and smoothed frictional contact (paper 004).
+
+Model/state split: `build_model(RodDescription, ...)` -> `RodModel`; `initial_state(model)` -> `RodState`;
+`step(model, state, dt_s)` advances one implicit-Euler step; `solve_statics` finds equilibria.
+"""
+
+from sim.cosserat.dynamics import StepInfo, energy, kinematics, mass_matrix, step
+from sim.cosserat.model import ContactSettings, RodModel, RodState, build_model, initial_state
+from sim.cosserat.newton import ConvergenceError, NewtonSettings
+from sim.cosserat.observer import ObserverResult, observe_strains
+from sim.cosserat.obstacles import CurvedTube, Cylinder, Plane
+from sim.cosserat.rod import Core, Material, RodDescription, RodParameterError, uniform_rod
+from sim.cosserat.scenario import BaseMotion, Scenario, SimulationResult, simulate
+from sim.cosserat.slack import Smoothing
+from sim.cosserat.statics import StaticsResult, solve_statics
+
+__all__ = [
+    "BaseMotion",
+    "ObserverResult",
+    "Scenario",
+    "SimulationResult",
+    "StaticsResult",
+    "observe_strains",
+    "simulate",
+    "solve_statics",
+    "ContactSettings",
+    "ConvergenceError",
+    "Core",
+    "CurvedTube",
+    "Cylinder",
+    "Material",
+    "NewtonSettings",
+    "Plane",
+    "RodDescription",
+    "RodModel",
+    "RodParameterError",
+    "RodState",
+    "Smoothing",
+    "StepInfo",
+    "build_model",
+    "energy",
+    "initial_state",
+    "kinematics",
+    "mass_matrix",
+    "step",
+    "uniform_rod",
+]

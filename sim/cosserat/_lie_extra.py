@@ -1,0 +1,137 @@
+"""numba kernels for SE(3) used in the Cosserat forward sweep.
+
+Why a separate copy of some SE(3) maps: the rod's hot loop runs inside numba and must accept *complex* arrays
+(the sweep is evaluated at q + i·ε·q̇ to get J̇·q̇ exactly by the complex step), so every map here is written
+analytically (no abs(), no conjugates; branches test the real part only). `sim/lie.py` (issue 7) is the
+readable reference; tests compare these kernels against it. Conventions: twists angular-first [ω; v],
+ad_ξ = [[ω̃, 0], [ṽ, ω̃]], Ad_g = [[R, 0], [p̃R, R]].
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_SMALL_ANGLE_SQ = 1e-4
+
+
+@numba.njit(cache=True)
+def skew(w):
+    """3×3 skew matrix w̃ with w̃ x = w × x."""
+    out = np.zeros((3, 3), dtype=w.dtype)
+    out[0, 1] = -w[2]
+    out[0, 2] = w[1]
+    out[1, 0] = w[2]
+    out[1, 2] = -w[0]
+    out[2, 0] = -w[1]
+    out[2, 1] = w[0]
+    return out
+
+
+@numba.njit(cache=True)
+def ad(xi):
+    """6×6 adjoint ad_ξ of the Lie algebra se(3), angular-first."""
+    out = np.zeros((6, 6), dtype=xi.dtype)
+    wt = skew(xi[0:3])
+    vt = skew(xi[3:6])
+    out[0:3, 0:3] = wt
+    out[3:6, 3:6] = wt
+    out[3:6, 0:3] = vt
+    return out
+
+
+@numba.njit(cache=True)
+def _so3_coefficients(theta_sq):
+    """sinθ/θ, (1−cosθ)/θ², (θ−sinθ)/θ³ — analytic in θ² (complex-step safe)."""
+    if abs(theta_sq.real) < _SMALL_ANGLE_SQ:
+        t2 = theta_sq
+        a = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
+        b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+        c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+    else:
+        t = np.sqrt(theta_sq)
+        s = np.sin(t)
+        co = np.cos(t)
+        a = s / t
+        b = (1.0 - co) / theta_sq
+        c = (t - s) / (theta_sq * t)
+    return a, b, c
+
+
+@numba.njit(cache=True)
+def so3_exp(w):
+    """Rodrigues: exp(w̃)."""
+    a, b, _ = _so3_coefficients(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    wt = skew(w)
+    out = a * wt + b * (wt @ wt)
+    for i in range(3):
+        out[i, i] += 1.0
+    return out
+
+
+@numba.njit(cache=True)
+def so3_left_jacobian(w):
+    """J_l(w) = Σ w̃^k/(k+1)!: maps φ̇ of the exponential coordinates to the spatial angular velocity."""
+    _, b, c = _so3_coefficients(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
+    wt = skew(w)
+    out = b * wt + c * (wt @ wt)
+    for i in range(3):
+        out[i, i] += 1.0
+    return out
+
+
+@numba.njit(cache=True)
+def se3_exp(xi):
+    """exp of a twist [ω; v] -> (R, p)."""
+    w = xi[0:3]
+    v = xi[3:6]
+    R = so3_exp(w)
+    p = so3_left_jacobian(w) @ v
+    return R, p
+
+
+@numba.njit(cache=True)
+def ad_inverse_pose(R, p):
+    """Ad_{g⁻¹} for g = (R, p): [[Rᵀ, 0], [−Rᵀp̃, Rᵀ]]."""
+    out = np.zeros((6, 6), dtype=R.dtype)
+    Rt = R.T.copy()
+    out[0:3, 0:3] = Rt
+    out[3:6, 3:6] = Rt
+    out[3:6, 0:3] = -(Rt @ skew(p))
+    return out
+
+
+@numba.njit(cache=True)
+def se3_tangent(xi):
+    """T_Ω = Σ ad_Ω^k/(k+1)! in closed form (Barfoot's SE(3) left Jacobian, reordered angular-first).
+
+    Ad_{exp(−Ω)}·T_Ω is the differential of the exponential in the body frame, which turns d/dt of a
+    sub-step's Ω into the twist it adds to the frame at the sub-step's end.
+    """
+    w = xi[0:3]
+    rho = xi[3:6]
+    t2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+    Jl = so3_left_jacobian(w)
+    W = skew(w)
+    P = skew(rho)
+    if abs(t2.real) < _SMALL_ANGLE_SQ:
+        c1 = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+        c2 = 1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0
+        c3 = 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0
+    else:
+        t = np.sqrt(t2)
+        s = np.sin(t)
+        co = np.cos(t)
+        c1 = (t - s) / (t2 * t)
+        c2 = (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2)
+        c3 = (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t)
+    WP = W @ P
+    PW = P @ W
+    WPW = WP @ W
+    WW = W @ W
+    Q = 0.5 * P + c1 * (WP + PW + WPW) + c2 * (WW @ P + PW @ W - 3.0 * WPW) + c3 * (WPW @ W + W @ WPW)
+    out = np.zeros((6, 6), dtype=xi.dtype)
+    out[0:3, 0:3] = Jl
+    out[3:6, 3:6] = Jl
+    out[3:6, 0:3] = Q
+    return out

@@ -1,0 +1,434 @@
+"""Implicit-Euler dynamics of the PLS Cosserat rod with smoothed frictional contact (paper 004, eq. 55, 60).
+
+Unknowns of one step: q̇_k (the free generalized velocities) and the contact slacks u = [u_n, u_t1, u_t2] at
+each contact node. With q_k = q_{k−1} + h q̇_k, the residual is
+
+  M(q_k)(q̇_k − q̇_{k−1}) + h C(q_k, q̇_k) q̇_k + h (K θ_k + D θ̇_k) − h (P(q_k) + Σ_j J_c,jᵀ F_j) = 0
+  δ_n,j(q_k)/σ_δ − f*(u_n,j) = 0,        v_t,j(q_k, q̇_k)/σ_v − W*(u_t,j) u_t,j = 0
+
+with F_j = σ_λ (n f(u_n) + [t1 t2] W(u_t) u_t). The inertial term is evaluated as ∫Jᵀ[ℳ(J Δq̇ + h J̇q̇) −
+h ad_ηᵀℳη] dX, where J̇q̇ comes exactly from one complex-step sweep at q_k + iεq̇_k (no C matrix is formed).
+
+Newton uses the analytic Jacobian of every term except the configuration dependence of M, C and of the
+contact/gravity/point-load geometry (i.e. it keeps M + hD + h²K and the exact contact blocks in q̇ and u);
+the dropped terms are O(h·|Δq̇|, h·|q̇|, h²·|P|), so the iteration converges fast at the time steps used here.
+A Levenberg–Marquardt fallback with a finite-difference Jacobian guards the rest; an unconverged step raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from sim.cosserat.kinematics import forward_sweep
+from sim.cosserat.model import RodModel, RodState
+from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian, solve
+from sim.cosserat.slack import friction_map, normal_map
+
+log = logging.getLogger(__name__)
+
+_COMPLEX_STEP = 1e-30
+_DEFAULT_NEWTON = NewtonSettings()
+
+
+@numba.njit(cache=True)
+def _inertia_and_gravity(J, Jdot, R, v, dv, h, mdiag, weights, index, gravity):
+    """Σ_w Jᵀ[ℳ(J dv + h J̇ v) − h ad_ηᵀ ℳ η] and Σ_w J_vᵀ ρA Rᵀ g over the quadrature points."""
+    n_dof = v.shape[0]
+    q_inertia = np.zeros(n_dof)
+    q_gravity = np.zeros(n_dof)
+    for a in range(index.shape[0]):
+        i = index[a]
+        Ji = J[i]
+        eta = Ji @ v
+        acc = Jdot[i] @ v
+        deta = Ji @ dv
+        mom = mdiag[a] * eta
+        w = eta[0:3]
+        lin = eta[3:6]
+        m1 = mom[0:3]
+        m2 = mom[3:6]
+        adt = np.empty(6)
+        adt[0:3] = np.cross(m1, w) + np.cross(m2, lin)
+        adt[3:6] = np.cross(m2, w)
+        f = mdiag[a] * (deta + h * acc) - h * adt
+        q_inertia += weights[a] * (Ji.T @ f)
+        g_body = R[i].T @ gravity
+        q_gravity += (weights[a] * mdiag[a, 3]) * (Ji[3:6].T @ g_body)
+    return q_inertia, q_gravity
+
+
+@dataclass
+class Kinematics:
+    """Real poses and Jacobians at the sweep points (and J̇ when a velocity was given)."""
+
+    R: np.ndarray
+    p: np.ndarray
+    J: np.ndarray
+    Jdot: np.ndarray | None = None
+
+
+def kinematics(model: RodModel, q: np.ndarray, v: np.ndarray | None = None) -> Kinematics:
+    g = model.grid
+    if v is None:
+        R, p, J = forward_sweep(q, model.xi_ref_nodes, g.x_nodes, g.x_points, g.section_of_point)
+        return Kinematics(R, p, J)
+    qc = q + 1j * _COMPLEX_STEP * v
+    R, p, J = forward_sweep(qc, model.xi_ref_nodes.astype(complex), g.x_nodes, g.x_points, g.section_of_point)
+    return Kinematics(R.real.copy(), p.real.copy(), J.real.copy(), J.imag / _COMPLEX_STEP)
+
+
+def mass_matrix(model: RodModel, kin: Kinematics) -> np.ndarray:
+    """M = ∫Jᵀ ℳ J dX by Gauss quadrature (symmetric positive definite for a free rod)."""
+    g = model.grid
+    B = np.sqrt(g.quad_weight_m[:, None] * model.quad_inertia)[:, :, None] * kin.J[g.quad_index]
+    B = B.reshape(-1, model.n_dof)
+    return B.T @ B
+
+
+def point_load_force(model: RodModel, kin: Kinematics) -> np.ndarray:
+    """Generalized force of the dead tip force and moment (world frame)."""
+    i = model.grid.node_index[-1]
+    Rt = kin.R[i].T
+    return kin.J[i, 3:6].T @ (Rt @ model.tip_force_n) + kin.J[i, 0:3].T @ (Rt @ model.tip_moment_n_m)
+
+
+def gravity_force(model: RodModel, kin: Kinematics) -> np.ndarray:
+    g = model.grid
+    out = np.zeros(model.n_dof, dtype=kin.J.dtype)
+    for a, i in enumerate(g.quad_index):
+        out += g.quad_weight_m[a] * model.quad_inertia[a, 3] * (kin.J[i, 3:6].T @ (kin.R[i].T @ model.gravity_m_s2))
+    return out
+
+
+def elastic_force(model: RodModel, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    out = np.zeros(model.n_dof)
+    out[6:] = model.stiffness @ q[6:] + model.damping @ v[6:]
+    return out
+
+
+def energy(model: RodModel, q: np.ndarray, v: np.ndarray) -> dict[str, float]:
+    """Kinetic, elastic and gravitational energy (J) of the configuration."""
+    kin = kinematics(model, q)
+    g = model.grid
+    kinetic = 0.5 * float(v @ mass_matrix(model, kin) @ v)
+    elastic = 0.5 * float(q[6:] @ model.stiffness @ q[6:])
+    heights = kin.p[g.quad_index] @ model.gravity_m_s2
+    gravitational = -float(np.sum(g.quad_weight_m * model.quad_inertia[:, 3] * heights))
+    return {
+        "kinetic": kinetic,
+        "elastic": elastic,
+        "gravity": gravitational,
+        "total": kinetic + elastic + gravitational,
+    }
+
+
+@dataclass
+class ContactQuery:
+    gap_m: np.ndarray  # (k,)
+    normal: np.ndarray  # (k,3)
+    t1: np.ndarray
+    t2: np.ndarray
+    jac_position: np.ndarray  # (k,3,N) world velocity of the centreline point
+    jac_contact: np.ndarray  # (k,3,N) world velocity of the contact point p − r n
+
+
+def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
+    c = model.contact
+    idx = model.grid.contact_index
+    R, p, J = kin.R[idx], kin.p[idx], kin.J[idx]
+    r = model.contact_radius_m
+    jac_pos = np.einsum("kij,kjn->kin", R, J[:, 3:6])
+    jac_rot = np.einsum("kij,kjn->kin", R, J[:, 0:3])
+    parts = [ob.query(p, r) for ob in c.obstacles]
+    gap = np.concatenate([x[0] for x in parts])
+    normal = np.concatenate([x[1] for x in parts])
+    t1 = np.concatenate([x[2] for x in parts])
+    t2 = np.concatenate([x[3] for x in parts])
+    n_obs = len(c.obstacles)
+    jac_pos = np.tile(jac_pos, (n_obs, 1, 1))
+    jac_rot = np.tile(jac_rot, (n_obs, 1, 1))
+    d = -np.tile(r, n_obs)[:, None] * normal  # contact point offset from the centreline
+    # v_c = v_p + ω × d = v_p − d̃ ω
+    jac_c = jac_pos - np.cross(d[:, :, None], jac_rot, axis=1)
+    return ContactQuery(gap, normal, t1, t2, jac_pos, jac_c)
+
+
+@dataclass(frozen=True)
+class ContactScales:
+    force_n: float
+    gap_m: float
+    slip_m_s: float
+
+
+def contact_scales(model: RodModel, dt_s: float) -> ContactScales:
+    c = model.contact
+    node_mass = model.rod.mass_kg() / c.m_sections
+    g_ref = max(float(np.linalg.norm(model.gravity_m_s2)), 1.0)
+    force = c.force_scale_n if c.force_scale_n is not None else node_mass * g_ref
+    return ContactScales(force, force * dt_s**2 / node_mass, force * dt_s / node_mass)
+
+
+@dataclass
+class StepInfo:
+    """What one step produced besides the new state."""
+
+    iterations: int
+    residual: float
+    used_fallback: bool
+    base_wrench: np.ndarray  # (6,) [moment; force] applied by the base support on the rod, world frame
+    contact_force_n: np.ndarray  # (k,3) world nodal contact forces on the rod
+    contact_gap_m: np.ndarray  # (k,)
+    contact_slip_m_s: np.ndarray  # (k,2)
+    substeps: int = 1
+
+
+class StepProblem:
+    """The nonlinear system of one implicit-Euler step, as residual and (quasi-Newton) Jacobian of x."""
+
+    def __init__(self, model: RodModel, state: RodState, dt_s: float, base_alpha_next: np.ndarray | None):
+        self.model, self.h = model, dt_s
+        self.q_prev, self.v_prev = state.q, state.v
+        self.free = model.free_dofs
+        self.v_fixed = np.zeros(model.n_dof)
+        if model.base == "clamped" and base_alpha_next is not None:
+            self.v_fixed[0:6] = (np.asarray(base_alpha_next, float) - state.q[0:6]) / dt_s
+        self.n_free = len(self.free)
+        self.k = model.n_contact_nodes
+        self.scales = contact_scales(model, dt_s) if model.contact is not None else None
+        g_norm = float(np.linalg.norm(model.gravity_m_s2))
+        self.v_ref = max(g_norm * dt_s, float(np.max(np.abs(state.v))), 1e-6 * model.rod.length_m / dt_s)
+        self._matrix = None
+        self._row_scale = None
+        self._kin_cache: tuple[bytes, Kinematics] | None = None
+        self._eval_cache: tuple[bytes, tuple] | None = None
+
+    def kinematics_at(self, v: np.ndarray) -> Kinematics:
+        """Complex-step kinematics at q_prev + h v, cached (the warm-start prediction, the first Newton
+        evaluation and the step's outputs all need the same sweep)."""
+        key = v.tobytes()
+        if self._kin_cache is None or self._kin_cache[0] != key:
+            self._kin_cache = (key, kinematics(self.model, self.q_prev + self.h * v, v))
+        return self._kin_cache[1]
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        v = self.v_fixed.copy()
+        v[self.free] = x[: self.n_free]
+        return v, x[self.n_free :].reshape(-1, 3)
+
+    def pack(self, v: np.ndarray, slack: np.ndarray) -> np.ndarray:
+        return np.concatenate([v[self.free], slack.reshape(-1)])
+
+    def _iteration_matrix(self, kin: Kinematics) -> np.ndarray:
+        """M + hD + h²K on the free dofs, at the first iterate of the step (reused: quasi-Newton)."""
+        if self._matrix is None:
+            m = self.model
+            A = mass_matrix(m, kin)
+            A[6:, 6:] += self.h * m.damping + self.h**2 * m.stiffness
+            self._matrix = A[np.ix_(self.free, self.free)]
+            self._row_scale = 1.0 / (np.diag(self._matrix) * self.v_ref)
+        return self._matrix
+
+    def generalized_residual(self, v: np.ndarray, slack: np.ndarray, kin: Kinematics | None = None):
+        """Unscaled dynamic residual on all dofs, the contact residuals and the pieces the Jacobian needs."""
+        m, h = self.model, self.h
+        q = self.q_prev + h * v
+        if kin is None:
+            kin = self.kinematics_at(v)
+        g = m.grid
+        q_in, q_grav = _inertia_and_gravity(
+            kin.J,
+            kin.Jdot,
+            kin.R,
+            v,
+            v - self.v_prev,
+            h,
+            m.quad_inertia,
+            g.quad_weight_m,
+            g.quad_index,
+            m.gravity_m_s2,
+        )
+        r_dyn = q_in + h * (elastic_force(m, q, v) - q_grav - point_load_force(m, kin))
+        contact = None
+        if m.contact is not None:
+            contact = self._contact(kin, v, slack)
+            r_dyn -= h * contact["generalized_force"]
+        return r_dyn, contact, kin
+
+    def _contact(self, kin: Kinematics, v: np.ndarray, slack: np.ndarray) -> dict:
+        m, sc = self.model, self.scales
+        mu = m.contact.friction_coefficient
+        cq = contact_query(m, kin)
+        u_n, u_t = slack[:, 0], slack[:, 1:3]
+        lam_n, dlam_n, gap_map, dgap_map = normal_map(m.contact.smoothing, u_n)
+        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, mu * lam_n)
+        basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
+        force = sc.force_n * (lam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", lam_t, basis_t))
+        gen_force = np.einsum("kin,ki->n", cq.jac_contact, force)
+        slip = np.einsum("kai,kin,n->ka", basis_t, cq.jac_contact, v)
+        return {
+            "query": cq,
+            "force": force,
+            "generalized_force": gen_force,
+            "slip": slip,
+            "r_gap": cq.gap_m / sc.gap_m - gap_map,
+            "r_slip": slip / sc.slip_m_s - slip_map,
+            "lam_n": lam_n,
+            "dlam_n": dlam_n,
+            "dgap_map": dgap_map,
+            "dlt_du": dlt_du,
+            "dlt_da": dlt_da,
+            "dslip_du": dslip_du,
+            "dslip_da": dslip_da,
+            "basis_t": basis_t,
+        }
+
+    def evaluate(self, x: np.ndarray) -> tuple:
+        """(r_dyn, contact, kin) at x, cached for the last x."""
+        key = x.tobytes()
+        if self._eval_cache is None or self._eval_cache[0] != key:
+            v, slack = self.unpack(x)
+            self._eval_cache = (key, self.generalized_residual(v, slack))
+        return self._eval_cache[1]
+
+    def residual_and_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r_dyn, contact, kin = self.evaluate(x)
+        A = self._iteration_matrix(kin)
+        s = self._row_scale
+        nf, k = self.n_free, self.k
+        jac = np.zeros((nf + 3 * k, nf + 3 * k))
+        jac[:nf, :nf] = A * s[:, None]
+        if contact is None:
+            return r_dyn[self.free] * s, jac
+        h, sc, mu = self.h, self.scales, self.model.contact.friction_coefficient
+        cq = contact["query"]
+        jc = cq.jac_contact[:, :, self.free]  # (k,3,nf)
+        jp = cq.jac_position[:, :, self.free]
+        bt = contact["basis_t"]
+        dlam_n = contact["dlam_n"]
+        # d(force_j)/d(u_n,j) and d(force_j)/d(u_t,j) in world coordinates
+        df_dun = sc.force_n * (
+            dlam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", contact["dlt_da"] * mu * dlam_n[:, None], bt)
+        )
+        df_dut = sc.force_n * np.einsum("kai,kab->kib", bt, contact["dlt_du"])  # (k,3,2)
+        cols = nf + 3 * np.arange(k)
+        rows_dyn = -h * s[:, None]
+        jac[:nf, cols] = rows_dyn * np.einsum("kin,ki->nk", jc, df_dun)
+        jtd = np.einsum("kin,kib->nkb", jc, df_dut)
+        jac[:nf, cols + 1] = rows_dyn * jtd[:, :, 0]
+        jac[:nf, cols + 2] = rows_dyn * jtd[:, :, 1]
+        # gap rows
+        jac[cols, :nf] = h * np.einsum("ki,kin->kn", cq.normal, jp) / sc.gap_m
+        jac[cols, cols] = -contact["dgap_map"]
+        # slip rows
+        jt = np.einsum("kai,kin->kan", bt, jc) / sc.slip_m_s  # (k,2,nf)
+        jac[cols + 1, :nf] = jt[:, 0]
+        jac[cols + 2, :nf] = jt[:, 1]
+        dslip_dun = contact["dslip_da"] * (mu * dlam_n)[:, None]
+        for a in range(2):
+            jac[cols + 1 + a, cols] = -dslip_dun[:, a]
+            jac[cols + 1 + a, cols + 1] = -contact["dslip_du"][:, a, 0]
+            jac[cols + 1 + a, cols + 2] = -contact["dslip_du"][:, a, 1]
+        r = np.concatenate([r_dyn[self.free] * s, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)])
+        return r, jac
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        return self.residual_and_jacobian(x)[0]
+
+
+def step(
+    model: RodModel,
+    state: RodState,
+    dt_s: float,
+    settings: NewtonSettings = _DEFAULT_NEWTON,
+    base_alpha_next: np.ndarray | None = None,
+    max_halvings: int = 5,
+) -> StepInfo:
+    """Advance `state` by one implicit-Euler step of dt_s (in place).
+
+    When Newton does not converge the step is retried as two half steps (recursively, at most
+    `max_halvings` times); if even that fails, ConvergenceError is raised and the state is left untouched.
+    """
+    if not dt_s > 0:
+        raise ValueError(f"dt_s must be > 0, got {dt_s!r}")
+    try:
+        return _single_step(model, state, dt_s, settings, base_alpha_next)
+    except ConvergenceError:
+        if max_halvings <= 0:
+            raise
+    log.debug("t=%.4f s: step %.2e s did not converge; two half steps", state.t_s, dt_s)
+    backup = state.copy()
+    mid = None if base_alpha_next is None else 0.5 * (state.q[0:6] + np.asarray(base_alpha_next, float))
+    try:
+        first = step(model, state, 0.5 * dt_s, settings, mid, max_halvings - 1)
+        second = step(model, state, 0.5 * dt_s, settings, base_alpha_next, max_halvings - 1)
+    except ConvergenceError:
+        state.t_s, state.q, state.v, state.slack = backup.t_s, backup.q, backup.v, backup.slack
+        raise
+    second.iterations += first.iterations
+    second.substeps += first.substeps
+    second.used_fallback = True
+    return second
+
+
+def _predicted_slack(model: RodModel, state: RodState, v_guess: np.ndarray, dt_s: float, problem) -> np.ndarray:
+    """Warm start of the slacks: nodes separated at the last step get u_n = −δ_pred/σ_δ from the gap predicted
+    at q + h q̇. That is exact while they stay separated and, for a node about to hit, the slack of the force
+    that stops the predicted penetration in one step (σ_δ = σ_λ h²/m_node) — Newton then starts with the
+    right active set at an impact instead of discovering it node by node."""
+    slack = state.slack.copy()
+    if model.contact is None:
+        return slack
+    separated = slack[:, 0] < 0
+    if np.any(separated):
+        cq = contact_query(model, problem.kinematics_at(v_guess))
+        slack[separated, 0] = -cq.gap_m[separated] / problem.scales.gap_m
+    return slack
+
+
+def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
+    problem = StepProblem(model, state, dt_s, base_alpha_next)
+    v_guess = state.v.copy()
+    if model.base == "clamped":
+        v_guess[0:6] = problem.v_fixed[0:6]
+    x0 = problem.pack(v_guess, _predicted_slack(model, state, v_guess, dt_s, problem))
+    fallback = None
+    if settings.exact_jacobian_fallback:
+        fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731
+    result = solve(problem.residual_and_jacobian, x0, settings, fallback)
+    v, slack = problem.unpack(result.x)
+    r_dyn, contact, kin = problem.evaluate(result.x)
+    state.q = state.q + dt_s * v
+    state.v = v
+    state.slack = slack.copy()
+    state.t_s += dt_s
+    k = model.n_contact_nodes
+    return StepInfo(
+        iterations=result.iterations,
+        residual=result.residual_norm,
+        used_fallback=result.used_fallback,
+        base_wrench=base_wrench(model, state.q, r_dyn / dt_s, kin),
+        contact_force_n=contact["force"] if contact else np.zeros((k, 3)),
+        contact_gap_m=contact["query"].gap_m if contact else np.zeros(k),
+        contact_slip_m_s=contact["slip"] if contact else np.zeros((k, 2)),
+    )
+
+
+def base_wrench(
+    model: RodModel, q: np.ndarray, reaction_generalized: np.ndarray, kin: Kinematics | None = None
+) -> np.ndarray:
+    """World wrench [moment about p0; force] the base support applies on the rod.
+
+    The α rows of the unconstrained residual are the generalized reaction J_α(0)ᵀ W_body; inverting J_α(0)
+    gives the body wrench, rotated into the world frame. (A force sensor at the flange reads its negative.)
+    """
+    if model.base == "free":
+        return np.zeros(6)
+    kin0 = kin if kin is not None else kinematics(model, q)
+    j_alpha = kin0.J[0, :, 0:6]
+    w_body = np.linalg.solve(j_alpha.T, reaction_generalized[0:6])
+    R0 = kin0.R[0]
+    return np.concatenate([R0 @ w_body[0:3], R0 @ w_body[3:6]])

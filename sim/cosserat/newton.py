@@ -1,0 +1,158 @@
+"""Damped Newton with a backtracking line search and a Levenberg–Marquardt fallback.
+
+A step is never accepted silently unconverged: `solve` raises `ConvergenceError` (with the residual reached)
+when neither Newton nor the fallback meets the tolerance.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+log = logging.getLogger(__name__)
+
+
+class ConvergenceError(RuntimeError):
+    """The nonlinear step did not converge; the state was not advanced."""
+
+
+@dataclass(frozen=True)
+class NewtonSettings:
+    """tolerance bounds the caller-scaled residual (‖r‖∞); the dynamics scales its rows so that 1e-8 means
+    velocities to 1e-8 of the step's reference speed and gaps to 1e-8·g·h²."""
+
+    tolerance: float = 1e-8
+    max_iterations: int = 30
+    exact_jacobian_fallback: bool = False  # finite-difference Newton + LM before giving up (costly)
+    max_lm_iterations: int = 60
+    line_search_steps: int = 12
+    nonmonotone_steps: int = 4
+    quasi_newton_iterations: int = 20  # before switching to the exact (fallback) Jacobian
+
+
+@dataclass
+class NewtonResult:
+    x: np.ndarray
+    iterations: int
+    residual_norm: float
+    used_fallback: bool
+
+
+def _merit(r: np.ndarray) -> float:
+    return 0.5 * float(r @ r)
+
+
+def solve(
+    fun: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    x0: np.ndarray,
+    settings: NewtonSettings = NewtonSettings(),
+    fallback_jacobian: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> NewtonResult:
+    """Find x with ‖r(x)‖∞ ≤ tolerance, where fun(x) -> (r, dr/dx) and r is already scaled by the caller.
+
+    The Jacobian may be approximate (quasi-Newton); `fallback_jacobian` (e.g. finite differences) is used
+    by the Levenberg–Marquardt fallback when the plain iteration stalls.
+    """
+    x = np.array(x0, dtype=float)
+    r, jac = fun(x)
+    iterations = 0
+    free_steps = settings.nonmonotone_steps
+    best = (x, r, jac)
+    budget = settings.max_iterations if fallback_jacobian is None else settings.quasi_newton_iterations
+    for iterations in range(1, budget + 1):
+        if np.max(np.abs(r)) <= settings.tolerance:
+            return NewtonResult(x, iterations - 1, float(np.max(np.abs(r))), False)
+        try:
+            dx = scipy.linalg.solve(jac, -r, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            break
+        f0 = _merit(r)
+        x_try = x + dx
+        r_try, jac_try = fun(x_try)
+        finite = bool(np.all(np.isfinite(r_try)))
+        accepted = (x_try, r_try, jac_try) if finite and _merit(r_try) < f0 else None
+        if accepted is None and finite and free_steps > 0 and _merit(r_try) < 1e4 * _merit(best[1]):
+            # With an approximate Jacobian the full Newton step need not descend the merit function far from
+            # the solution; a few non-monotone full steps avoid creeping along a poor direction.
+            free_steps -= 1
+            accepted = (x_try, r_try, jac_try)
+        step = 0.5
+        for _ in range(settings.line_search_steps if accepted is None else 0):
+            x_try = x + step * dx
+            r_try, jac_try = fun(x_try)
+            if np.all(np.isfinite(r_try)) and _merit(r_try) < f0:
+                accepted = (x_try, r_try, jac_try)
+                break
+            step *= 0.5
+        if accepted is None:
+            break
+        x, r, jac = accepted
+        if _merit(r) < _merit(best[1]):
+            best = (x, r, jac)
+    if np.max(np.abs(r)) <= settings.tolerance:
+        return NewtonResult(x, iterations, float(np.max(np.abs(r))), False)
+    if fallback_jacobian is None:
+        raise ConvergenceError(
+            f"Newton did not converge: |r|_inf = {np.max(np.abs(r)):.3e} > tolerance {settings.tolerance:.1e} "
+            f"after {iterations} iterations"
+        )
+    if _merit(best[1]) < _merit(r):
+        x, r, jac = best
+    if fallback_jacobian is not None:
+        # The quasi-Newton matrix was not good enough: restart from the warm start with the exact
+        # (finite-difference) Jacobian before resorting to Levenberg-Marquardt.
+        log.debug("quasi-Newton stalled at |r|=%.3e after %d iterations", np.max(np.abs(r)), iterations)
+        try:
+            result = solve(lambda z: (fun(z)[0], fallback_jacobian(z)), np.array(x0, dtype=float), settings)
+            result.iterations += iterations
+            result.used_fallback = True
+            return result
+        except ConvergenceError:
+            pass
+    log.debug("Newton stalled at |r|=%.3e; Levenberg-Marquardt", np.max(np.abs(r)))
+    return _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations)
+
+
+def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far) -> NewtonResult:
+    r, jac = fun(x)
+    if fallback_jacobian is not None:
+        jac = fallback_jacobian(x)
+    mu = 1e-3 * float(np.max(np.abs(np.diag(jac.T @ jac)))) + 1e-12
+    for it in range(1, settings.max_lm_iterations + 1):
+        if np.max(np.abs(r)) <= settings.tolerance:
+            return NewtonResult(x, iterations_so_far + it - 1, float(np.max(np.abs(r))), True)
+        jtj = jac.T @ jac
+        g = jac.T @ r
+        dx = scipy.linalg.solve(jtj + mu * np.diag(np.diag(jtj) + 1e-12), -g, assume_a="pos", check_finite=False)
+        r_try, jac_try = fun(x + dx)
+        if np.all(np.isfinite(r_try)) and _merit(r_try) < _merit(r):
+            x = x + dx
+            r = r_try
+            jac = fallback_jacobian(x) if fallback_jacobian is not None else jac_try
+            mu = max(mu / 3.0, 1e-15)
+        else:
+            mu *= 4.0
+    if np.max(np.abs(r)) <= settings.tolerance:
+        return NewtonResult(x, iterations_so_far + settings.max_lm_iterations, float(np.max(np.abs(r))), True)
+    raise ConvergenceError(
+        f"nonlinear solve did not converge: |r|_inf = {np.max(np.abs(r)):.3e} > tolerance "
+        f"{settings.tolerance:.1e} after {iterations_so_far} Newton and {settings.max_lm_iterations} "
+        "Levenberg-Marquardt iterations; reduce the time step or use a smoother contact law"
+    )
+
+
+def finite_difference_jacobian(residual: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
+    """Central differences; the checked fallback (tests compare it with the analytic Jacobians)."""
+    r0 = residual(x)
+    out = np.zeros((len(r0), len(x)))
+    for j in range(len(x)):
+        h = 1e-6 * max(1.0, abs(x[j]))
+        xp, xm = x.copy(), x.copy()
+        xp[j] += h
+        xm[j] -= h
+        out[:, j] = (residual(xp) - residual(xm)) / (2 * h)
+    return out

@@ -1,0 +1,117 @@
+"""A scenario: model, initial state, time step, prescribed base motion and an optional release time.
+
+`simulate` runs it and hands every sample to a callback (the aiko layer records it); sim itself writes no files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from sim.cosserat.dynamics import StepInfo, kinematics, step
+from sim.cosserat.model import RodModel, RodState
+from sim.cosserat.newton import NewtonSettings
+from sim.cosserat.rod import RodParameterError
+
+
+@dataclass(frozen=True)
+class BaseMotion:
+    """Base pose waypoints (time, position, rotation vector), linearly interpolated; held after the last."""
+
+    times_s: tuple[float, ...]
+    positions_m: tuple[tuple[float, float, float], ...]
+    rotation_vectors_rad: tuple[tuple[float, float, float], ...] | None = None
+
+    def __post_init__(self) -> None:
+        t = np.asarray(self.times_s, dtype=float)
+        if t.ndim != 1 or len(t) < 1 or np.any(np.diff(t) <= 0):
+            raise RodParameterError(f"base motion times_s must be strictly increasing, got {list(self.times_s)}")
+        if np.asarray(self.positions_m, dtype=float).shape != (len(t), 3):
+            raise RodParameterError(f"base motion positions_m must be {len(t)} [x, y, z] triples")
+        if self.rotation_vectors_rad is not None:
+            if np.asarray(self.rotation_vectors_rad, dtype=float).shape != (len(t), 3):
+                raise RodParameterError(f"base motion rotation vectors must be {len(t)} triples")
+
+    def alpha(self, t_s: float) -> np.ndarray:
+        t = np.asarray(self.times_s, dtype=float)
+        pos = np.asarray(self.positions_m, dtype=float)
+        rot = np.zeros_like(pos) if self.rotation_vectors_rad is None else np.asarray(self.rotation_vectors_rad)
+        out = np.empty(6)
+        for i in range(3):
+            out[i] = np.interp(t_s, t, rot[:, i])
+            out[3 + i] = np.interp(t_s, t, pos[:, i])
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    name: str
+    model: RodModel
+    initial_state: RodState
+    dt_s: float
+    duration_s: float
+    base_motion: BaseMotion | None = None
+    release_at_s: float | None = None  # a clamped base becomes free at this time (the "dropped" rod)
+    newton: NewtonSettings = field(default_factory=NewtonSettings)
+
+    def __post_init__(self) -> None:
+        if not self.dt_s > 0 or not self.duration_s > 0:
+            raise RodParameterError(f"dt_s and duration_s must be > 0, got {self.dt_s}, {self.duration_s}")
+
+
+@dataclass
+class Sample:
+    t_s: float
+    state: RodState
+    info: StepInfo | None
+    centreline_m: np.ndarray  # (n+1, 3) at the strain nodes
+    model: RodModel
+
+
+@dataclass
+class SimulationResult:
+    times_s: np.ndarray
+    tip_m: np.ndarray
+    iterations: np.ndarray
+    substeps: np.ndarray
+    final_state: RodState
+    final_info: StepInfo | None
+
+
+def simulate(
+    scenario: Scenario,
+    on_sample: Callable[[Sample], None] | None = None,
+    sample_every: int = 1,
+) -> SimulationResult:
+    """Run the scenario from its initial state; `on_sample` sees every `sample_every`-th step (and t = 0)."""
+    model = scenario.model
+    state = scenario.initial_state.copy()
+    free_model = replace(model, base="free") if scenario.release_at_s is not None else None
+    n_steps = int(round(scenario.duration_s / scenario.dt_s))
+    times, tips, iterations, substeps = [], [], [], []
+    info = None
+
+    def emit(current_model):
+        if on_sample is None:
+            return
+        centreline = kinematics(current_model, state.q).p[current_model.grid.node_index]
+        on_sample(Sample(state.t_s, state, info, centreline, current_model))
+
+    emit(model)
+    for k in range(1, n_steps + 1):
+        current = model
+        if free_model is not None and state.t_s >= scenario.release_at_s - 1e-12:
+            current = free_model
+        alpha_next = None
+        if current.base == "clamped" and scenario.base_motion is not None:
+            alpha_next = scenario.base_motion.alpha(state.t_s + scenario.dt_s)
+        info = step(current, state, scenario.dt_s, scenario.newton, alpha_next)
+        times.append(state.t_s)
+        tips.append(kinematics(current, state.q).p[current.grid.node_index[-1]].copy())
+        iterations.append(info.iterations)
+        substeps.append(info.substeps)
+        if k % sample_every == 0 or k == n_steps:
+            emit(current)
+    return SimulationResult(np.array(times), np.array(tips), np.array(iterations), np.array(substeps), state, info)

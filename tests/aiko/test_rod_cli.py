@@ -1,0 +1,86 @@
+"""`aiko rod cantilever|incline|run` in-process, the rod experiment files, and one-line errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiko.cli import main
+from aiko.rod_experiment import load_rod_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+ROD_EXPERIMENTS = sorted((ROOT / "experiments" / "rod").glob("*.toml"))
+
+
+def _json(capsys):
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("load, deflection, shortening", [(1.0, 0.3017, 0.0564), (5.0, 0.7138, 0.3876)])
+def test_cantilever_prints_the_elastica(capsys, load, deflection, shortening):
+    assert main(["rod", "cantilever", "--pl2-ei", str(load), "--sections", "8", "--json"]) == 0
+    out = _json(capsys)
+    assert out["tip_deflection_over_L"] == pytest.approx(deflection, rel=5e-3)
+    assert out["shortening_over_L"] == pytest.approx(shortening, rel=5e-3)
+    if load == 1.0:
+        assert out["tip_angle_rad"] == pytest.approx(0.4614, rel=5e-3)
+
+
+def test_incline_reports_stick_and_slide(capsys):
+    assert main(["rod", "incline", "--mu", "0.5", "--angle-deg", "20", "--json"]) == 0
+    assert _json(capsys)["sticks"] is True
+    assert main(["rod", "incline", "--mu", "0.2", "--angle-deg", "30", "--json"]) == 0
+    out = _json(capsys)
+    assert out["sticks"] is False
+    assert out["acceleration_m_s2"] == pytest.approx(out["coulomb_acceleration_m_s2"], rel=0.03)
+
+
+@pytest.mark.parametrize("path", ROD_EXPERIMENTS, ids=lambda p: p.stem)
+def test_every_rod_experiment_file_loads(path):
+    scenario = load_rod_experiment(path)
+    assert scenario.duration_s > 0 and scenario.model.n_sections >= 1
+
+
+def test_rod_run_writes_the_log_and_a_summary(tmp_path, capsys):
+    out = tmp_path / "plane.mcap"
+    code = main(
+        [
+            "rod",
+            "run",
+            str(ROOT / "experiments/rod/rod_on_plane.toml"),
+            "--duration",
+            "0.05",
+            "--out",
+            str(out),
+            "--plot",
+            str(tmp_path / "plane.png"),
+            "--json",
+        ]
+    )
+    assert code == 0
+    summary = _json(capsys)
+    assert summary["steps"] == 10
+    assert Path(summary["log_path"]).exists() and Path(summary["log_path"]).stat().st_size > 0
+    assert (tmp_path / "plane.png").exists()
+    from aiko.log import LogReader
+
+    log = LogReader(summary["log_path"])
+    assert {"/sim/rod/centreline", "/sim/rod/contacts", "/sim/rod/base_wrench"} <= set(log.topics)
+    centreline = log.channel("/sim/rod/centreline").fields["centreline_m"]
+    assert centreline.shape == (4, 21, 3)  # t = 0, 20 and 40 ms (50 Hz) and the last step; 21 strain nodes
+    assert [e.kind for e in log.events()] == ["run_started", "run_finished"]
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
+    assert main(["rod", "cantilever", "--pl2-ei", "-1"]) == 2
+    assert "--pl2-ei must be in [0, 50]" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text((ROOT / "experiments/rod/rod_on_plane.toml").read_text().replace("poisson_ratio", "poisson"))
+    assert main(["rod", "run", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "rod.poisson: unknown key" in err and len(err.splitlines()) == 1
+    assert main(["rod", "run", str(tmp_path / "missing.toml")]) == 2
+    assert "no such rod experiment file" in capsys.readouterr().err
+    bad.write_text((ROOT / "experiments/rod/rod_on_plane.toml").read_text().replace("= 0.5", "= -0.5"))
+    assert main(["rod", "run", str(bad)]) == 2
+    assert "friction_coefficient" in capsys.readouterr().err

@@ -1,0 +1,80 @@
+"""Slack maps: exact stick/slide cases, complementarity, friction disk, maximum dissipation, sigmoid error ~1/c."""
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from sim.cosserat.newton import finite_difference_jacobian
+from sim.cosserat.slack import Smoothing, SmoothingError, friction_map, normal_map
+
+finite = st.floats(-50.0, 50.0, allow_nan=False)
+EXACT = [Smoothing("heaviside"), Smoothing("trigonometric", 2.0)]
+
+
+@pytest.mark.parametrize("smoothing", EXACT, ids=lambda s: s.kind)
+@given(u=finite)
+@settings(max_examples=200, deadline=None)
+def test_signorini_complementarity_is_exact(smoothing, u):
+    lam, _, gap, _ = normal_map(smoothing, np.array([u]))
+    assert lam[0] >= 0 and gap[0] >= 0
+    assert lam[0] * gap[0] == 0.0
+
+
+@pytest.mark.parametrize("smoothing", EXACT, ids=lambda s: s.kind)
+@given(ux=finite, uy=finite, a=st.floats(0.0, 30.0))
+@settings(max_examples=300, deadline=None)
+def test_friction_disk_and_maximum_dissipation(smoothing, ux, uy, a):
+    assume(np.hypot(ux, uy) > 1e-6)  # below, |u_t| is regularised by tangent_epsilon (documented)
+    lam, _, _, slip, _, _ = friction_map(smoothing, np.array([[ux, uy]]), np.array([a]))
+    lam, slip = lam[0], slip[0]
+    assert np.linalg.norm(lam) <= a * (1 + 1e-12) + 1e-12
+    if np.linalg.norm(slip) > 1e-12:
+        # sliding: the force is on the cone boundary and exactly opposite the slip
+        assert np.linalg.norm(lam) == pytest.approx(a, rel=1e-9, abs=1e-12)
+        assert lam @ slip == pytest.approx(-np.linalg.norm(lam) * np.linalg.norm(slip), rel=1e-9, abs=1e-12)
+
+
+def test_heaviside_reproduces_stick_and_slide_formulas():
+    s = Smoothing("heaviside", tangent_epsilon=0.0)
+    u = np.array([[0.3, -0.4], [3.0, 4.0]])
+    lam, _, _, slip, _, _ = friction_map(s, u, np.array([1.0, 1.0]))
+    np.testing.assert_allclose(lam[0], -u[0])  # |u| = 0.5 ≤ a: stick
+    np.testing.assert_allclose(slip[0], 0.0)
+    np.testing.assert_allclose(lam[1], -u[1] / 5.0)  # |u| = 5 > a: slide on the cone
+    np.testing.assert_allclose(slip[1], (5.0 - 1.0) * u[1] / 5.0)
+
+
+def test_sigmoid_error_shrinks_like_one_over_c():
+    x = np.linspace(-2, 2, 40001)
+    worst = []
+    for c in (10.0, 100.0, 1000.0):
+        f, _ = Smoothing("sigmoid", c).f(x)
+        worst.append(np.max(np.abs(f - np.maximum(x, 0.0))) * c)
+    # max |x/(1+e^{c|x|})| = 0.2785/c
+    np.testing.assert_allclose(worst, 0.2785, rtol=2e-3)
+
+
+@pytest.mark.parametrize("kind", ["sigmoid", "trigonometric"])
+def test_map_derivatives_match_finite_differences(kind):
+    s = Smoothing(kind, 3.0)
+    rng = np.random.default_rng(0)
+    u, a = rng.normal(size=(6, 2)), np.abs(rng.normal(size=6))
+    lam, dl_du, dl_da, slip, ds_du, ds_da = friction_map(s, u, a)
+    for k in range(6):
+        j_lam = finite_difference_jacobian(lambda x, k=k: friction_map(s, x[:2][None], x[2:])[0][0], np.r_[u[k], a[k]])
+        j_slip = finite_difference_jacobian(lambda x, k=k: friction_map(s, x[:2][None], x[2:])[3][0], np.r_[u[k], a[k]])
+        np.testing.assert_allclose(j_lam, np.c_[dl_du[k], dl_da[k]], atol=1e-6)
+        np.testing.assert_allclose(j_slip, np.c_[ds_du[k], ds_da[k]], atol=1e-6)
+    un = np.linspace(-1, 1, 7) + 0.013
+    lam_n, dlam, gap, dgap = normal_map(s, un)
+    h = 1e-7
+    np.testing.assert_allclose(dlam, (normal_map(s, un + h)[0] - normal_map(s, un - h)[0]) / (2 * h), atol=1e-6)
+    np.testing.assert_allclose(dgap, (normal_map(s, un + h)[2] - normal_map(s, un - h)[2]) / (2 * h), atol=1e-6)
+
+
+def test_bad_smoothing_is_rejected_with_allowed_names():
+    with pytest.raises(SmoothingError, match="heaviside, sigmoid, trigonometric"):
+        Smoothing("tanh")
+    with pytest.raises(SmoothingError, match="sharpness"):
+        Smoothing("sigmoid", 0.0)
