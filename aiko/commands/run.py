@@ -126,7 +126,7 @@ def run_command(args: argparse.Namespace) -> int:
             c = summary["comparison"]
             print(
                 f"replay: {summary['replay_log_path']}: RMS {c['rms_position_error_m'] * 1e3:.2f} mm, "
-                f"distance ratio {c['distance_ratio']}, plot {summary['comparison_plot']}"
+                f"distance ratio {c['distance_ratio']:.3f}, plot {summary['comparison_plot']}"
             )
     return 0
 
