@@ -126,9 +126,13 @@ def run_command(args: argparse.Namespace) -> int:
             c = summary["comparison"]
             print(
                 f"replay: {summary['replay_log_path']}: RMS {c['rms_position_error_m'] * 1e3:.2f} mm, "
-                f"distance ratio {c['distance_ratio']:.3f}, plot {summary['comparison_plot']}"
+                f"distance ratio {_ratio_text(c['distance_ratio'])}, plot {summary['comparison_plot']}"
             )
     return 0
+
+
+def _ratio_text(ratio: float | None) -> str:
+    return "n/a (the run did not move)" if ratio is None else f"{ratio:.3f}"
 
 
 def _terminal_progress(t_s: float, duration_s: float) -> None:
