@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..modes import classify_contacts
 from .compliant import CompliantRHex, CompliantState
 from .controllers import BlindController, Command, MaximalThrustController
-from ..modes import classify_contacts
 from .params import RHexParameters
 from .rigid import RigidObservation, rigid_snapshot
 
