@@ -139,7 +139,13 @@ def main() -> int:
     p.add_argument("--rate", type=float, default=10.0, metavar="HZ", help="reference rate (default 10)")
     p.add_argument("--duration", type=float, default=10.0, metavar="S", help="stream length (default 10 s)")
     p.add_argument("--feedback-rate", type=float, default=100.0, metavar="HZ", help="module feedback rate")
-    p.add_argument("--rt-priority", type=int, default=0, metavar="P", help="SCHED_FIFO priority of the sender (0: off)")
+    p.add_argument(
+        "--rt-priority",
+        type=int,
+        default=20,
+        metavar="P",
+        help="SCHED_FIFO priority of the sender (default 20; 0: off)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object (default: a readable table)")
     args = p.parse_args()
     if not (0 < args.rate <= 1000 and 0 < args.duration <= 3600):
