@@ -13,6 +13,10 @@ from aiko.experiment import load_experiment
 from aiko.plots import save_figure
 
 
+MAX_SAMPLES = 1_000_000
+"""A CSV row per sample: a million rows (~200 MB) is already more than a plot or a check needs."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     gait = sub.add_parser("gait", help="inspect gaits")
     gait_sub = gait.add_subparsers(dest="gait_command", metavar="ACTION", parser_class=type(gait))
@@ -34,7 +38,12 @@ def sample_gait(experiment_path: str, duration_s: float | None, rate_hz: float |
         raise AikoError(f"--duration must be a positive number of seconds, got {duration_s}")
     if not rate_hz > 0 or not np.isfinite(rate_hz):
         raise AikoError(f"--rate must be a positive frequency in Hz, got {rate_hz}")
-    times = np.arange(int(np.floor(duration_s * rate_hz + 1e-9)) + 1) / rate_hz
+    n_samples = int(np.floor(duration_s * rate_hz + 1e-9)) + 1
+    if n_samples > MAX_SAMPLES:
+        raise AikoError(
+            f"--duration {duration_s:g} s at --rate {rate_hz:g} Hz gives {n_samples} samples; at most {MAX_SAMPLES}"
+        )
+    times = np.arange(n_samples) / rate_hz
     refs = [experiment.gait.references(float(t)) for t in times]
     return times, np.array([r.angle_h_rad for r in refs]), np.array([r.angle_v_rad for r in refs])
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from mcap.writer import CompressionType, Writer
 
+from aiko.errors import AikoError
 from aiko.log.encoding import encode, infer_schema, to_jsonable
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,11 @@ EVENT_SCHEMA: dict[str, Any] = {
 
 class LogWriteError(RuntimeError):
     """The log cannot be written (closed recorder, unwritable path, ...)."""
+
+
+class LogOpenError(LogWriteError, AikoError):
+    """The log file cannot be created (a directory, no permission, ...): a path the user can fix, so the CLI
+    reports it as bad input (one line, exit 2) rather than as a failed run."""
 
 
 def software_version() -> str:
@@ -113,7 +119,7 @@ class McapRecorder:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "wb")  # noqa: SIM115 - closed by the writer thread
         except OSError as exc:
-            raise LogWriteError(f"cannot open log {self.path} for writing: {exc}") from exc
+            raise LogOpenError(f"cannot open log {self.path} for writing: {exc}") from exc
         self._writer = Writer(self._file, chunk_size=chunk_size_bytes, compression=compressions[compression])
         self._writer.start(profile="", library=f"aiko-stack {software_version()}")
         self.flush_interval_s = float(flush_interval_s)

@@ -85,6 +85,8 @@ def test_bad_experiment_files_give_one_line_and_status_2(tmp_path, robot_path, c
         (["run", "{exp}", "--set", "novalue"], "expected KEY=VALUE"),
         (["gait", "show", "{exp}", "--csv", "{tmp}/g.csv", "--rate", "0"], "--rate must be"),
         (["gait", "show", "{exp}", "--csv", "/proc/forbidden/g.csv"], "cannot write"),
+        (["gait", "show", "{exp}", "--csv", "{tmp}/g.csv", "--rate", "1e9"], "samples; at most"),
+        (["run", "{exp}", "--backend", "kinematic", "--out", "{tmp}"], "cannot open log"),
         (["run"], "the following arguments are required"),
         (["frobnicate"], "invalid choice"),
     ],
