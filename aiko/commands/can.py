@@ -113,6 +113,8 @@ def estop_command(args: argparse.Namespace) -> int:
 def bus_load_command(args: argparse.Namespace) -> int:
     if not (0 < args.reference_rate <= 10_000 and 0 <= args.feedback_rate <= 10_000 and args.modules >= 1):
         raise AikoError("rates must be in (0, 10000] Hz (feedback may be 0) and --modules >= 1")
+    if not 10_000 <= args.bitrate <= 1_000_000:
+        raise AikoError(f"--bitrate must be a classic CAN bit rate in 10000..1000000 bit/s, got {args.bitrate}")
     load = protocol_bus_load(args.reference_rate, args.feedback_rate, args.modules, args.bitrate)
     result = {
         "reference_rate_hz": args.reference_rate,

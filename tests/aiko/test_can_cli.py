@@ -67,3 +67,10 @@ def test_aiko_can_bus_load(capsys):
     assert result["frames_per_s"] == 3010 and result["load_percent"] == pytest.approx(40.595)
     assert main(["can", "decode", "/nonexistent.asc"]) == 2
     assert "CAN log not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bitrate", ["0", "-5", "2000000"])
+def test_aiko_can_bus_load_rejects_a_bitrate_outside_classic_can(capsys, bitrate):
+    assert main(["can", "bus-load", "--bitrate", bitrate]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--bitrate must be" in err, err
