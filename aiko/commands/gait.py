@@ -12,7 +12,6 @@ from aiko.errors import AikoError
 from aiko.experiment import load_experiment
 from aiko.plots import save_figure
 
-
 MAX_SAMPLES = 1_000_000
 """A CSV row per sample: a million rows (~200 MB) is already more than a plot or a check needs."""
 
