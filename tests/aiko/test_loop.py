@@ -62,6 +62,7 @@ def test_feedback_is_read_before_references_at_the_same_instant(sidewinding):
 
     sidewinding.gait = SpyGait()
     run_experiment(sidewinding, MemoryRecorder(), RunOptions(duration_s=0.5))
+    assert [t for t, _ in seen] == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4, 0.5]), seen  # every 10 Hz tick
     assert all(t == fb_t for t, fb_t in seen)
 
 
