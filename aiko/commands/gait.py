@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.errors import AikoError
+from aiko.errors import AikoError, writing
 from aiko.experiment import load_experiment
 from aiko.plots import save_figure
 
@@ -51,16 +51,11 @@ def show_gait(args: argparse.Namespace) -> int:
     times, angle_h, angle_v = sample_gait(args.experiment, args.duration, args.rate)
     n = angle_h.shape[1]
     out = Path(args.csv)
-    try:
-        with out.open("w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(
-                ["t_s", *[f"alpha_h_{i}" for i in range(1, n + 1)], *[f"alpha_v_{i}" for i in range(1, n + 1)]]
-            )
-            for row in zip(times, angle_h, angle_v, strict=True):
-                writer.writerow([repr(float(row[0])), *map(repr, row[1].tolist()), *map(repr, row[2].tolist())])
-    except OSError as exc:
-        raise AikoError(f"cannot write {out}: {exc.strerror}") from None
+    with writing(out), out.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["t_s", *[f"alpha_h_{i}" for i in range(1, n + 1)], *[f"alpha_v_{i}" for i in range(1, n + 1)]])
+        for row in zip(times, angle_h, angle_v, strict=True):
+            writer.writerow([repr(float(row[0])), *map(repr, row[1].tolist()), *map(repr, row[2].tolist())])
     if args.plot:
         _plot(times, angle_h, angle_v, Path(args.plot))
     return 0

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from aiko.dashboard.model import DashboardModel, LiveRecorder
-from aiko.errors import AikoError
+from aiko.errors import AikoError, writing
 
 
 def qt_modules():
@@ -242,7 +242,8 @@ def build_window(
             self.redraw()
             QtWidgets.QApplication.processEvents()
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            with writing(path):
+                path.parent.mkdir(parents=True, exist_ok=True)
             if not self.grab().save(str(path)):
                 raise AikoError(f"could not write the screenshot {path}")
             return path

@@ -16,6 +16,7 @@ from mcap.records import Attachment, Channel, Message, Metadata, Schema
 from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
+from aiko.errors import writing
 from aiko.log.reader import _TRUNCATION_ERRORS, LogReadError
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ def recover(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
     error = ""
     truncated = False
     good_offset = 0
-    with open(source, "rb") as fin, open(target, "wb") as fout:
+    with open(source, "rb") as fin, writing(target), open(target, "wb") as fout:
         writer = Writer(fout, compression=CompressionType.ZSTD)
         writer.start(library="aiko-stack recover")
         pending_meta: list[Metadata] = []

@@ -9,6 +9,7 @@ import pytest
 
 from aiko.cli import main
 from aiko.experiment import load_experiment
+from tests.conftest import EXPERIMENTS
 
 GOOD = """robot = "{robot}"
 [gait]
@@ -159,3 +160,40 @@ def test_a_run_that_fails_midway_ends_with_one_line_status_1_and_a_readable_log(
     kinds = [e.kind for e in log.events() if e.kind in ("start", "error", "stop")]
     assert kinds == ["start", "error", "stop"]
     assert len(log.channel("/references")) == 5  # t = 0.0 … 0.4 s; the plant failed advancing to 0.5 s
+
+
+@pytest.fixture(scope="module")
+def short_log(tmp_path_factory):
+    out = tmp_path_factory.mktemp("short") / "run.mcap"
+    argv = ["run", str(EXPERIMENTS / "sidewinding.toml"), "--backend", "kinematic", "--duration", "0.3"]
+    assert main([*argv, "--out", str(out), "--no-report"]) == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["log", "export", "{log}", "--csv", "{file}"],  # a file where the CSV directory should be
+        ["log", "recover", "{log}", "--out", "{tmp}"],  # a directory where the log should be
+        ["log", "recover", "{log}", "--out", "/proc/forbidden/r.mcap"],
+        ["report", "{log}", "--out", "/proc/forbidden/r.html"],
+        ["report", "{log}", "--out", "/proc/forbidden/r.png"],
+        ["replay", "{log}", "--out", "/proc/forbidden/r.mcap"],
+    ],
+)
+def test_unwritable_outputs_give_one_line_and_status_2(tmp_path, capsys, short_log, argv):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    argv = [
+        a.replace("{log}", str(short_log)).replace("{file}", str(a_file)).replace("{tmp}", str(tmp_path)) for a in argv
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("aiko: cannot write "), err
+
+
+@pytest.mark.parametrize("at", ["nan", "-1"])
+def test_dashboard_rejects_a_bad_time_before_opening_a_window(capsys, short_log, at):
+    assert main(["dashboard", str(short_log), "--screenshot", "x.png", "--at", at]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--at must be" in err, err
