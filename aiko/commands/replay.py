@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a setting of the logged experiment, e.g. --set sim.mu_x=0.3 (repeatable)",
+        help="override a setting of the logged experiment, e.g. --set sim.mu_transversal=0.3 (repeatable)",
     )
     p.add_argument(
         "--initial-posture",

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a setting of the experiment file, e.g. --set sim.mu_x=0.3 (repeatable)",
+        help="override a setting of the experiment file, e.g. --set sim.mu_transversal=0.3 (repeatable)",
     )
     run.add_argument("--live", action="store_true", help="show the live dashboard while the run goes (gui extra)")
     run.add_argument(
