@@ -160,18 +160,10 @@ class _Snake3DHilPlant:
         return state.position_m.copy(), state.quaternion.copy()
 
     def solver_summary(self) -> dict[str, Any]:
-        """The contact solver's statistics (as the sim backend reports them): every accepted step met the contact
-        laws to ``contact_residual_max_m_s``; ``split_steps`` converged only as sub-steps."""
-        stats = self.plant.simulator.stats
-        return {
-            "sim_steps": stats.steps,
-            "newton_iterations_mean": stats.newton_iterations_mean,
-            "newton_iterations_max": stats.max_sweeps,
-            "newton_retries": stats.retries,
-            "split_steps": stats.split_steps,
-            "max_split_depth": stats.max_split_depth,
-            "contact_residual_max_m_s": stats.max_residual_m_s,
-        }
+        """The contact solver's statistics, with the keys the sim backend reports."""
+        from aiko.backends.sim_snake3d import contact_solver_summary
+
+        return contact_solver_summary(self.plant.simulator.stats)
 
 
 def _snake3d_plant(robot: RobotDescription, experiment: Experiment, initial: np.ndarray) -> JointPlant:
