@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import queue
-import time
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +129,3 @@ class LiveDashboard:
         if self.process.is_alive():
             self.process.terminate()
             self.process.join(5.0)
-
-
-def wait_for_file(path: Path, timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if path.exists() and path.stat().st_size > 0:
-            return True
-        time.sleep(0.05)
-    return False
