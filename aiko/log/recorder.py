@@ -56,11 +56,11 @@ class LogOpenError(LogWriteError, AikoError):
 
 
 def software_version() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("aiko-stack")
-    except Exception:  # not installed as a distribution: running from a checkout
+    except PackageNotFoundError:  # not installed as a distribution: running from a checkout
         return "0+checkout"
 
 
@@ -137,7 +137,7 @@ class McapRecorder:
             "python": sys.version.split()[0],
             "host": socket.gethostname(),
             "platform": platform.platform(),
-            "user": _user(),
+            "user": current_user(),
             "wall_clock_start_utc": datetime.now(UTC).isoformat(),
             "wall_clock_start_ns": time.time_ns(),
             "monotonic_start_ns": time.monotonic_ns(),
@@ -324,8 +324,9 @@ def _schema_name(channel: str) -> str:
     return "aiko" + channel.replace("/", ".")
 
 
-def _user() -> str:
+def current_user() -> str:
+    """The login name for the run metadata; "" where there is none (containers without a passwd entry)."""
     try:
         return getpass.getuser()
-    except Exception:
+    except (KeyError, OSError, ImportError):  # no passwd entry / no pwd module: not worth failing a run for
         return ""
