@@ -231,7 +231,11 @@ def add_can_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def can_context_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``RunContext.options`` from the flags above (only those given)."""
+    """``RunContext.options`` from the flags above (only those given), range-checked like their [can] keys."""
+    for attr, flag, low, high in (("bitrate", "--bitrate", 10_000, 1_000_000), ("rt_priority", "--rt-priority", 0, 99)):
+        value = getattr(args, attr, None)
+        if value is not None and not low <= value <= high:
+            raise ConfigError(f"{flag} {value} is out of range [{low}, {high}]")
     keys = {
         "interface": "can_interface",
         "channel": "can_channel",
