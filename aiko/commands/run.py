@@ -10,7 +10,7 @@ from pathlib import Path
 
 from aiko.backends import backend_help, backend_names
 from aiko.backends.can_bus import add_can_arguments, can_context_options
-from aiko.errors import AikoError
+from aiko.errors import AikoError, writing
 from aiko.experiment import Experiment, load_experiment, parse_override
 from aiko.runner import RunOptions, choose_clock
 
@@ -72,6 +72,11 @@ def run_command(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
+    if args.live_screenshot:  # found out before the run, not by the dashboard process after it
+        shot = Path(args.live_screenshot)
+        with writing(shot):
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            shot.touch()
 
     from aiko.session import record_run
 

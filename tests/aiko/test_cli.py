@@ -88,6 +88,7 @@ def test_bad_experiment_files_give_one_line_and_status_2(tmp_path, robot_path, c
         (["gait", "show", "{exp}", "--csv", "/proc/forbidden/g.csv"], "cannot write"),
         (["gait", "show", "{exp}", "--csv", "{tmp}/g.csv", "--rate", "1e9"], "samples; at most"),
         (["run", "{exp}", "--backend", "kinematic", "--out", "{tmp}"], "cannot open log"),
+        (["run", "{exp}", "--backend", "kinematic", "--live-screenshot", "/proc/forbidden/x.png"], "cannot write"),
         (["run", "{exp}", "--backend", "hil", "--rt-priority", "500"], "--rt-priority 500 is out of range [0, 99]"),
         (["run", "{exp}", "--backend", "can", "--bitrate", "0"], "--bitrate 0 is out of range"),
         (["run"], "the following arguments are required"),
