@@ -72,6 +72,13 @@ def run_command(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
+    if args.live and not args.live_screenshot:
+        from aiko.dashboard.window import interactive_display_available
+
+        if not interactive_display_available():
+            raise AikoError(
+                "--live needs a display (no DISPLAY or WAYLAND_DISPLAY); --live-screenshot OUT.png renders offscreen"
+            )
     if args.live_screenshot:  # found out before the run, not by the dashboard process after it
         shot = Path(args.live_screenshot)
         with writing(shot):

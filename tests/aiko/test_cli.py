@@ -200,3 +200,16 @@ def test_dashboard_rejects_a_bad_time_before_opening_a_window(capsys, short_log,
     assert main(["dashboard", str(short_log), "--screenshot", "x.png", "--at", at]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--at must be" in err, err
+
+
+@pytest.mark.parametrize("argv", [["run", "{exp}", "--backend", "kinematic", "--live"], ["dashboard", "{log}"]])
+def test_an_interactive_window_without_a_display_is_refused_not_left_waiting(
+    tmp_path, robot_path, capsys, monkeypatch, short_log, argv
+):
+    """Offscreen, nobody can close the window: `--live` / `aiko dashboard LOG` would wait for ever."""
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    exp = write_experiment(tmp_path, GOOD.replace("{robot}", str(robot_path)))
+    argv = [a.replace("{exp}", str(exp)).replace("{log}", str(short_log)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs a display" in err, err
