@@ -20,7 +20,7 @@ from aiko.can_driver.frame_log import SUPPORTED_LOG_SUFFIXES
 from aiko.errors import AikoError, HardwareError
 from firmware_protocol.bus_load import protocol_bus_load
 from firmware_protocol.codec import default_codec
-from firmware_protocol.dbc import ESTOP_KEY, MessageKind
+from firmware_protocol.dbc import ESTOP_KEY, MessageKind, id_scheme
 from firmware_protocol.errors import ProtocolError
 
 
@@ -58,6 +58,9 @@ def decode_command(args: argparse.Namespace) -> int:
         raise AikoError(f"CAN log not found: {path}")
     if path.suffix.lower() not in SUPPORTED_LOG_SUFFIXES:
         raise AikoError(f"{path}: unsupported extension; use one of {', '.join(SUPPORTED_LOG_SUFFIXES)}")
+    nodes = id_scheme().node_ids
+    if args.node is not None and args.node not in nodes:
+        raise AikoError(f"--node {args.node}: the protocol defines nodes {min(nodes)}..{max(nodes)}")
     codec = default_codec()
     start = None
     try:

@@ -74,3 +74,12 @@ def test_aiko_can_bus_load_rejects_a_bitrate_outside_classic_can(capsys, bitrate
     assert main(["can", "bus-load", "--bitrate", bitrate]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--bitrate must be" in err, err
+
+
+@pytest.mark.parametrize("node", ["0", "-5", "11"])
+def test_aiko_can_decode_rejects_a_node_the_protocol_does_not_have(tmp_path, capsys, node):
+    log = tmp_path / "frames.asc"
+    log.write_text("")
+    assert main(["can", "decode", str(log), "--node", node]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "defines nodes 1..10" in err, err
