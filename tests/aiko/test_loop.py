@@ -84,7 +84,7 @@ class ExplodingBackend(KinematicBackend):
 def test_a_crash_mid_run_deactivates_and_is_logged(sidewinding):
     backend = ExplodingBackend(0.55, RuntimeError("motor driver on fire"))
     recorder = MemoryRecorder()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="motor driver on fire"):  # the original error, not a wrapper
         run_experiment(sidewinding, recorder, backend=backend)
     assert backend.deactivations >= 1
     assert recorder.event_kinds() == ["start", "error", "stop"]
