@@ -66,10 +66,12 @@ def tracked_point(reader: LogReader, body: int = 0, topic: str | None = None) ->
     if not reader.has(topic):
         raise CompareError(f"{reader.path} has no {topic} messages (channels: {', '.join(reader.topics)})")
     mocap = reader.channel(topic)
+    if "position_m" not in mocap:
+        raise CompareError(f"{reader.path}: {topic} is not a tracked-point channel (it has no position_m field)")
     position = np.asarray(mocap["position_m"], dtype=np.float64)
     if position.ndim == 2:  # a single body logged as (N, 3)
         position = position[:, None, :]
-    if body >= position.shape[1]:
+    if not 0 <= body < position.shape[1]:
         raise CompareError(f"{reader.path}: {topic} has {position.shape[1]} bodies; body {body} requested")
     t_ns = mocap["capture_t_ns"] if "capture_t_ns" in mocap else mocap.t_ns
     flags = np.asarray(mocap["occluded"], dtype=bool) if "occluded" in mocap else np.zeros(position.shape[:2], bool)

@@ -1,5 +1,9 @@
 """Exceptions for problems a user can fix. The CLI prints them as one line and exits with status 2."""
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class AikoError(Exception):
     """Bad user input: a missing file, a malformed or out-of-range setting, an unknown name."""
@@ -11,3 +15,13 @@ class ConfigError(AikoError):
 
 class HardwareError(AikoError):
     """A device that cannot be opened or that answers outside its contract."""
+
+
+@contextmanager
+def writing(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn an ``OSError`` while writing a user-chosen output path (no such directory, a directory where a file
+    should be, no permission, disk full) into an ``AikoError`` naming the path, so the CLI says it in one line."""
+    try:
+        yield
+    except OSError as exc:
+        raise AikoError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -71,7 +71,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ConfigError(f"override {text!r}: expected KEY=VALUE, e.g. sim.mu_x=0.2")
+        raise ConfigError(f"override {text!r}: expected KEY=VALUE, e.g. sim.mu_transversal=0.2")
     try:
         parsed = tomllib.loads(f"v = {value.strip()}")["v"]
     except tomllib.TOMLDecodeError:

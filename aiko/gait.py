@@ -236,11 +236,6 @@ def register_gait(kind: str, factory: GaitFactory) -> None:
     _GAITS[kind] = factory
 
 
-def gait_kinds() -> list[str]:
-    _load_plugin_gaits()
-    return sorted(_GAITS)
-
-
 def gait_from_table(table: Table, robot: RobotDescription) -> Gait:
     """Build and validate the gait an experiment's ``[gait]`` table describes; rejects unknown keys."""
     _load_plugin_gaits()

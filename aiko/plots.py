@@ -26,16 +26,23 @@ def _pyplot():
 
 def save_figure(fig, out: str | Path, dpi: int = 110) -> Path:
     """Write ``fig`` and close it; an unwritable path is a user error (one line, exit 2), not a traceback."""
-    from aiko.errors import AikoError
+    from aiko.errors import writing
 
     plt = _pyplot()
     try:
-        fig.savefig(out, dpi=dpi)
-    except OSError as exc:
-        raise AikoError(f"cannot write {out}: {exc.strerror}") from None
+        with writing(out):
+            fig.savefig(out, dpi=dpi)
     finally:
         plt.close(fig)
     return Path(out)
+
+
+def _with_parent_dir(out: Path) -> Path:
+    from aiko.errors import writing
+
+    with writing(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 def plot_comparison(cmp: Comparison, out: str | Path, labels: tuple[str, str] = ("A (real)", "B (sim)")) -> Path:
@@ -70,11 +77,7 @@ def plot_comparison(cmp: Comparison, out: str | Path, labels: tuple[str, str] = 
     _joint_series(fig.add_subplot(grid[2, 0]), cmp, labels, offset)
     _joint_rms_bars(fig.add_subplot(grid[2, 1]), r["joint_tracking_rms_rad"], labels)
     fig.suptitle(f"{Path(r['a']).name} vs {Path(r['b']).name} — tracked point {r['tracked_point']}")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return save_figure(fig, _with_parent_dir(Path(out)), dpi=100)
 
 
 def _joint_series(ax, cmp: Comparison, labels: tuple[str, str], offset_s: float) -> None:
@@ -179,8 +182,4 @@ def plot_run(reader: LogReader, out: str | Path | BinaryIO, joints: tuple[int, .
         fig.savefig(out, dpi=100, format="png")
         plt.close(fig)
         return None
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return save_figure(fig, _with_parent_dir(Path(out)), dpi=100)

@@ -189,6 +189,7 @@ def replay(
         backend=backend,
         mocap=settings,
         extra_metadata={
+            **({"robot_toml": reader.run_metadata["robot_toml"]} if "robot_toml" in reader.run_metadata else {}),
             "replay_of": str(Path(log_path)),
             "replay_overrides": overrides,
             "replay_initial_posture_source": gait.initial_posture_source,

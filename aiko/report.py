@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aiko.errors import AikoError
+from aiko.errors import AikoError, writing
 from aiko.log import LogReader
 from aiko.log.info import log_info
 from aiko.plots import plot_run
@@ -33,8 +33,9 @@ def write_report(log_path: str | Path, out: str | Path | None = None) -> Path:
         raise AikoError(f"report {out}: choose a .html or .png file name")
     buffer = io.BytesIO()  # in memory: a PNG beside the log could be someone else's file (a screenshot, ...)
     plot_run(reader, buffer)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(reader, base64.b64encode(buffer.getvalue()).decode()))
+    with writing(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(render_html(reader, base64.b64encode(buffer.getvalue()).decode()))
     return out
 
 

@@ -5,7 +5,6 @@ Used by ``aiko run`` and by anything else that drives a run (replay, benchmarks,
 
 from __future__ import annotations
 
-import getpass
 import platform
 import socket
 import time
@@ -17,6 +16,7 @@ from aiko.backends import create_backend
 from aiko.clock import Clock, SimulatedClock, WallClock
 from aiko.experiment import Experiment
 from aiko.interfaces import JointInterface, Recorder, RunContext
+from aiko.log.recorder import current_user
 from aiko.loop import ControlLoop, LoopResult, PeriodicTask, ProgressCallback
 
 HARDWARE_BACKENDS = frozenset({"can"})
@@ -47,18 +47,11 @@ def run_metadata(experiment: Experiment, backend_name: str, clock: Clock) -> dic
         "software_version": __version__,
         "host": socket.gethostname(),
         "platform": platform.platform(),
-        "user": _user(),
+        "user": current_user(),
         "wall_clock_start_unix_s": time.time(),
         "clock_start_ns": clock.start_ns,
         "clock": type(clock).__name__,
     }
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no user name in some containers; not worth failing a run for
-        return ""
 
 
 def run_experiment(

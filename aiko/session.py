@@ -29,9 +29,14 @@ SUMMARY_METADATA_NAME = "aiko.summary"
 
 
 def robot_toml_text(experiment: Experiment) -> str | None:
-    """The robot description file's text, stored in the log so a replay elsewhere needs no robot file."""
+    """The robot description file's text, stored in the log so a replay elsewhere needs no robot file.
+
+    None for a robot given as a table inside the experiment (its source is the experiment file, whose text is
+    logged anyway): reading that file here would store the experiment as the robot description."""
     source = experiment.robot.source
-    if source and Path(source).is_file():
+    if not source or Path(source) == Path(experiment.path):
+        return None
+    if Path(source).is_file():
         return Path(source).read_text()
     return None
 

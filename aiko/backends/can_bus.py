@@ -160,18 +160,10 @@ class _Snake3DHilPlant:
         return state.position_m.copy(), state.quaternion.copy()
 
     def solver_summary(self) -> dict[str, Any]:
-        """The contact solver's statistics (as the sim backend reports them): every accepted step met the contact
-        laws to ``contact_residual_max_m_s``; ``split_steps`` converged only as sub-steps."""
-        stats = self.plant.simulator.stats
-        return {
-            "sim_steps": stats.steps,
-            "newton_iterations_mean": stats.newton_iterations_mean,
-            "newton_iterations_max": stats.max_sweeps,
-            "newton_retries": stats.retries,
-            "split_steps": stats.split_steps,
-            "max_split_depth": stats.max_split_depth,
-            "contact_residual_max_m_s": stats.max_residual_m_s,
-        }
+        """The contact solver's statistics, with the keys the sim backend reports."""
+        from aiko.backends.sim_snake3d import contact_solver_summary
+
+        return contact_solver_summary(self.plant.simulator.stats)
 
 
 def _snake3d_plant(robot: RobotDescription, experiment: Experiment, initial: np.ndarray) -> JointPlant:
@@ -239,7 +231,11 @@ def add_can_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def can_context_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``RunContext.options`` from the flags above (only those given)."""
+    """``RunContext.options`` from the flags above (only those given), range-checked like their [can] keys."""
+    for attr, flag, low, high in (("bitrate", "--bitrate", 10_000, 1_000_000), ("rt_priority", "--rt-priority", 0, 99)):
+        value = getattr(args, attr, None)
+        if value is not None and not low <= value <= high:
+            raise ConfigError(f"{flag} {value} is out of range [{low}, {high}]")
     keys = {
         "interface": "can_interface",
         "channel": "can_channel",

@@ -20,7 +20,7 @@ from aiko.can_driver.frame_log import SUPPORTED_LOG_SUFFIXES
 from aiko.errors import AikoError, HardwareError
 from firmware_protocol.bus_load import protocol_bus_load
 from firmware_protocol.codec import default_codec
-from firmware_protocol.dbc import ESTOP_KEY, MessageKind
+from firmware_protocol.dbc import ESTOP_KEY, MessageKind, id_scheme
 from firmware_protocol.errors import ProtocolError
 
 
@@ -58,6 +58,9 @@ def decode_command(args: argparse.Namespace) -> int:
         raise AikoError(f"CAN log not found: {path}")
     if path.suffix.lower() not in SUPPORTED_LOG_SUFFIXES:
         raise AikoError(f"{path}: unsupported extension; use one of {', '.join(SUPPORTED_LOG_SUFFIXES)}")
+    nodes = id_scheme().node_ids
+    if args.node is not None and args.node not in nodes:
+        raise AikoError(f"--node {args.node}: the protocol defines nodes {min(nodes)}..{max(nodes)}")
     codec = default_codec()
     start = None
     try:
@@ -113,6 +116,8 @@ def estop_command(args: argparse.Namespace) -> int:
 def bus_load_command(args: argparse.Namespace) -> int:
     if not (0 < args.reference_rate <= 10_000 and 0 <= args.feedback_rate <= 10_000 and args.modules >= 1):
         raise AikoError("rates must be in (0, 10000] Hz (feedback may be 0) and --modules >= 1")
+    if not 10_000 <= args.bitrate <= 1_000_000:
+        raise AikoError(f"--bitrate must be a classic CAN bit rate in 10000..1000000 bit/s, got {args.bitrate}")
     load = protocol_bus_load(args.reference_rate, args.feedback_rate, args.modules, args.bitrate)
     result = {
         "reference_rate_hz": args.reference_rate,

@@ -136,12 +136,7 @@ def validate_command(args: argparse.Namespace) -> int:
     }
     if args.plot:
         _plot_error(result, summary, args.plot)
-    if args.json:
-        json.dump(summary, sys.stdout)
-        sys.stdout.write("\n")
-    else:
-        for key, value in summary.items():
-            sys.stdout.write(f"{key:38s} {value}\n")
+    _print_summary(summary, args.json)
     return 0 if result.success else 1
 
 
@@ -219,10 +214,16 @@ def offset_effect_command(args: argparse.Namespace) -> int:
         "link_shift_rel_link1_rms_m": float(np.sqrt(np.mean(shift**2))),
         "other_links_error_from_tracked_link_max_m": float(max(estimate_error)),
     }
-    if args.json:
+    _print_summary(summary, args.json)
+    return 0
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    """One JSON object, or one aligned ``key value`` line per entry."""
+    if as_json:
         json.dump(summary, sys.stdout)
         sys.stdout.write("\n")
-    else:
-        for key, value in summary.items():
-            sys.stdout.write(f"{key:44s} {value}\n")
-    return 0
+        return
+    width = max(map(len, summary), default=0)
+    for key, value in summary.items():
+        sys.stdout.write(f"{key:{width}s} {value}\n")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
+from aiko.errors import AikoError
 from aiko.log import LogReader
 
 
@@ -33,6 +35,15 @@ def run_dashboard(args: argparse.Namespace) -> int:
     from aiko.dashboard.model import DashboardModel
     from aiko.dashboard.window import application, build_window, dispose, log_messages, n_joints_of
 
+    if args.at is not None and not (math.isfinite(args.at) and args.at >= 0):
+        raise AikoError(f"--at must be a time in seconds >= 0, got {args.at}")
+    if not args.screenshot:
+        from aiko.dashboard.window import interactive_display_available
+
+        if not interactive_display_available():
+            raise AikoError(
+                "the dashboard needs a display (no DISPLAY or WAYLAND_DISPLAY); --screenshot OUT.png renders offscreen"
+            )
     reader = LogReader(args.log)
     messages = log_messages(reader)
     if args.screenshot:

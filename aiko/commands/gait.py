@@ -8,9 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.errors import AikoError
+from aiko.errors import AikoError, writing
 from aiko.experiment import load_experiment
 from aiko.plots import save_figure
+
+MAX_SAMPLES = 1_000_000
+"""A CSV row per sample: a million rows (~200 MB) is already more than a plot or a check needs."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +37,12 @@ def sample_gait(experiment_path: str, duration_s: float | None, rate_hz: float |
         raise AikoError(f"--duration must be a positive number of seconds, got {duration_s}")
     if not rate_hz > 0 or not np.isfinite(rate_hz):
         raise AikoError(f"--rate must be a positive frequency in Hz, got {rate_hz}")
-    times = np.arange(int(np.floor(duration_s * rate_hz + 1e-9)) + 1) / rate_hz
+    n_samples = int(np.floor(duration_s * rate_hz + 1e-9)) + 1
+    if n_samples > MAX_SAMPLES:
+        raise AikoError(
+            f"--duration {duration_s:g} s at --rate {rate_hz:g} Hz gives {n_samples} samples; at most {MAX_SAMPLES}"
+        )
+    times = np.arange(n_samples) / rate_hz
     refs = [experiment.gait.references(float(t)) for t in times]
     return times, np.array([r.angle_h_rad for r in refs]), np.array([r.angle_v_rad for r in refs])
 
@@ -43,16 +51,11 @@ def show_gait(args: argparse.Namespace) -> int:
     times, angle_h, angle_v = sample_gait(args.experiment, args.duration, args.rate)
     n = angle_h.shape[1]
     out = Path(args.csv)
-    try:
-        with out.open("w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(
-                ["t_s", *[f"alpha_h_{i}" for i in range(1, n + 1)], *[f"alpha_v_{i}" for i in range(1, n + 1)]]
-            )
-            for row in zip(times, angle_h, angle_v, strict=True):
-                writer.writerow([repr(float(row[0])), *map(repr, row[1].tolist()), *map(repr, row[2].tolist())])
-    except OSError as exc:
-        raise AikoError(f"cannot write {out}: {exc.strerror}") from None
+    with writing(out), out.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["t_s", *[f"alpha_h_{i}" for i in range(1, n + 1)], *[f"alpha_v_{i}" for i in range(1, n + 1)]])
+        for row in zip(times, angle_h, angle_v, strict=True):
+            writer.writerow([repr(float(row[0])), *map(repr, row[1].tolist()), *map(repr, row[2].tolist())])
     if args.plot:
         _plot(times, angle_h, angle_v, Path(args.plot))
     return 0

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import aiko.mocap.config  # noqa: F401  (registers the [mocap] section before any experiment is read)
+from aiko.errors import writing
 from aiko.experiment import parse_override
 from aiko.replay import DEFAULT_REPLAY_BACKEND, replay
 
@@ -26,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a setting of the logged experiment, e.g. --set sim.mu_x=0.3 (repeatable)",
+        help="override a setting of the logged experiment, e.g. --set sim.mu_transversal=0.3 (repeatable)",
     )
     p.add_argument(
         "--initial-posture",
@@ -41,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     overrides = dict(parse_override(item) for item in args.set)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with writing(args.out):
+        args.out.parent.mkdir(parents=True, exist_ok=True)
     summary = replay(args.log, args.out, overrides, backend_name=args.backend, initial_posture=args.initial_posture)
     if args.json:
         print(json.dumps(summary))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from aiko.backends import backend_help, backend_names
 from aiko.backends.can_bus import add_can_arguments, can_context_options
-from aiko.errors import AikoError
+from aiko.errors import AikoError, writing
 from aiko.experiment import Experiment, load_experiment, parse_override
 from aiko.runner import RunOptions, choose_clock
 
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a setting of the experiment file, e.g. --set sim.mu_x=0.3 (repeatable)",
+        help="override a setting of the experiment file, e.g. --set sim.mu_transversal=0.3 (repeatable)",
     )
     run.add_argument("--live", action="store_true", help="show the live dashboard while the run goes (gui extra)")
     run.add_argument(
@@ -72,6 +72,18 @@ def run_command(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
+    if args.live and not args.live_screenshot:
+        from aiko.dashboard.window import interactive_display_available
+
+        if not interactive_display_available():
+            raise AikoError(
+                "--live needs a display (no DISPLAY or WAYLAND_DISPLAY); --live-screenshot OUT.png renders offscreen"
+            )
+    if args.live_screenshot:  # found out before the run, not by the dashboard process after it
+        shot = Path(args.live_screenshot)
+        with writing(shot):
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            shot.touch()
 
     from aiko.session import record_run
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import queue
-import time
+import sys
 from pathlib import Path
 from typing import Any
+
+from aiko.errors import AikoError
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,9 @@ class _QueueSource:
         return out
 
 
+EXIT_SCREENSHOT_FAILED = 2
+
+
 def _gui_main(q: Any, n_joints: int, title: str, screenshot: str | None, close_when_done: bool) -> None:
     from aiko.dashboard.model import DashboardModel
     from aiko.dashboard.window import application, build_window, dispose, qt_modules
@@ -76,18 +81,26 @@ def _gui_main(q: Any, n_joints: int, title: str, screenshot: str | None, close_w
 
     def check_done() -> None:
         if source.finished and close_when_done:
+            timer.stop()  # once: a failing screenshot must not be retried (and reported) every 100 ms
             window.refresh()
             if screenshot:
-                window.screenshot(screenshot)
+                try:
+                    window.screenshot(screenshot)
+                except AikoError as exc:
+                    sys.stderr.write(f"aiko: {exc}\n")
+                    app.exit(EXIT_SCREENSHOT_FAILED)
+                    return
             app.quit()
 
     timer = QtCore.QTimer()
     timer.setInterval(100)
     timer.timeout.connect(check_done)
     timer.start()
-    app.exec()
+    status = int(app.exec())
     timer.stop()
     dispose(window)
+    if status:
+        sys.exit(status)  # the process exit code is what LiveDashboard.wait() reports
 
 
 class LiveDashboard:
@@ -130,12 +143,3 @@ class LiveDashboard:
         if self.process.is_alive():
             self.process.terminate()
             self.process.join(5.0)
-
-
-def wait_for_file(path: Path, timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if path.exists() and path.stat().st_size > 0:
-            return True
-        time.sleep(0.05)
-    return False

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from aiko.dashboard.model import DashboardModel, LiveRecorder
-from aiko.errors import AikoError
+from aiko.errors import AikoError, writing
 
 
 def qt_modules():
@@ -44,9 +44,24 @@ def check_pyside_version(version: str, python: tuple[int, int]) -> None:
         )
 
 
+def _has_display_server() -> bool:
+    """X11 or Wayland on Linux/BSD; macOS and Windows always have a screen (and no DISPLAY variable)."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def interactive_display_available() -> bool:
+    """Whether a window would be one someone can see and close (else an interactive window waits for ever)."""
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if platform:
+        return platform not in ("offscreen", "minimal")
+    return _has_display_server()
+
+
 def application():
     _, QtWidgets, _ = qt_modules()
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+    if not _has_display_server():
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     return QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
 
@@ -242,7 +257,8 @@ def build_window(
             self.redraw()
             QtWidgets.QApplication.processEvents()
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            with writing(path):
+                path.parent.mkdir(parents=True, exist_ok=True)
             if not self.grab().save(str(path)):
                 raise AikoError(f"could not write the screenshot {path}")
             return path

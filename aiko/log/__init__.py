@@ -6,7 +6,7 @@
 
 from aiko.log.csv_export import export_csv
 from aiko.log.reader import ChannelArrays, ChannelInfo, Event, LogReader, LogReadError, read_log
-from aiko.log.recorder import EVENTS_TOPIC, LogWriteError, McapRecorder
+from aiko.log.recorder import EVENTS_TOPIC, LogOpenError, LogWriteError, McapRecorder
 from aiko.log.recover import RecoveryResult, recover
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "ChannelInfo",
     "Event",
     "LogReadError",
+    "LogOpenError",
     "LogReader",
     "LogWriteError",
     "McapRecorder",

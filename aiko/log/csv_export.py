@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from aiko.errors import writing
 from aiko.log.reader import ChannelArrays, LogReader
 
 
@@ -21,7 +22,8 @@ def channel_file_name(topic: str) -> str:
 def export_csv(reader: LogReader, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
     """Write every non-empty channel; returns topic → CSV path."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
     written = {}
     for topic in reader.topics:
         if not reader.has(topic):
@@ -44,7 +46,7 @@ def write_channel_csv(arrays: ChannelArrays, path: Path) -> None:
         for k, index in enumerate(np.ndindex(values.shape[1:])):
             header.append(name + "".join(f"[{i}]" for i in index))
             columns.append(flat[:, k])
-    with open(path, "w", newline="") as fh:
+    with writing(path), open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         for row in range(len(arrays.t_ns)):

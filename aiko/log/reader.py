@@ -99,13 +99,27 @@ class Event:
     fields: dict[str, Any]
 
 
+def require_log_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a ``Path`` if it names a non-empty regular file, else a ``LogReadError`` saying what it is."""
+    path = Path(path)
+    if path.is_dir():
+        raise LogReadError(f"{path} is a directory, not a log file")
+    if not path.is_file():
+        raise LogReadError(f"log file {path} does not exist")
+    if path.stat().st_size == 0:
+        raise LogReadError(f"{path} is empty (0 bytes): not a readable MCAP log")
+    return path
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
 class LogReader:
     """All of one log in memory: channels, metadata, attachments and decoded messages in file order."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise LogReadError(f"log file {self.path} does not exist")
+        self.path = require_log_file(path)
         self.truncated = False
         self.truncation_error = ""
         self.metadata: dict[str, dict[str, Any]] = {}
@@ -123,7 +137,7 @@ class LogReader:
                     self._take(record)
             except _TRUNCATION_ERRORS as exc:
                 if not self._schemas and not self.metadata:
-                    raise LogReadError(f"{self.path} is not a readable MCAP log: {exc}") from exc
+                    raise LogReadError(f"{self.path} is not a readable MCAP log: {_describe(exc)}") from exc
                 self.truncated = True
                 self.truncation_error = f"{type(exc).__name__}: {exc}".rstrip(": ")
                 log.warning("%s is truncated (%s); read up to the last complete record", self.path, exc)

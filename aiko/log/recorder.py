@@ -28,6 +28,7 @@ from typing import Any
 
 from mcap.writer import CompressionType, Writer
 
+from aiko.errors import AikoError
 from aiko.log.encoding import encode, infer_schema, to_jsonable
 
 log = logging.getLogger(__name__)
@@ -49,12 +50,17 @@ class LogWriteError(RuntimeError):
     """The log cannot be written (closed recorder, unwritable path, ...)."""
 
 
-def software_version() -> str:
-    try:
-        from importlib.metadata import version
+class LogOpenError(LogWriteError, AikoError):
+    """The log file cannot be created (a directory, no permission, ...): a path the user can fix, so the CLI
+    reports it as bad input (one line, exit 2) rather than as a failed run."""
 
+
+def software_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
         return version("aiko-stack")
-    except Exception:  # not installed as a distribution: running from a checkout
+    except PackageNotFoundError:  # not installed as a distribution: running from a checkout
         return "0+checkout"
 
 
@@ -113,7 +119,7 @@ class McapRecorder:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "wb")  # noqa: SIM115 - closed by the writer thread
         except OSError as exc:
-            raise LogWriteError(f"cannot open log {self.path} for writing: {exc}") from exc
+            raise LogOpenError(f"cannot open log {self.path} for writing: {exc}") from exc
         self._writer = Writer(self._file, chunk_size=chunk_size_bytes, compression=compressions[compression])
         self._writer.start(profile="", library=f"aiko-stack {software_version()}")
         self.flush_interval_s = float(flush_interval_s)
@@ -131,7 +137,7 @@ class McapRecorder:
             "python": sys.version.split()[0],
             "host": socket.gethostname(),
             "platform": platform.platform(),
-            "user": _user(),
+            "user": current_user(),
             "wall_clock_start_utc": datetime.now(UTC).isoformat(),
             "wall_clock_start_ns": time.time_ns(),
             "monotonic_start_ns": time.monotonic_ns(),
@@ -318,8 +324,9 @@ def _schema_name(channel: str) -> str:
     return "aiko" + channel.replace("/", ".")
 
 
-def _user() -> str:
+def current_user() -> str:
+    """The login name for the run metadata; "" where there is none (containers without a passwd entry)."""
     try:
         return getpass.getuser()
-    except Exception:
+    except (KeyError, OSError, ImportError):  # no passwd entry / no pwd module: not worth failing a run for
         return ""

@@ -16,7 +16,8 @@ from mcap.records import Attachment, Channel, Message, Metadata, Schema
 from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
-from aiko.log.reader import _TRUNCATION_ERRORS, LogReadError
+from aiko.errors import writing
+from aiko.log.reader import _TRUNCATION_ERRORS, LogReadError, _describe, require_log_file
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +35,7 @@ class RecoveryResult:
 
 def recover(path: str | os.PathLike[str], output: str | os.PathLike[str] | None = None) -> RecoveryResult:
     """Write the intact prefix of ``path`` to ``output`` (default ``<stem>.recovered.mcap`` beside it)."""
-    source = Path(path)
-    if not source.is_file():
-        raise LogReadError(f"log file {source} does not exist")
+    source = require_log_file(path)
     target = Path(output) if output is not None else source.with_name(source.stem + ".recovered.mcap")
     if target.resolve() == source.resolve():
         raise LogReadError("recover writes a new file; choose an --out different from the input")
@@ -47,7 +46,7 @@ def recover(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
     error = ""
     truncated = False
     good_offset = 0
-    with open(source, "rb") as fin, open(target, "wb") as fout:
+    with open(source, "rb") as fin, writing(target), open(target, "wb") as fout:
         writer = Writer(fout, compression=CompressionType.ZSTD)
         writer.start(library="aiko-stack recover")
         pending_meta: list[Metadata] = []
@@ -82,7 +81,7 @@ def recover(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
         except _TRUNCATION_ERRORS as exc:
             if not schemas and not pending_meta:
                 target.unlink(missing_ok=True)
-                raise LogReadError(f"{source} holds no readable MCAP records: {exc}") from exc
+                raise LogReadError(f"{source} holds no readable MCAP records: {_describe(exc)}") from exc
             truncated = True
             error = f"{type(exc).__name__}: {exc}"
         writer.finish()

@@ -95,6 +95,7 @@ class ViconMocap(MotionCapture):
         self._connected = False
         self.frames_received = 0
         self.reconnects = 0
+        self._latency_warned = False
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "host": self.host, "stale_after_s": self.stale_after_ns * 1e-9}
@@ -219,8 +220,11 @@ class ViconMocap(MotionCapture):
             occluded[i] = False
         try:
             latency_s = float(client.get_latency_total() or 0.0)
-        except Exception:
+        except Exception as exc:  # noqa: BLE001 - SDK versions differ; the stamp falls back to the receive time
             latency_s = 0.0
+            if not self._latency_warned:  # once, not at 100 Hz: capture times are now late by the real latency
+                self._latency_warned = True
+                log.warning("Vicon latency unavailable (%s); capture_t_ns = receive time", exc)
         frame = _Frame(received, int(client.get_frame_number() or -1), latency_s, position, quaternion, occluded)
         with self._lock:
             self._latest = frame

@@ -83,25 +83,39 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     server = None
+    opened: list[can.BusABC] = []  # shut down again if the start fails half-way
+    problem: str | None = None
     try:
         if args.interface:
             bus = can.Bus(interface=args.interface, channel=args.channel)
+            opened.append(bus)
             emulator = JointControllerEmulator(bus, config)
             print(f"{args.interface}: {args.channel}", flush=True)
         else:
             channel = f"aiko-emulator-{os.getpid()}"
             bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=False)
             bridge = can.Bus(interface="virtual", channel=channel, preserve_timestamps=False)
+            opened += [bus, bridge]
             emulator = JointControllerEmulator(bus, config)
             server = SlcanPtyServer(bridge, on_garbage=emulator.count_serial_garbage)
             if args.link:
-                if os.path.lexists(args.link):
-                    os.unlink(args.link)
-                os.symlink(server.slave_path, args.link)
-            server.start()
-            print(f"slcan: {server.slave_path}", flush=True)
+                try:
+                    if os.path.lexists(args.link):
+                        os.unlink(args.link)
+                    os.symlink(server.slave_path, args.link)
+                except OSError as exc:
+                    problem = f"cannot create --link {args.link}: {exc.strerror}"
+            if problem is None:
+                server.start()
+                print(f"slcan: {server.slave_path}", flush=True)
     except (can.CanError, OSError, ValueError, ImportError) as exc:
-        sys.stderr.write(f"aiko-emulator: cannot open the bus: {exc}\n")
+        problem = f"cannot open the bus: {exc}"
+    if problem is not None:
+        if server is not None:
+            server.shutdown()
+        for opened_bus in opened:
+            opened_bus.shutdown()
+        sys.stderr.write(f"aiko-emulator: {problem}\n")
         return 2
 
     if args.rt_priority > 0:  # before the threads start, so that they inherit it

@@ -57,7 +57,10 @@ def test_can_backend_streams_to_the_emulator_process_over_slcan():
     assert summary["can_bad_frames"] == 0 and summary["can_send_errors"] == 0
     statuses = [p["status"] for _, p in recorder.channels["/joint_feedback"]]
     assert all(s & JointStatus.ENABLED for s in statuses[-1])
-    assert all(m["enabled"] is False or m["enabled"] is True for m in summary["module_health"])
+    health = summary["module_health"]
+    assert [m["node"] for m in health] == list(range(1, 11))
+    assert not any(m["fault"] or m["watchdog"] or m["estop"] for m in health), health
+    assert all(m["feedback_frames"] >= 50 for m in health), health  # 100 Hz for 1 s, slack for a loaded machine
 
 
 def test_can_backend_fails_clearly_when_modules_are_missing():

@@ -67,3 +67,19 @@ def test_aiko_can_bus_load(capsys):
     assert result["frames_per_s"] == 3010 and result["load_percent"] == pytest.approx(40.595)
     assert main(["can", "decode", "/nonexistent.asc"]) == 2
     assert "CAN log not found" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bitrate", ["0", "-5", "2000000"])
+def test_aiko_can_bus_load_rejects_a_bitrate_outside_classic_can(capsys, bitrate):
+    assert main(["can", "bus-load", "--bitrate", bitrate]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--bitrate must be" in err, err
+
+
+@pytest.mark.parametrize("node", ["0", "-5", "11"])
+def test_aiko_can_decode_rejects_a_node_the_protocol_does_not_have(tmp_path, capsys, node):
+    log = tmp_path / "frames.asc"
+    log.write_text("")
+    assert main(["can", "decode", str(log), "--node", node]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "defines nodes 1..10" in err, err

@@ -9,6 +9,7 @@ import pytest
 
 from aiko.cli import main
 from aiko.experiment import load_experiment
+from tests.conftest import EXPERIMENTS
 
 GOOD = """robot = "{robot}"
 [gait]
@@ -85,6 +86,11 @@ def test_bad_experiment_files_give_one_line_and_status_2(tmp_path, robot_path, c
         (["run", "{exp}", "--set", "novalue"], "expected KEY=VALUE"),
         (["gait", "show", "{exp}", "--csv", "{tmp}/g.csv", "--rate", "0"], "--rate must be"),
         (["gait", "show", "{exp}", "--csv", "/proc/forbidden/g.csv"], "cannot write"),
+        (["gait", "show", "{exp}", "--csv", "{tmp}/g.csv", "--rate", "1e9"], "samples; at most"),
+        (["run", "{exp}", "--backend", "kinematic", "--out", "{tmp}"], "cannot open log"),
+        (["run", "{exp}", "--backend", "kinematic", "--live-screenshot", "/proc/forbidden/x.png"], "cannot write"),
+        (["run", "{exp}", "--backend", "hil", "--rt-priority", "500"], "--rt-priority 500 is out of range [0, 99]"),
+        (["run", "{exp}", "--backend", "can", "--bitrate", "0"], "--bitrate 0 is out of range"),
         (["run"], "the following arguments are required"),
         (["frobnicate"], "invalid choice"),
     ],
@@ -157,3 +163,53 @@ def test_a_run_that_fails_midway_ends_with_one_line_status_1_and_a_readable_log(
     kinds = [e.kind for e in log.events() if e.kind in ("start", "error", "stop")]
     assert kinds == ["start", "error", "stop"]
     assert len(log.channel("/references")) == 5  # t = 0.0 … 0.4 s; the plant failed advancing to 0.5 s
+
+
+@pytest.fixture(scope="module")
+def short_log(tmp_path_factory):
+    out = tmp_path_factory.mktemp("short") / "run.mcap"
+    argv = ["run", str(EXPERIMENTS / "sidewinding.toml"), "--backend", "kinematic", "--duration", "0.3"]
+    assert main([*argv, "--out", str(out), "--no-report"]) == 0
+    return out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["log", "export", "{log}", "--csv", "{file}"],  # a file where the CSV directory should be
+        ["log", "recover", "{log}", "--out", "{tmp}"],  # a directory where the log should be
+        ["log", "recover", "{log}", "--out", "/proc/forbidden/r.mcap"],
+        ["report", "{log}", "--out", "/proc/forbidden/r.html"],
+        ["report", "{log}", "--out", "/proc/forbidden/r.png"],
+        ["replay", "{log}", "--out", "/proc/forbidden/r.mcap"],
+    ],
+)
+def test_unwritable_outputs_give_one_line_and_status_2(tmp_path, capsys, short_log, argv):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    argv = [
+        a.replace("{log}", str(short_log)).replace("{file}", str(a_file)).replace("{tmp}", str(tmp_path)) for a in argv
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("aiko: cannot write "), err
+
+
+@pytest.mark.parametrize("at", ["nan", "-1"])
+def test_dashboard_rejects_a_bad_time_before_opening_a_window(capsys, short_log, at):
+    assert main(["dashboard", str(short_log), "--screenshot", "x.png", "--at", at]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--at must be" in err, err
+
+
+@pytest.mark.parametrize("argv", [["run", "{exp}", "--backend", "kinematic", "--live"], ["dashboard", "{log}"]])
+def test_an_interactive_window_without_a_display_is_refused_not_left_waiting(
+    tmp_path, robot_path, capsys, monkeypatch, short_log, argv
+):
+    """Offscreen, nobody can close the window: `--live` / `aiko dashboard LOG` would wait for ever."""
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    exp = write_experiment(tmp_path, GOOD.replace("{robot}", str(robot_path)))
+    argv = [a.replace("{exp}", str(exp)).replace("{log}", str(short_log)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs a display" in err, err

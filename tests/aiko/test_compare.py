@@ -144,6 +144,19 @@ def test_log_without_mocap_is_a_one_line_error(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"body": -1}, "body -1 requested"),  # not Python's "last body"
+        ({"body": 1}, "body 1 requested"),
+        ({"topic": "/references"}, "not a tracked-point channel"),
+    ],
+)
+def test_a_wrong_body_or_topic_is_a_compare_error(run_a, kwargs, message):
+    with pytest.raises(CompareError, match=message):
+        compare_logs(run_a, run_a, **kwargs)
+
+
 def test_yaw_of_the_tracked_body():
     from aiko.compare import Track, displacement, yaw_rad
 

@@ -62,6 +62,7 @@ def test_feedback_is_read_before_references_at_the_same_instant(sidewinding):
 
     sidewinding.gait = SpyGait()
     run_experiment(sidewinding, MemoryRecorder(), RunOptions(duration_s=0.5))
+    assert [t for t, _ in seen] == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4, 0.5]), seen  # every 10 Hz tick
     assert all(t == fb_t for t, fb_t in seen)
 
 
@@ -83,7 +84,7 @@ class ExplodingBackend(KinematicBackend):
 def test_a_crash_mid_run_deactivates_and_is_logged(sidewinding):
     backend = ExplodingBackend(0.55, RuntimeError("motor driver on fire"))
     recorder = MemoryRecorder()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="motor driver on fire"):  # the original error, not a wrapper
         run_experiment(sidewinding, recorder, backend=backend)
     assert backend.deactivations >= 1
     assert recorder.event_kinds() == ["start", "error", "stop"]

@@ -87,3 +87,16 @@ def test_replay_errors_are_specific(tmp_path, original):
     path, _ = original
     with pytest.raises(Exception, match="must differ"):
         replay(path, path)
+
+
+def test_a_replay_log_can_itself_be_replayed(original, tmp_path):
+    """The replay log carries the original robot description (not the experiment file's text as the robot), so
+    a replay of a replay rebuilds the same experiment and reproduces the same references."""
+    path, _ = original
+    first, second = tmp_path / "replay1.mcap", tmp_path / "replay2.mcap"
+    replay(path, first, backend_name="kinematic", backend=ChainBackend())
+    assert LogReader(first).run_metadata["robot_toml"] == LogReader(path).run_metadata["robot_toml"]
+    replay(first, second, backend_name="kinematic", backend=ChainBackend())
+    np.testing.assert_array_equal(
+        LogReader(path).channel("/references")["angle_h_rad"], LogReader(second).channel("/references")["angle_h_rad"]
+    )

@@ -100,3 +100,11 @@ def test_pc_drives_the_emulator_process_through_python_can_slcan(emulator_proces
     assert counters["serial_garbage_lines"] == 3
     assert counters["rejected_total"] == 0
     assert counters["slcan_frames_from_pc"] == 25
+
+
+def test_emulator_cli_bad_link_is_one_line(tmp_path, capsys):
+    from firmware_protocol.emulator.cli import main
+
+    assert main(["--link", str(tmp_path / "no" / "such" / "dir" / "tty"), "--duration", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("aiko-emulator: cannot create --link"), err

@@ -4,6 +4,7 @@ import csv
 import json
 
 import numpy as np
+import pytest
 
 from aiko.log import McapRecorder
 
@@ -52,6 +53,16 @@ def test_missing_log_is_one_line_error(tmp_path, capsys):
     assert run_cli(["log", "info", str(tmp_path / "nope.mcap")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("aiko: ") and "does not exist" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["info", "recover"])
+@pytest.mark.parametrize("kind, message", [("empty", "is empty (0 bytes)"), ("directory", "is a directory")])
+def test_an_empty_file_or_a_directory_is_named_as_such(tmp_path, capsys, command, kind, message):
+    path = tmp_path / "x.mcap"
+    path.mkdir() if kind == "directory" else path.write_bytes(b"")
+    assert run_cli(["log", command, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("aiko: ") and message in err and err.count("\n") == 1, err
 
 
 def test_recover_complete_file_is_identity(tmp_path, capsys):
