@@ -67,6 +67,16 @@ def run_command(args: argparse.Namespace) -> int:
         raise AikoError(f"unknown backend {backend!r}; known backends: {', '.join(backend_names())}")
     if args.duration is not None and not (0 < args.duration < 86400):
         raise AikoError(f"--duration must be in (0, 86400) seconds, got {args.duration}")
+    bus_flags = [
+        flag
+        for flag, value in (("--interface", args.interface), ("--channel", args.channel), ("--bitrate", args.bitrate))
+        if value is not None
+    ]
+    if bus_flags and backend != "can":
+        raise AikoError(
+            f"{', '.join(bus_flags)} select the real bus of --backend can; --backend {backend} does not use it "
+            "(hil runs the emulated modules on its own virtual bus)"
+        )
     out = Path(args.out) if args.out else default_log_path(experiment)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

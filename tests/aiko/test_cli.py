@@ -213,3 +213,10 @@ def test_an_interactive_window_without_a_display_is_refused_not_left_waiting(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "needs a display" in err, err
+
+
+def test_bus_flags_with_a_backend_that_has_no_real_bus_are_refused(capsys, experiments_dir):
+    argv = ["run", str(experiments_dir / "sidewinding.toml"), "--backend", "hil", "--channel", "can0"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--channel select the real bus of --backend can" in err
