@@ -42,7 +42,7 @@ def run(duration_s: float, environment: str = "structured", overrides: dict | No
         "steps": summary["steps"],
         "newton_iterations_mean": summary["flow_lcp_pivots_mean"],
         "iterations_meaning": "mean Lemke pivots per contact LCP (32) solve (no Newton loop in this model)",
-        "time_step_s": experiment.tables["sim"].get("time_step_s", 1e-3),
+        "time_step_s": experiment.tables["sim"].get("dt_s", 1e-3),
         "sim_only_wall_time_s": summary["wall_time_s"],
         "flow_lcp_solves": summary["flow_lcp_solves"],
         "impacts": summary["impacts"],

@@ -4,7 +4,7 @@ The joint servos of the simulated robot track the references the control loop wr
 physics is :mod:`sim.planar_snake`. The ``[sim]`` table::
 
     model = "planar_snake"
-    ground_mu = 0.3; obstacle_mu = 0.2; time_step_s = 0.001
+    mu_ground = 0.3; mu_obstacle = 0.2; dt_s = 0.001
     joint_kp_nm_rad = 20.0; joint_kd_nms_rad = 1.0; joint_torque_limit_nm = 10.0
     head_link_angle_deg = -23.0      # θ_n at t = 0; the other links follow from the gait's initial posture
     initial_com_m = [0.0, 0.0]
@@ -90,7 +90,8 @@ def parse_obstacles(table: Table, link_length_m: float) -> tuple[ObstacleField, 
 
 
 def parse_sim_table(table: Table, experiment: Experiment) -> dict[str, Any]:
-    """Validate the ``[sim]`` table for the planar snake."""
+    """Validate the ``[sim]`` table for the planar snake (key names shared with snake3d where the concept is: dt_s,
+    mu_obstacle, log_rate_hz)."""
     table.string("model", "planar_snake")
     robot = experiment.robot
     if robot.has_vertical_axis:
@@ -98,9 +99,9 @@ def parse_sim_table(table: Table, experiment: Experiment) -> dict[str, Any]:
             f"{table.path}.model: planar_snake needs a robot with yaw joints only; {robot.name} has cardan joints"
         )
     settings = {
-        "ground_mu": table.number("ground_mu", 0.3, min=0.0, max=1.0),
-        "obstacle_mu": table.number("obstacle_mu", 0.2, min=0.0, max=1.0),
-        "time_step_s": table.number("time_step_s", 1e-3, min=0.0, min_exclusive=True, max=0.01),
+        "ground_mu": table.number("mu_ground", 0.3, min=0.0, max=1.0),
+        "obstacle_mu": table.number("mu_obstacle", 0.2, min=0.0, max=1.0),
+        "time_step_s": table.number("dt_s", 1e-3, min=0.0, min_exclusive=True, max=0.01),
         "joint_kp_nm_rad": table.number("joint_kp_nm_rad", 20.0, min=0.0, min_exclusive=True),
         "joint_kd_nms_rad": table.number("joint_kd_nms_rad", 1.0, min=0.0, min_exclusive=True),
         "joint_torque_limit_nm": table.number("joint_torque_limit_nm", 10.0, min=0.0, min_exclusive=True),

@@ -57,8 +57,8 @@ def test_assumption_3_violation_is_a_config_error(experiments_dir):
 
 
 def test_unknown_sim_key_names_itself(experiments_dir):
-    with pytest.raises(ConfigError, match="sim.ground_muu"):
-        load_experiment(experiments_dir / "obstacle_aided_structured.toml", {"sim.ground_muu": 0.3})
+    with pytest.raises(ConfigError, match="sim.mu_groundd"):
+        load_experiment(experiments_dir / "obstacle_aided_structured.toml", {"sim.mu_groundd": 0.3})
 
 
 def test_three_d_robot_is_rejected(experiments_dir):
