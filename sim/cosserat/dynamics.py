@@ -18,6 +18,7 @@ A Levenberg–Marquardt fallback with a finite-difference Jacobian guards the re
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
@@ -223,14 +224,19 @@ class StepProblem:
         return np.concatenate([v[self.free], slack.reshape(-1)])
 
     def _iteration_matrix(self, kin: Kinematics) -> np.ndarray:
-        """M + hD + h²K on the free dofs, at the first iterate of the step (reused: quasi-Newton)."""
-        if self._matrix is None:
-            m = self.model
-            A = mass_matrix(m, kin)
-            A[6:, 6:] += self.h * m.damping + self.h**2 * m.stiffness
-            self._matrix = A[np.ix_(self.free, self.free)]
-            self._row_scale = 1.0 / (np.diag(self._matrix) * self.v_ref)
-        return self._matrix
+        """M(q) + hD + h²K on the free dofs at the current iterate.
+
+        M is re-assembled at every iterate (one 160 × N product, ≈ 0.1 ms): at an impact the warm start can be
+        far from the solution in the strain rates (h·Δθ̇ of order one), and an M frozen there made the
+        iteration stall. The row scale is fixed at the first iterate so the merit function stays the same
+        throughout the step."""
+        m = self.model
+        A = mass_matrix(m, kin)
+        A[6:, 6:] += self.h * m.damping + self.h**2 * m.stiffness
+        A = A[np.ix_(self.free, self.free)]
+        if self._row_scale is None:
+            self._row_scale = 1.0 / (np.diag(A) * self.v_ref)
+        return A
 
     def generalized_residual(self, v: np.ndarray, slack: np.ndarray, kin: Kinematics | None = None):
         """Unscaled dynamic residual on all dofs, the contact residuals and the pieces the Jacobian needs."""
@@ -264,7 +270,13 @@ class StepProblem:
         cq = contact_query(m, kin)
         u_n, u_t = slack[:, 0], slack[:, 1:3]
         lam_n, dlam_n, gap_map, dgap_map = normal_map(m.contact.smoothing, u_n)
-        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, mu * lam_n)
+        # Friction bound a = μ·max(Λ_n, 0): the sigmoid's Λ_n = u_n·D(u_n) is slightly *negative* at separated
+        # nodes, and a negative bound turns the friction map into an anti-friction gain −a/|u_t| ≈ −a/ε
+        # (ε = 1e-9) at u_t = 0: entries ~1e6 in the Newton matrix, rcond ≈ 1e-22 in the tube scenario.
+        in_contact = lam_n > 0.0
+        bound = mu * np.where(in_contact, lam_n, 0.0)
+        dbound_dun = mu * np.where(in_contact, dlam_n, 0.0)
+        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, bound)
         basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
         force = sc.force_n * (lam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", lam_t, basis_t))
         gen_force = np.einsum("kin,ki->n", cq.jac_contact, force)
@@ -278,6 +290,7 @@ class StepProblem:
             "r_slip": slip / sc.slip_m_s - slip_map,
             "lam_n": lam_n,
             "dlam_n": dlam_n,
+            "dbound_dun": dbound_dun,
             "dgap_map": dgap_map,
             "dlt_du": dlt_du,
             "dlt_da": dlt_da,
@@ -295,6 +308,23 @@ class StepProblem:
         return self._eval_cache[1]
 
     def residual_and_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.residual(x), self.jacobian(x)
+
+    def residual_and_lazy_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+        """The scaled residual now and its (quasi-Newton) Jacobian on demand: the Newton solver only needs
+        the matrix at accepted iterates, not at the rejected trial points of the line search."""
+        return self.residual(x), lambda: self.jacobian(x)
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        r_dyn, contact, kin = self.evaluate(x)
+        if self._row_scale is None:
+            self._iteration_matrix(kin)
+        r = r_dyn[self.free] * self._row_scale
+        if contact is None:
+            return r
+        return np.concatenate([r, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)])
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
         r_dyn, contact, kin = self.evaluate(x)
         A = self._iteration_matrix(kin)
         s = self._row_scale
@@ -302,17 +332,16 @@ class StepProblem:
         jac = np.zeros((nf + 3 * k, nf + 3 * k))
         jac[:nf, :nf] = A * s[:, None]
         if contact is None:
-            return r_dyn[self.free] * s, jac
-        h, sc, mu = self.h, self.scales, self.model.contact.friction_coefficient
+            return jac
+        h, sc = self.h, self.scales
         cq = contact["query"]
         jc = cq.jac_contact[:, :, self.free]  # (k,3,nf)
         jp = cq.jac_position[:, :, self.free]
         bt = contact["basis_t"]
         dlam_n = contact["dlam_n"]
         # d(force_j)/d(u_n,j) and d(force_j)/d(u_t,j) in world coordinates
-        df_dun = sc.force_n * (
-            dlam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", contact["dlt_da"] * mu * dlam_n[:, None], bt)
-        )
+        dlt_dun = contact["dlt_da"] * contact["dbound_dun"][:, None]
+        df_dun = sc.force_n * (dlam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", dlt_dun, bt))
         df_dut = sc.force_n * np.einsum("kai,kab->kib", bt, contact["dlt_du"])  # (k,3,2)
         cols = nf + 3 * np.arange(k)
         rows_dyn = -h * s[:, None]
@@ -327,16 +356,12 @@ class StepProblem:
         jt = np.einsum("kai,kin->kan", bt, jc) / sc.slip_m_s  # (k,2,nf)
         jac[cols + 1, :nf] = jt[:, 0]
         jac[cols + 2, :nf] = jt[:, 1]
-        dslip_dun = contact["dslip_da"] * (mu * dlam_n)[:, None]
+        dslip_dun = contact["dslip_da"] * contact["dbound_dun"][:, None]
         for a in range(2):
             jac[cols + 1 + a, cols] = -dslip_dun[:, a]
             jac[cols + 1 + a, cols + 1] = -contact["dslip_du"][:, a, 0]
             jac[cols + 1 + a, cols + 2] = -contact["dslip_du"][:, a, 1]
-        r = np.concatenate([r_dyn[self.free] * s, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)])
-        return r, jac
-
-    def residual(self, x: np.ndarray) -> np.ndarray:
-        return self.residual_and_jacobian(x)[0]
+        return jac
 
 
 def step(
@@ -398,7 +423,7 @@ def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
     fallback = None
     if settings.exact_jacobian_fallback:
         fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731
-    result = solve(problem.residual_and_jacobian, x0, settings, fallback)
+    result = solve(problem.residual_and_lazy_jacobian, x0, settings, fallback)
     v, slack = problem.unpack(result.x)
     r_dyn, contact, kin = problem.evaluate(result.x)
     state.q = state.q + dt_s * v

@@ -42,12 +42,17 @@ class NewtonResult:
     used_fallback: bool
 
 
+def _matrix(jac) -> np.ndarray:
+    """`fun` may return the Jacobian as a zero-argument callable, evaluated only where it is used."""
+    return jac() if callable(jac) else jac
+
+
 def _merit(r: np.ndarray) -> float:
     return 0.5 * float(r @ r)
 
 
 def solve(
-    fun: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    fun: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | Callable[[], np.ndarray]]],
     x0: np.ndarray,
     settings: NewtonSettings = NewtonSettings(),
     fallback_jacobian: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -67,6 +72,7 @@ def solve(
         if np.max(np.abs(r)) <= settings.tolerance:
             return NewtonResult(x, iterations - 1, float(np.max(np.abs(r))), False)
         try:
+            jac = _matrix(jac)
             dx = scipy.linalg.solve(jac, -r, check_finite=False)
         except (np.linalg.LinAlgError, ValueError):
             break
@@ -119,8 +125,7 @@ def solve(
 
 def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far) -> NewtonResult:
     r, jac = fun(x)
-    if fallback_jacobian is not None:
-        jac = fallback_jacobian(x)
+    jac = fallback_jacobian(x) if fallback_jacobian is not None else _matrix(jac)
     mu = 1e-3 * float(np.max(np.abs(np.diag(jac.T @ jac)))) + 1e-12
     for it in range(1, settings.max_lm_iterations + 1):
         if np.max(np.abs(r)) <= settings.tolerance:
@@ -132,7 +137,7 @@ def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far)
         if np.all(np.isfinite(r_try)) and _merit(r_try) < _merit(r):
             x = x + dx
             r = r_try
-            jac = fallback_jacobian(x) if fallback_jacobian is not None else jac_try
+            jac = fallback_jacobian(x) if fallback_jacobian is not None else _matrix(jac_try)
             mu = max(mu / 3.0, 1e-15)
         else:
             mu *= 4.0
