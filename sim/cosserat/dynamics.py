@@ -137,7 +137,39 @@ class ContactQuery:
     jac_contact: np.ndarray  # (k,3,N) world velocity of the contact point p − r n
 
 
-def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
+@numba.njit(cache=True)
+def _contact_point_jacobians(R, J, index, offset):
+    """World Jacobians of the centreline points p (jac_pos = R J_v) and of the contact points p + d
+    (jac_c = R J_v − d̃ R J_ω) for K = n_obstacles·k contact candidates; candidate a sits on sweep point
+    index[a % k] with offset d = offset[a]. Loops instead of einsum/cross/tile: this runs at every residual."""
+    k = index.shape[0]
+    n_cand = offset.shape[0]
+    n_dof = J.shape[2]
+    jac_pos = np.empty((n_cand, 3, n_dof))
+    jac_c = np.empty((n_cand, 3, n_dof))
+    for a in range(n_cand):
+        i = index[a % k]
+        Ri = R[i]
+        d0, d1, d2 = offset[a, 0], offset[a, 1], offset[a, 2]
+        for n in range(n_dof):
+            v0 = Ri[0, 0] * J[i, 3, n] + Ri[0, 1] * J[i, 4, n] + Ri[0, 2] * J[i, 5, n]
+            v1 = Ri[1, 0] * J[i, 3, n] + Ri[1, 1] * J[i, 4, n] + Ri[1, 2] * J[i, 5, n]
+            v2 = Ri[2, 0] * J[i, 3, n] + Ri[2, 1] * J[i, 4, n] + Ri[2, 2] * J[i, 5, n]
+            w0 = Ri[0, 0] * J[i, 0, n] + Ri[0, 1] * J[i, 1, n] + Ri[0, 2] * J[i, 2, n]
+            w1 = Ri[1, 0] * J[i, 0, n] + Ri[1, 1] * J[i, 1, n] + Ri[1, 2] * J[i, 2, n]
+            w2 = Ri[2, 0] * J[i, 0, n] + Ri[2, 1] * J[i, 1, n] + Ri[2, 2] * J[i, 2, n]
+            jac_pos[a, 0, n] = v0
+            jac_pos[a, 1, n] = v1
+            jac_pos[a, 2, n] = v2
+            # v_c = v_p + ω × d
+            jac_c[a, 0, n] = v0 + w1 * d2 - w2 * d1
+            jac_c[a, 1, n] = v1 + w2 * d0 - w0 * d2
+            jac_c[a, 2, n] = v2 + w0 * d1 - w1 * d0
+    return jac_pos, jac_c
+
+
+def contact_query_reference(model: RodModel, kin: Kinematics) -> ContactQuery:
+    """Plain-numpy version of `contact_query` (the tests compare the numba path against it)."""
     c = model.contact
     idx = model.grid.contact_index
     R, p, J = kin.R[idx], kin.p[idx], kin.J[idx]
@@ -156,6 +188,74 @@ def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
     # v_c = v_p + ω × d = v_p − d̃ ω
     jac_c = jac_pos - np.cross(d[:, :, None], jac_rot, axis=1)
     return ContactQuery(gap, normal, t1, t2, jac_pos, jac_c)
+
+
+def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
+    c = model.contact
+    idx = model.grid.contact_index
+    p = kin.p[idx]
+    r = model.contact_radius_m
+    parts = [ob.query(p, r) for ob in c.obstacles]
+    gap = np.concatenate([x[0] for x in parts])
+    normal = np.concatenate([x[1] for x in parts])
+    t1 = np.concatenate([x[2] for x in parts])
+    t2 = np.concatenate([x[3] for x in parts])
+    d = -np.tile(r, len(c.obstacles))[:, None] * normal  # contact point offset from the centreline
+    jac_pos, jac_c = _contact_point_jacobians(kin.R, kin.J, idx, d)
+    return ContactQuery(gap, normal, t1, t2, jac_pos, jac_c)
+
+
+@numba.njit(cache=True)
+def _contact_generalized_force_and_slip(jac_c, force, basis_t, v):
+    """Σ_j J_c,jᵀ F_j and the tangential slip velocities [t1 t2]ᵀ J_c,j v (same as the einsums of the
+    reference `_contact_reference`)."""
+    n_cand, _, n_dof = jac_c.shape
+    gen = np.zeros(n_dof)
+    slip = np.zeros((n_cand, 2))
+    for a in range(n_cand):
+        vel0 = 0.0
+        vel1 = 0.0
+        vel2 = 0.0
+        for n in range(n_dof):
+            j0, j1, j2 = jac_c[a, 0, n], jac_c[a, 1, n], jac_c[a, 2, n]
+            gen[n] += j0 * force[a, 0] + j1 * force[a, 1] + j2 * force[a, 2]
+            vel0 += j0 * v[n]
+            vel1 += j1 * v[n]
+            vel2 += j2 * v[n]
+        for b in range(2):
+            slip[a, b] = basis_t[a, b, 0] * vel0 + basis_t[a, b, 1] * vel1 + basis_t[a, b, 2] * vel2
+    return gen, slip
+
+
+@numba.njit(cache=True)
+def _fill_contact_blocks(
+    jac, free, jc, jp, normal, basis_t, df_dun, df_dut, row_scale, h, gap_m, slip_m_s, dgap_map, dslip_dun, dslip_du
+):
+    """Write the contact rows and columns of the Newton matrix (the plain-numpy reference is
+    `StepProblem._jacobian_reference`)."""
+    nf = free.shape[0]
+    n_cand = jc.shape[0]
+    for a in range(n_cand):
+        c = nf + 3 * a
+        for col in range(nf):
+            n = free[col]
+            j0, j1, j2 = jc[a, 0, n], jc[a, 1, n], jc[a, 2, n]
+            # dynamic rows: −h s ∂(J_cᵀF)/∂u
+            g = -h * row_scale[col]
+            jac[col, c] = g * (j0 * df_dun[a, 0] + j1 * df_dun[a, 1] + j2 * df_dun[a, 2])
+            jac[col, c + 1] = g * (j0 * df_dut[a, 0, 0] + j1 * df_dut[a, 1, 0] + j2 * df_dut[a, 2, 0])
+            jac[col, c + 2] = g * (j0 * df_dut[a, 0, 1] + j1 * df_dut[a, 1, 1] + j2 * df_dut[a, 2, 1])
+            # gap row: h nᵀ J_p / σ_δ; slip rows: [t1 t2]ᵀ J_c / σ_v
+            jac[c, col] = (
+                h * (normal[a, 0] * jp[a, 0, n] + normal[a, 1] * jp[a, 1, n] + normal[a, 2] * jp[a, 2, n]) / gap_m
+            )
+            for b in range(2):
+                jac[c + 1 + b, col] = (basis_t[a, b, 0] * j0 + basis_t[a, b, 1] * j1 + basis_t[a, b, 2] * j2) / slip_m_s
+        jac[c, c] = -dgap_map[a]
+        for b in range(2):
+            jac[c + 1 + b, c] = -dslip_dun[a, b]
+            jac[c + 1 + b, c + 1] = -dslip_du[a, b, 0]
+            jac[c + 1 + b, c + 2] = -dslip_du[a, b, 1]
 
 
 @dataclass(frozen=True)
@@ -278,9 +378,8 @@ class StepProblem:
         dbound_dun = mu * np.where(in_contact, dlam_n, 0.0)
         lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, bound)
         basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
-        force = sc.force_n * (lam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", lam_t, basis_t))
-        gen_force = np.einsum("kin,ki->n", cq.jac_contact, force)
-        slip = np.einsum("kai,kin,n->ka", basis_t, cq.jac_contact, v)
+        force = sc.force_n * (lam_n[:, None] * cq.normal + lam_t[:, 0:1] * cq.t1 + lam_t[:, 1:2] * cq.t2)
+        gen_force, slip = _contact_generalized_force_and_slip(cq.jac_contact, force, basis_t, v)
         return {
             "query": cq,
             "force": force,
@@ -325,6 +424,44 @@ class StepProblem:
         return np.concatenate([r, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)])
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """Newton matrix: exact contact blocks, M(q) + hD + h²K for the dynamics (see module docstring)."""
+        r_dyn, contact, kin = self.evaluate(x)
+        A = self._iteration_matrix(kin)
+        s = self._row_scale
+        nf, k = self.n_free, self.k
+        jac = np.zeros((nf + 3 * k, nf + 3 * k))
+        jac[:nf, :nf] = A * s[:, None]
+        if contact is None:
+            return jac
+        sc = self.scales
+        cq = contact["query"]
+        bt = contact["basis_t"]
+        dlt_dun = contact["dlt_da"] * contact["dbound_dun"][:, None]
+        df_dun = sc.force_n * (
+            contact["dlam_n"][:, None] * cq.normal + dlt_dun[:, 0:1] * cq.t1 + dlt_dun[:, 1:2] * cq.t2
+        )
+        df_dut = sc.force_n * np.einsum("kai,kab->kib", bt, contact["dlt_du"])  # (k,3,2)
+        _fill_contact_blocks(
+            jac,
+            self.free,
+            cq.jac_contact,
+            cq.jac_position,
+            cq.normal,
+            bt,
+            df_dun,
+            df_dut,
+            s,
+            self.h,
+            sc.gap_m,
+            sc.slip_m_s,
+            contact["dgap_map"],
+            contact["dslip_da"] * contact["dbound_dun"][:, None],
+            contact["dslip_du"],
+        )
+        return jac
+
+    def _jacobian_reference(self, x: np.ndarray) -> np.ndarray:
+        """Plain-numpy assembly of the Newton matrix (tests compare `jacobian` against it)."""
         r_dyn, contact, kin = self.evaluate(x)
         A = self._iteration_matrix(kin)
         s = self._row_scale
