@@ -301,7 +301,15 @@ class StepProblem:
         self.k = model.n_contact_nodes
         self.scales = contact_scales(model, dt_s) if model.contact is not None else None
         g_norm = float(np.linalg.norm(model.gravity_m_s2))
-        self.v_ref = max(g_norm * dt_s, float(np.max(np.abs(state.v))), 1e-6 * model.rod.length_m / dt_s)
+        # Reference speed of the dynamic rows' tolerance. It includes the prescribed base velocity: without it
+        # a rod at rest without gravity (the tube insertion's first step) got v_ref = 1e-6·L/h and row scales
+        # ~1e21 (rcond 1e-14 even with the friction bound fixed).
+        self.v_ref = max(
+            g_norm * dt_s,
+            float(np.max(np.abs(state.v))),
+            float(np.max(np.abs(self.v_fixed))),
+            1e-6 * model.rod.length_m / dt_s,
+        )
         self._matrix = None
         self._row_scale = None
         self._kin_cache: tuple[bytes, Kinematics] | None = None
