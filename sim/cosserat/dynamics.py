@@ -27,6 +27,7 @@ import numpy as np
 from sim.cosserat.kinematics import forward_sweep
 from sim.cosserat.model import RodModel, RodState
 from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian, solve
+from sim.cosserat.obstacles import Plane
 from sim.cosserat.slack import friction_map, normal_map
 
 log = logging.getLogger(__name__)
@@ -311,6 +312,7 @@ class StepProblem:
             1e-6 * model.rod.length_m / dt_s,
         )
         self._matrix = None
+        self.frame_terms = False  # NewtonSettings.contact_frame_terms
         self._row_scale = None
         self._kin_cache: tuple[bytes, Kinematics] | None = None
         self._eval_cache: tuple[bytes, tuple] | None = None
@@ -398,6 +400,7 @@ class StepProblem:
             "lam_n": lam_n,
             "dlam_n": dlam_n,
             "dbound_dun": dbound_dun,
+            "lam_t": lam_t,
             "dgap_map": dgap_map,
             "dlt_du": dlt_du,
             "dlt_da": dlt_da,
@@ -466,7 +469,50 @@ class StepProblem:
             contact["dslip_da"] * contact["dbound_dun"][:, None],
             contact["dslip_du"],
         )
+        if self.frame_terms and any(not isinstance(ob, Plane) for ob in self.model.contact.obstacles):
+            self._add_frame_rotation_terms(jac, contact, kin, self.unpack(x)[0])
         return jac
+
+    def _obstacle_frame_derivatives(self, kin: Kinematics):
+        """∂n/∂p, ∂t1/∂p, ∂t2/∂p (K,3,3) of the obstacles' contact frames at the centreline points, by central
+        differences of the obstacle queries (cheap: 6 queries of k points)."""
+        m = self.model
+        p = kin.p[m.grid.contact_index]
+        r = m.contact_radius_m
+        delta = 1e-7 * m.rod.length_m
+        out = [np.zeros((self.k, 3, 3)) for _ in range(3)]
+        for e in range(3):
+            dp = np.zeros(3)
+            dp[e] = delta
+            plus = [ob.query(p + dp, r) for ob in m.contact.obstacles]
+            minus = [ob.query(p - dp, r) for ob in m.contact.obstacles]
+            for f in range(3):
+                hi = np.concatenate([x[1 + f] for x in plus])
+                lo = np.concatenate([x[1 + f] for x in minus])
+                out[f][:, :, e] = (hi - lo) / (2 * delta)
+        return out
+
+    def _add_frame_rotation_terms(self, jac, contact, kin, v):
+        """Dependence of the contact frame (n, t1, t2) on the configuration, for a curved obstacle: the
+        force Σ J_cᵀ F with F = σ(λ_n n + λ_t1 t1 + λ_t2 t2) turns with n(p), the slip tᵀ J_c v with t(p)."""
+        dn, dt1, dt2 = self._obstacle_frame_derivatives(kin)
+        sc, h, nf = self.scales, self.h, self.n_free
+        cq = contact["query"]
+        # Nodes in contact only: at a separated node the force is the sigmoid's tiny negative tail, and inside
+        # a tube near its centreline the frame is singular (∂n/∂p ~ 1/distance).
+        touching = (contact["lam_n"] > 0.0).astype(float)
+        lam_n, lam_t = contact["lam_n"] * touching, contact["lam_t"] * touching[:, None]
+        dforce = sc.force_n * (
+            lam_n[:, None, None] * dn + lam_t[:, 0, None, None] * dt1 + lam_t[:, 1, None, None] * dt2
+        )
+        jp = cq.jac_position[:, :, self.free]
+        jc = cq.jac_contact[:, :, self.free]
+        geo = np.einsum("kin,kij,kjm->nm", jc, dforce, jp)
+        jac[:nf, :nf] += -h * h * self._row_scale[:, None] * geo
+        vel = np.einsum("kin,n->ki", cq.jac_contact, v)
+        cols = nf + 3 * np.arange(self.k)
+        for b, dt in enumerate((dt1, dt2)):
+            jac[cols + 1 + b, :nf] += h * np.einsum("ki,kij,kjm->km", vel * touching[:, None], dt, jp) / sc.slip_m_s
 
     def _jacobian_reference(self, x: np.ndarray) -> np.ndarray:
         """Plain-numpy assembly of the Newton matrix (tests compare `jacobian` against it)."""
@@ -506,6 +552,8 @@ class StepProblem:
             jac[cols + 1 + a, cols] = -dslip_dun[:, a]
             jac[cols + 1 + a, cols + 1] = -contact["dslip_du"][:, a, 0]
             jac[cols + 1 + a, cols + 2] = -contact["dslip_du"][:, a, 1]
+        if self.frame_terms and any(not isinstance(ob, Plane) for ob in self.model.contact.obstacles):
+            self._add_frame_rotation_terms(jac, contact, kin, self.unpack(x)[0])
         return jac
 
 
@@ -561,6 +609,7 @@ def _predicted_slack(model: RodModel, state: RodState, v_guess: np.ndarray, dt_s
 
 def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
     problem = StepProblem(model, state, dt_s, base_alpha_next)
+    problem.frame_terms = settings.contact_frame_terms
     v_guess = state.v.copy()
     if model.base == "clamped":
         v_guess[0:6] = problem.v_fixed[0:6]

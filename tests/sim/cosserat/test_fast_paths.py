@@ -38,10 +38,12 @@ def test_numba_newton_matrix_matches_the_numpy_reference():
     rng = np.random.default_rng(4)
     state.v = 0.01 * rng.normal(size=model.n_dof)
     state.slack = rng.normal(size=state.slack.shape)
-    problem = StepProblem(model, state, 0.002, None)
-    x = problem.pack(state.v, state.slack)
-    fast, ref = problem.jacobian(x), problem._jacobian_reference(x)
-    np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
+    for frame_terms in (False, True):
+        problem = StepProblem(model, state, 0.002, None)
+        problem.frame_terms = frame_terms
+        x = problem.pack(state.v, state.slack)
+        fast, ref = problem.jacobian(x), problem._jacobian_reference(x)
+        np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
 
 
 def test_separated_nodes_carry_no_friction_and_keep_the_newton_matrix_well_scaled():
