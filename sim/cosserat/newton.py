@@ -26,7 +26,7 @@ class NewtonSettings:
     velocities to 1e-8 of the step's reference speed and gaps to 1e-8·g·h²."""
 
     tolerance: float = 1e-8
-    max_iterations: int = 30
+    max_iterations: int = 20  # then two half steps; 30 → 20 saves ~14 % of evaluations in the drop (n = 16…24)
     exact_jacobian_fallback: bool = False  # finite-difference Newton + LM before giving up (costly)
     max_lm_iterations: int = 60
     line_search_steps: int = 12
