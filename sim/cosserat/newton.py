@@ -78,7 +78,8 @@ def solve(
             return NewtonResult(x, iterations - 1, float(np.max(np.abs(r))), False)
         try:
             jac = _matrix(jac)
-            dx = scipy.linalg.solve(jac, -r, check_finite=False)
+            # numpy's gesv: no condition estimate (scipy's adds ~25 % to this 200 × 200 solve)
+            dx = np.linalg.solve(jac, -r)
         except (np.linalg.LinAlgError, ValueError):
             break
         f0 = _merit(r)
