@@ -16,6 +16,34 @@ _SMALL_ANGLE_SQ = 1e-4
 
 
 @numba.njit(cache=True)
+def mm(a, b):
+    """a @ b for the tiny (3×3, 6×6) matrices here: explicit loops beat numba's BLAS call overhead
+    (the sweep does ~20 such products per point)."""
+    n, m = a.shape
+    p = b.shape[1]
+    out = np.zeros((n, p), dtype=a.dtype)
+    for i in range(n):
+        for k in range(m):
+            aik = a[i, k]
+            for j in range(p):
+                out[i, j] += aik * b[k, j]
+    return out
+
+
+@numba.njit(cache=True)
+def mv(a, x):
+    """a @ x for a tiny matrix and vector (see `mm`)."""
+    n, m = a.shape
+    out = np.zeros(n, dtype=a.dtype)
+    for i in range(n):
+        acc = a[i, 0] * x[0]
+        for k in range(1, m):
+            acc += a[i, k] * x[k]
+        out[i] = acc
+    return out
+
+
+@numba.njit(cache=True)
 def skew(w):
     """3×3 skew matrix w̃ with w̃ x = w × x."""
     out = np.zeros((3, 3), dtype=w.dtype)
@@ -63,7 +91,7 @@ def so3_exp(w):
     """Rodrigues: exp(w̃)."""
     a, b, _ = _so3_coefficients(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
     wt = skew(w)
-    out = a * wt + b * (wt @ wt)
+    out = a * wt + b * mm(wt, wt)
     for i in range(3):
         out[i, i] += 1.0
     return out
@@ -74,7 +102,7 @@ def so3_left_jacobian(w):
     """J_l(w) = Σ w̃^k/(k+1)!: maps φ̇ of the exponential coordinates to the spatial angular velocity."""
     _, b, c = _so3_coefficients(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
     wt = skew(w)
-    out = b * wt + c * (wt @ wt)
+    out = b * wt + c * mm(wt, wt)
     for i in range(3):
         out[i, i] += 1.0
     return out
@@ -86,7 +114,7 @@ def se3_exp(xi):
     w = xi[0:3]
     v = xi[3:6]
     R = so3_exp(w)
-    p = so3_left_jacobian(w) @ v
+    p = mv(so3_left_jacobian(w), v)
     return R, p
 
 
@@ -97,7 +125,7 @@ def ad_inverse_pose(R, p):
     Rt = R.T.copy()
     out[0:3, 0:3] = Rt
     out[3:6, 3:6] = Rt
-    out[3:6, 0:3] = -(Rt @ skew(p))
+    out[3:6, 0:3] = -mm(Rt, skew(p))
     return out
 
 
@@ -125,11 +153,11 @@ def se3_tangent(xi):
         c1 = (t - s) / (t2 * t)
         c2 = (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2)
         c3 = (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t)
-    WP = W @ P
-    PW = P @ W
-    WPW = WP @ W
-    WW = W @ W
-    Q = 0.5 * P + c1 * (WP + PW + WPW) + c2 * (WW @ P + PW @ W - 3.0 * WPW) + c3 * (WPW @ W + W @ WPW)
+    WP = mm(W, P)
+    PW = mm(P, W)
+    WPW = mm(WP, W)
+    WW = mm(W, W)
+    Q = 0.5 * P + c1 * (WP + PW + WPW) + c2 * (mm(WW, P) + mm(PW, W) - 3.0 * WPW) + c3 * (mm(WPW, W) + mm(W, WPW))
     out = np.zeros((6, 6), dtype=xi.dtype)
     out[0:3, 0:3] = Jl
     out[3:6, 3:6] = Jl

@@ -18,6 +18,7 @@ A Levenberg–Marquardt fallback with a finite-difference Jacobian guards the re
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
@@ -26,6 +27,7 @@ import numpy as np
 from sim.cosserat.kinematics import forward_sweep
 from sim.cosserat.model import RodModel, RodState
 from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian, solve
+from sim.cosserat.obstacles import Plane
 from sim.cosserat.slack import friction_map, normal_map
 
 log = logging.getLogger(__name__)
@@ -136,7 +138,39 @@ class ContactQuery:
     jac_contact: np.ndarray  # (k,3,N) world velocity of the contact point p − r n
 
 
-def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
+@numba.njit(cache=True)
+def _contact_point_jacobians(R, J, index, offset):
+    """World Jacobians of the centreline points p (jac_pos = R J_v) and of the contact points p + d
+    (jac_c = R J_v − d̃ R J_ω) for K = n_obstacles·k contact candidates; candidate a sits on sweep point
+    index[a % k] with offset d = offset[a]. Loops instead of einsum/cross/tile: this runs at every residual."""
+    k = index.shape[0]
+    n_cand = offset.shape[0]
+    n_dof = J.shape[2]
+    jac_pos = np.empty((n_cand, 3, n_dof))
+    jac_c = np.empty((n_cand, 3, n_dof))
+    for a in range(n_cand):
+        i = index[a % k]
+        Ri = R[i]
+        d0, d1, d2 = offset[a, 0], offset[a, 1], offset[a, 2]
+        for n in range(n_dof):
+            v0 = Ri[0, 0] * J[i, 3, n] + Ri[0, 1] * J[i, 4, n] + Ri[0, 2] * J[i, 5, n]
+            v1 = Ri[1, 0] * J[i, 3, n] + Ri[1, 1] * J[i, 4, n] + Ri[1, 2] * J[i, 5, n]
+            v2 = Ri[2, 0] * J[i, 3, n] + Ri[2, 1] * J[i, 4, n] + Ri[2, 2] * J[i, 5, n]
+            w0 = Ri[0, 0] * J[i, 0, n] + Ri[0, 1] * J[i, 1, n] + Ri[0, 2] * J[i, 2, n]
+            w1 = Ri[1, 0] * J[i, 0, n] + Ri[1, 1] * J[i, 1, n] + Ri[1, 2] * J[i, 2, n]
+            w2 = Ri[2, 0] * J[i, 0, n] + Ri[2, 1] * J[i, 1, n] + Ri[2, 2] * J[i, 2, n]
+            jac_pos[a, 0, n] = v0
+            jac_pos[a, 1, n] = v1
+            jac_pos[a, 2, n] = v2
+            # v_c = v_p + ω × d
+            jac_c[a, 0, n] = v0 + w1 * d2 - w2 * d1
+            jac_c[a, 1, n] = v1 + w2 * d0 - w0 * d2
+            jac_c[a, 2, n] = v2 + w0 * d1 - w1 * d0
+    return jac_pos, jac_c
+
+
+def contact_query_reference(model: RodModel, kin: Kinematics) -> ContactQuery:
+    """Plain-numpy version of `contact_query` (the tests compare the numba path against it)."""
     c = model.contact
     idx = model.grid.contact_index
     R, p, J = kin.R[idx], kin.p[idx], kin.J[idx]
@@ -155,6 +189,74 @@ def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
     # v_c = v_p + ω × d = v_p − d̃ ω
     jac_c = jac_pos - np.cross(d[:, :, None], jac_rot, axis=1)
     return ContactQuery(gap, normal, t1, t2, jac_pos, jac_c)
+
+
+def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
+    c = model.contact
+    idx = model.grid.contact_index
+    p = kin.p[idx]
+    r = model.contact_radius_m
+    parts = [ob.query(p, r) for ob in c.obstacles]
+    gap = np.concatenate([x[0] for x in parts])
+    normal = np.concatenate([x[1] for x in parts])
+    t1 = np.concatenate([x[2] for x in parts])
+    t2 = np.concatenate([x[3] for x in parts])
+    d = -np.tile(r, len(c.obstacles))[:, None] * normal  # contact point offset from the centreline
+    jac_pos, jac_c = _contact_point_jacobians(kin.R, kin.J, idx, d)
+    return ContactQuery(gap, normal, t1, t2, jac_pos, jac_c)
+
+
+@numba.njit(cache=True)
+def _contact_generalized_force_and_slip(jac_c, force, basis_t, v):
+    """Σ_j J_c,jᵀ F_j and the tangential slip velocities [t1 t2]ᵀ J_c,j v (same as the einsums of the
+    reference `_contact_reference`)."""
+    n_cand, _, n_dof = jac_c.shape
+    gen = np.zeros(n_dof)
+    slip = np.zeros((n_cand, 2))
+    for a in range(n_cand):
+        vel0 = 0.0
+        vel1 = 0.0
+        vel2 = 0.0
+        for n in range(n_dof):
+            j0, j1, j2 = jac_c[a, 0, n], jac_c[a, 1, n], jac_c[a, 2, n]
+            gen[n] += j0 * force[a, 0] + j1 * force[a, 1] + j2 * force[a, 2]
+            vel0 += j0 * v[n]
+            vel1 += j1 * v[n]
+            vel2 += j2 * v[n]
+        for b in range(2):
+            slip[a, b] = basis_t[a, b, 0] * vel0 + basis_t[a, b, 1] * vel1 + basis_t[a, b, 2] * vel2
+    return gen, slip
+
+
+@numba.njit(cache=True)
+def _fill_contact_blocks(
+    jac, free, jc, jp, normal, basis_t, df_dun, df_dut, row_scale, h, gap_m, slip_m_s, dgap_map, dslip_dun, dslip_du
+):
+    """Write the contact rows and columns of the Newton matrix (the plain-numpy reference is
+    `StepProblem._jacobian_reference`)."""
+    nf = free.shape[0]
+    n_cand = jc.shape[0]
+    for a in range(n_cand):
+        c = nf + 3 * a
+        for col in range(nf):
+            n = free[col]
+            j0, j1, j2 = jc[a, 0, n], jc[a, 1, n], jc[a, 2, n]
+            # dynamic rows: −h s ∂(J_cᵀF)/∂u
+            g = -h * row_scale[col]
+            jac[col, c] = g * (j0 * df_dun[a, 0] + j1 * df_dun[a, 1] + j2 * df_dun[a, 2])
+            jac[col, c + 1] = g * (j0 * df_dut[a, 0, 0] + j1 * df_dut[a, 1, 0] + j2 * df_dut[a, 2, 0])
+            jac[col, c + 2] = g * (j0 * df_dut[a, 0, 1] + j1 * df_dut[a, 1, 1] + j2 * df_dut[a, 2, 1])
+            # gap row: h nᵀ J_p / σ_δ; slip rows: [t1 t2]ᵀ J_c / σ_v
+            jac[c, col] = (
+                h * (normal[a, 0] * jp[a, 0, n] + normal[a, 1] * jp[a, 1, n] + normal[a, 2] * jp[a, 2, n]) / gap_m
+            )
+            for b in range(2):
+                jac[c + 1 + b, col] = (basis_t[a, b, 0] * j0 + basis_t[a, b, 1] * j1 + basis_t[a, b, 2] * j2) / slip_m_s
+        jac[c, c] = -dgap_map[a]
+        for b in range(2):
+            jac[c + 1 + b, c] = -dslip_dun[a, b]
+            jac[c + 1 + b, c + 1] = -dslip_du[a, b, 0]
+            jac[c + 1 + b, c + 2] = -dslip_du[a, b, 1]
 
 
 @dataclass(frozen=True)
@@ -200,8 +302,17 @@ class StepProblem:
         self.k = model.n_contact_nodes
         self.scales = contact_scales(model, dt_s) if model.contact is not None else None
         g_norm = float(np.linalg.norm(model.gravity_m_s2))
-        self.v_ref = max(g_norm * dt_s, float(np.max(np.abs(state.v))), 1e-6 * model.rod.length_m / dt_s)
+        # Reference speed of the dynamic rows' tolerance. It includes the prescribed base velocity: without it
+        # a rod at rest without gravity (the tube insertion's first step) got v_ref = 1e-6·L/h and row scales
+        # ~1e21 (rcond 1e-14 even with the friction bound fixed).
+        self.v_ref = max(
+            g_norm * dt_s,
+            float(np.max(np.abs(state.v))),
+            float(np.max(np.abs(self.v_fixed))),
+            1e-6 * model.rod.length_m / dt_s,
+        )
         self._matrix = None
+        self.frame_terms = False  # NewtonSettings.contact_frame_terms
         self._row_scale = None
         self._kin_cache: tuple[bytes, Kinematics] | None = None
         self._eval_cache: tuple[bytes, tuple] | None = None
@@ -223,14 +334,19 @@ class StepProblem:
         return np.concatenate([v[self.free], slack.reshape(-1)])
 
     def _iteration_matrix(self, kin: Kinematics) -> np.ndarray:
-        """M + hD + h²K on the free dofs, at the first iterate of the step (reused: quasi-Newton)."""
-        if self._matrix is None:
-            m = self.model
-            A = mass_matrix(m, kin)
-            A[6:, 6:] += self.h * m.damping + self.h**2 * m.stiffness
-            self._matrix = A[np.ix_(self.free, self.free)]
-            self._row_scale = 1.0 / (np.diag(self._matrix) * self.v_ref)
-        return self._matrix
+        """M(q) + hD + h²K on the free dofs at the current iterate.
+
+        M is re-assembled at every iterate (one 160 × N product, ≈ 0.1 ms): at an impact the warm start can be
+        far from the solution in the strain rates (h·Δθ̇ of order one), and an M frozen there made the
+        iteration stall. The row scale is fixed at the first iterate so the merit function stays the same
+        throughout the step."""
+        m = self.model
+        A = mass_matrix(m, kin)
+        A[6:, 6:] += self.h * m.damping + self.h**2 * m.stiffness
+        A = A[np.ix_(self.free, self.free)]
+        if self._row_scale is None:
+            self._row_scale = 1.0 / (np.diag(A) * self.v_ref)
+        return A
 
     def generalized_residual(self, v: np.ndarray, slack: np.ndarray, kin: Kinematics | None = None):
         """Unscaled dynamic residual on all dofs, the contact residuals and the pieces the Jacobian needs."""
@@ -264,11 +380,16 @@ class StepProblem:
         cq = contact_query(m, kin)
         u_n, u_t = slack[:, 0], slack[:, 1:3]
         lam_n, dlam_n, gap_map, dgap_map = normal_map(m.contact.smoothing, u_n)
-        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, mu * lam_n)
+        # Friction bound a = μ·max(Λ_n, 0): the sigmoid's Λ_n = u_n·D(u_n) is slightly *negative* at separated
+        # nodes, and a negative bound turns the friction map into an anti-friction gain −a/|u_t| ≈ −a/ε
+        # (ε = 1e-9) at u_t = 0: entries ~1e6 in the Newton matrix, rcond ≈ 1e-22 in the tube scenario.
+        in_contact = lam_n > 0.0
+        bound = mu * np.where(in_contact, lam_n, 0.0)
+        dbound_dun = mu * np.where(in_contact, dlam_n, 0.0)
+        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, bound)
         basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
-        force = sc.force_n * (lam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", lam_t, basis_t))
-        gen_force = np.einsum("kin,ki->n", cq.jac_contact, force)
-        slip = np.einsum("kai,kin,n->ka", basis_t, cq.jac_contact, v)
+        force = sc.force_n * (lam_n[:, None] * cq.normal + lam_t[:, 0:1] * cq.t1 + lam_t[:, 1:2] * cq.t2)
+        gen_force, slip = _contact_generalized_force_and_slip(cq.jac_contact, force, basis_t, v)
         return {
             "query": cq,
             "force": force,
@@ -278,6 +399,8 @@ class StepProblem:
             "r_slip": slip / sc.slip_m_s - slip_map,
             "lam_n": lam_n,
             "dlam_n": dlam_n,
+            "dbound_dun": dbound_dun,
+            "lam_t": lam_t,
             "dgap_map": dgap_map,
             "dlt_du": dlt_du,
             "dlt_da": dlt_da,
@@ -295,6 +418,24 @@ class StepProblem:
         return self._eval_cache[1]
 
     def residual_and_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.residual(x), self.jacobian(x)
+
+    def residual_and_lazy_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+        """The scaled residual now and its (quasi-Newton) Jacobian on demand: the Newton solver only needs
+        the matrix at accepted iterates, not at the rejected trial points of the line search."""
+        return self.residual(x), lambda: self.jacobian(x)
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        r_dyn, contact, kin = self.evaluate(x)
+        if self._row_scale is None:
+            self._iteration_matrix(kin)
+        r = r_dyn[self.free] * self._row_scale
+        if contact is None:
+            return r
+        return np.concatenate([r, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)])
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """Newton matrix: exact contact blocks, M(q) + hD + h²K for the dynamics (see module docstring)."""
         r_dyn, contact, kin = self.evaluate(x)
         A = self._iteration_matrix(kin)
         s = self._row_scale
@@ -302,17 +443,96 @@ class StepProblem:
         jac = np.zeros((nf + 3 * k, nf + 3 * k))
         jac[:nf, :nf] = A * s[:, None]
         if contact is None:
-            return r_dyn[self.free] * s, jac
-        h, sc, mu = self.h, self.scales, self.model.contact.friction_coefficient
+            return jac
+        sc = self.scales
+        cq = contact["query"]
+        bt = contact["basis_t"]
+        dlt_dun = contact["dlt_da"] * contact["dbound_dun"][:, None]
+        df_dun = sc.force_n * (
+            contact["dlam_n"][:, None] * cq.normal + dlt_dun[:, 0:1] * cq.t1 + dlt_dun[:, 1:2] * cq.t2
+        )
+        df_dut = sc.force_n * np.einsum("kai,kab->kib", bt, contact["dlt_du"])  # (k,3,2)
+        _fill_contact_blocks(
+            jac,
+            self.free,
+            cq.jac_contact,
+            cq.jac_position,
+            cq.normal,
+            bt,
+            df_dun,
+            df_dut,
+            s,
+            self.h,
+            sc.gap_m,
+            sc.slip_m_s,
+            contact["dgap_map"],
+            contact["dslip_da"] * contact["dbound_dun"][:, None],
+            contact["dslip_du"],
+        )
+        if self.frame_terms and any(not isinstance(ob, Plane) for ob in self.model.contact.obstacles):
+            self._add_frame_rotation_terms(jac, contact, kin, self.unpack(x)[0])
+        return jac
+
+    def _obstacle_frame_derivatives(self, kin: Kinematics):
+        """∂n/∂p, ∂t1/∂p, ∂t2/∂p (K,3,3) of the obstacles' contact frames at the centreline points, by central
+        differences of the obstacle queries (cheap: 6 queries of k points)."""
+        m = self.model
+        p = kin.p[m.grid.contact_index]
+        r = m.contact_radius_m
+        delta = 1e-7 * m.rod.length_m
+        out = [np.zeros((self.k, 3, 3)) for _ in range(3)]
+        for e in range(3):
+            dp = np.zeros(3)
+            dp[e] = delta
+            plus = [ob.query(p + dp, r) for ob in m.contact.obstacles]
+            minus = [ob.query(p - dp, r) for ob in m.contact.obstacles]
+            for f in range(3):
+                hi = np.concatenate([x[1 + f] for x in plus])
+                lo = np.concatenate([x[1 + f] for x in minus])
+                out[f][:, :, e] = (hi - lo) / (2 * delta)
+        return out
+
+    def _add_frame_rotation_terms(self, jac, contact, kin, v):
+        """Dependence of the contact frame (n, t1, t2) on the configuration, for a curved obstacle: the
+        force Σ J_cᵀ F with F = σ(λ_n n + λ_t1 t1 + λ_t2 t2) turns with n(p), the slip tᵀ J_c v with t(p)."""
+        dn, dt1, dt2 = self._obstacle_frame_derivatives(kin)
+        sc, h, nf = self.scales, self.h, self.n_free
+        cq = contact["query"]
+        # Nodes in contact only: at a separated node the force is the sigmoid's tiny negative tail, and inside
+        # a tube near its centreline the frame is singular (∂n/∂p ~ 1/distance).
+        touching = (contact["lam_n"] > 0.0).astype(float)
+        lam_n, lam_t = contact["lam_n"] * touching, contact["lam_t"] * touching[:, None]
+        dforce = sc.force_n * (
+            lam_n[:, None, None] * dn + lam_t[:, 0, None, None] * dt1 + lam_t[:, 1, None, None] * dt2
+        )
+        jp = cq.jac_position[:, :, self.free]
+        jc = cq.jac_contact[:, :, self.free]
+        geo = np.einsum("kin,kij,kjm->nm", jc, dforce, jp)
+        jac[:nf, :nf] += -h * h * self._row_scale[:, None] * geo
+        vel = np.einsum("kin,n->ki", cq.jac_contact, v)
+        cols = nf + 3 * np.arange(self.k)
+        for b, dt in enumerate((dt1, dt2)):
+            jac[cols + 1 + b, :nf] += h * np.einsum("ki,kij,kjm->km", vel * touching[:, None], dt, jp) / sc.slip_m_s
+
+    def _jacobian_reference(self, x: np.ndarray) -> np.ndarray:
+        """Plain-numpy assembly of the Newton matrix (tests compare `jacobian` against it)."""
+        r_dyn, contact, kin = self.evaluate(x)
+        A = self._iteration_matrix(kin)
+        s = self._row_scale
+        nf, k = self.n_free, self.k
+        jac = np.zeros((nf + 3 * k, nf + 3 * k))
+        jac[:nf, :nf] = A * s[:, None]
+        if contact is None:
+            return jac
+        h, sc = self.h, self.scales
         cq = contact["query"]
         jc = cq.jac_contact[:, :, self.free]  # (k,3,nf)
         jp = cq.jac_position[:, :, self.free]
         bt = contact["basis_t"]
         dlam_n = contact["dlam_n"]
         # d(force_j)/d(u_n,j) and d(force_j)/d(u_t,j) in world coordinates
-        df_dun = sc.force_n * (
-            dlam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", contact["dlt_da"] * mu * dlam_n[:, None], bt)
-        )
+        dlt_dun = contact["dlt_da"] * contact["dbound_dun"][:, None]
+        df_dun = sc.force_n * (dlam_n[:, None] * cq.normal + np.einsum("ka,kai->ki", dlt_dun, bt))
         df_dut = sc.force_n * np.einsum("kai,kab->kib", bt, contact["dlt_du"])  # (k,3,2)
         cols = nf + 3 * np.arange(k)
         rows_dyn = -h * s[:, None]
@@ -327,16 +547,14 @@ class StepProblem:
         jt = np.einsum("kai,kin->kan", bt, jc) / sc.slip_m_s  # (k,2,nf)
         jac[cols + 1, :nf] = jt[:, 0]
         jac[cols + 2, :nf] = jt[:, 1]
-        dslip_dun = contact["dslip_da"] * (mu * dlam_n)[:, None]
+        dslip_dun = contact["dslip_da"] * contact["dbound_dun"][:, None]
         for a in range(2):
             jac[cols + 1 + a, cols] = -dslip_dun[:, a]
             jac[cols + 1 + a, cols + 1] = -contact["dslip_du"][:, a, 0]
             jac[cols + 1 + a, cols + 2] = -contact["dslip_du"][:, a, 1]
-        r = np.concatenate([r_dyn[self.free] * s, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)])
-        return r, jac
-
-    def residual(self, x: np.ndarray) -> np.ndarray:
-        return self.residual_and_jacobian(x)[0]
+        if self.frame_terms and any(not isinstance(ob, Plane) for ob in self.model.contact.obstacles):
+            self._add_frame_rotation_terms(jac, contact, kin, self.unpack(x)[0])
+        return jac
 
 
 def step(
@@ -391,6 +609,7 @@ def _predicted_slack(model: RodModel, state: RodState, v_guess: np.ndarray, dt_s
 
 def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
     problem = StepProblem(model, state, dt_s, base_alpha_next)
+    problem.frame_terms = settings.contact_frame_terms
     v_guess = state.v.copy()
     if model.base == "clamped":
         v_guess[0:6] = problem.v_fixed[0:6]
@@ -398,7 +617,7 @@ def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
     fallback = None
     if settings.exact_jacobian_fallback:
         fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731
-    result = solve(problem.residual_and_jacobian, x0, settings, fallback)
+    result = solve(problem.residual_and_lazy_jacobian, x0, settings, fallback)
     v, slack = problem.unpack(result.x)
     r_dyn, contact, kin = problem.evaluate(result.x)
     state.q = state.q + dt_s * v

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from sim.cosserat._lie_extra import ad, ad_inverse_pose, se3_exp, se3_tangent, so3_exp, so3_left_jacobian
+from sim.cosserat._lie_extra import ad, ad_inverse_pose, mm, mv, se3_exp, se3_tangent, so3_exp, so3_left_jacobian
 
 _SQRT3 = np.sqrt(3.0)
 
@@ -41,7 +41,7 @@ def forward_sweep(q, xi_ref_nodes, x_nodes, x_points, section_of_point):
     p = q[3:6].copy()
     J = np.zeros((6, n_dof), dtype=dt)
     Rt = R.T.copy()
-    J[0:3, 0:3] = Rt @ so3_left_jacobian(phi)
+    J[0:3, 0:3] = mm(Rt, so3_left_jacobian(phi))
     J[3:6, 3:6] = Rt
     R_out[0] = R
     p_out[0] = p
@@ -65,24 +65,29 @@ def forward_sweep(q, xi_ref_nodes, x_nodes, x_points, section_of_point):
         c = _SQRT3 * h * h / 12.0
         ad1 = ad(xi1)
         ad2 = ad(xi2)
-        omega = 0.5 * h * (xi1 + xi2) + c * (ad1 @ xi2)
+        omega = 0.5 * h * (xi1 + xi2) + c * mv(ad1, xi2)
         b_k = (0.5 * h * ((1.0 - t1) + (1.0 - t2))) * eye6 + c * ((1.0 - t2) * ad1 - (1.0 - t1) * ad2)
         b_k1 = (0.5 * h * (t1 + t2)) * eye6 + c * (t2 * ad1 - t1 * ad2)
 
         Re, pe = se3_exp(omega)
         adinv = ad_inverse_pose(Re, pe)
-        tangent = adinv @ se3_tangent(omega)
+        tangent = mm(adinv, se3_tangent(omega))
         n_active = 18 + 6 * k
-        J_new = np.zeros((6, n_dof), dtype=dt)
-        J_new[:, :n_active] = adinv @ np.ascontiguousarray(J[:, :n_active])
-        J_new[:, 6 + 6 * k : 12 + 6 * k] += tangent @ b_k
-        J_new[:, 12 + 6 * k : 18 + 6 * k] += tangent @ b_k1
-        J = J_new
-        p = p + R @ pe
-        R = R @ Re
+        # J_i = Ad_{exp(−Ω)} J_{i−1} (+ the two strain-node blocks), written in place: no temporaries
+        J_prev = J_out[i - 1]
+        J_cur = J_out[i]
+        for r in range(6):
+            for col in range(n_active):
+                acc = adinv[r, 0] * J_prev[0, col]
+                for c6 in range(1, 6):
+                    acc += adinv[r, c6] * J_prev[c6, col]
+                J_cur[r, col] = acc
+        J_cur[:, 6 + 6 * k : 12 + 6 * k] += mm(tangent, b_k)
+        J_cur[:, 12 + 6 * k : 18 + 6 * k] += mm(tangent, b_k1)
+        p = p + mv(R, pe)
+        R = mm(R, Re)
         R_out[i] = R
         p_out[i] = p
-        J_out[i] = J
     return R_out, p_out, J_out
 
 
