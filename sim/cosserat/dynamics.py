@@ -312,6 +312,8 @@ class StepProblem:
             1e-6 * model.rod.length_m / dt_s,
         )
         self._matrix = None
+        self._elastic_block: np.ndarray | None = None
+        self._all_free = False
         self.frame_terms = False  # NewtonSettings.contact_frame_terms
         self._row_scale = None
         self._kin_cache: tuple[bytes, Kinematics] | None = None
@@ -341,9 +343,13 @@ class StepProblem:
         iteration stall. The row scale is fixed at the first iterate so the merit function stays the same
         throughout the step."""
         m = self.model
+        if self._elastic_block is None:  # hD + h²K: constant over the step, formed once
+            self._elastic_block = self.h * m.damping + self.h**2 * m.stiffness
+            self._all_free = len(self.free) == m.n_dof and bool(np.all(self.free == np.arange(m.n_dof)))
         A = mass_matrix(m, kin)
-        A[6:, 6:] += self.h * m.damping + self.h**2 * m.stiffness
-        A = A[np.ix_(self.free, self.free)]
+        A[6:, 6:] += self._elastic_block
+        if not self._all_free:
+            A = A[np.ix_(self.free, self.free)]
         if self._row_scale is None:
             self._row_scale = 1.0 / (np.diag(A) * self.v_ref)
         return A

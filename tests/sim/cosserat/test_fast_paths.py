@@ -71,3 +71,19 @@ def test_separated_nodes_carry_no_friction_and_keep_the_newton_matrix_well_scale
     jac = problem.jacobian(x)
     assert np.abs(jac[:, problem.n_free :]).max() < 1e6  # was 7.8e9 (negative bound), 2.8e8 (v_ref = 1e-6 L/h)
     assert 1.0 / np.linalg.cond(jac, 1) > 1e-12  # was 4e-22
+
+
+@pytest.mark.parametrize(
+    "plane",
+    [Plane(), Plane(point_m=(0.1, -0.2, 0.03), normal=(0.3, -0.2, 1.0)), Plane(normal=(1.0, 0.0, 0.0))],
+    ids=["floor", "tilted", "wall normal along the preferred tangent"],
+)
+def test_plane_query_with_cached_frame_matches_the_per_node_reference(plane):
+    rng = np.random.default_rng(5)
+    p = rng.normal(size=(9, 3))
+    r = rng.uniform(1e-3, 5e-3, size=9)
+    for fast, ref in zip(plane.query(p, r), plane.query_reference(p, r), strict=True):
+        np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-15)
+    gap, normal, t1, t2 = plane.query(p, r)
+    np.testing.assert_allclose(np.einsum("ij,ij->i", normal, t1), 0.0, atol=1e-15)
+    np.testing.assert_allclose(np.cross(normal, t1), t2, atol=1e-15)
