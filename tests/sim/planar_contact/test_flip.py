@@ -101,10 +101,13 @@ def test_both_controllers_flip(mu):
             0.39,
             marks=pytest.mark.xfail(
                 strict=False,
-                reason="tie, not reproduced: on this benchmark's linoleum the rear toe slides for the whole flip, "
-                "so the blind controller's model 1 (rear toe R) is the right mode, its tuned detector never "
-                "switches, and both controllers apply the same torques: RMSE 9.69 (blind) vs 9.70 rad/s² "
-                "(paper: 11.22 vs 6.65, where the rear toe sticks and slides again near 0.45 s)",
+                reason="tie, not reproduced (issue 8): the toe friction is exact Coulomb (test_rhex::"
+                "test_toe_friction_is_exact_coulomb_stick_or_slide), but with the assumed τ_max = 8 N m the flip "
+                "ends at 0.35 s with the rear toe dragged forward at 0.7-0.8 m/s, its leg force on the cone's edge "
+                "(|F_t|/F_n 0.39-0.46), so it never sticks; blind model 1 is then the right mode and both "
+                "controllers apply the same torques: RMSE 9.69 (blind) vs 9.70 rad/s² (paper: 11.22 vs 6.65, where "
+                "the rear toe sticks and slides again near 0.45 s). At τ_max = 7 N m the toe sticks from 0.35 s, "
+                "the blind detector switches (0.37-0.40 s), but both hold τ_max from ≈ 0.33 s: 8.04 vs 8.09 rad/s²",
             ),
         ),
         0.6,

@@ -206,3 +206,29 @@ def test_time_step_convergence_of_the_compliant_model():
     e_fine = np.abs(finals[1] - finals[2]).max()
     assert e_fine < 1e-3  # 1 mm / 1 mrad at the default step
     assert e_fine < 0.75 * e_coarse  # the error shrinks with the step
+
+
+@pytest.mark.parametrize("ratio_to_mu", [0.9, 1.1])
+def test_toe_friction_is_exact_coulomb_stick_or_slide(ratio_to_mu):
+    """The toe–ground law (issue 8): a point-mass toe sticks exactly while the leg force lies inside the
+    friction cone, and otherwise slides with kinetic friction μ N, (τ/L − μ N)/m_t. The body is made
+    immovable (huge mass, no gravity) so a vertical leg compressed by δ presses its toe with N = k_l δ and the
+    hip torque pushes it sideways with τ/L."""
+    p = RHexParameters(mass_kg=1e12, inertia_kgm2=1e12, gravity_m_s2=0.0, leg_damping_Ns_m=0.0)
+    sim = CompliantRHex(p)
+    compression_m = 0.01
+    s = sim.state_from_pose(0.0, p.leg_length_m - compression_m, 0.0, [-np.pi / 2] * 3)
+    normal_N = p.leg_stiffness_N_m * compression_m  # 50 N
+    length_m = p.leg_length_m - compression_m
+    tau = ratio_to_mu * p.mu_toe * normal_N * length_m  # tangential push τ/L = ratio · μ N
+    duration_s = 2e-3
+    sim.step(s, np.full(3, tau), duration_s)
+    toe_vy = s.vel[3:9:2]
+    assert s.toe_normal_N == pytest.approx(normal_N, rel=1e-2)
+    if ratio_to_mu < 1.0:
+        assert np.all(toe_vy == 0.0)  # exact stiction, not a regularised creep
+    else:
+        # the leg stays vertical to within 1e-4 rad over 2 ms, so the forces are constant to 1 %
+        expected = (tau / length_m - p.mu_toe * normal_N) / p.toe_mass_kg * duration_s
+        # positive τ turns the leg counter-clockwise: a downward leg pushes its toe towards +y
+        np.testing.assert_allclose(toe_vy, expected, rtol=0.02)
