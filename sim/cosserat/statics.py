@@ -6,11 +6,14 @@ no step-size error) and load continuation for large deflections.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim import lie
 from sim.cosserat.constraints import (
+    PointConstraint,
     constraint_force,
     constraint_force_map,
     constraint_jacobian,
@@ -112,11 +115,15 @@ def solve_statics(
     force_ref = _load_scale_n(model)
     unknown_scale = multiplier_scales(model.constraints, force_ref, model.rod.length_m)
     x = np.concatenate([q[6:], np.zeros(n_c)])
+    kin0 = kinematics(model, q)
+    target = model
     total = 0
     for i in range(1, load_steps + 1):
         lf = i / load_steps
+        if n_c:
+            target = dataclasses.replace(model, constraints=_blended_targets(model, kin0, lf))
 
-        def fun(x, lf=lf):
+        def fun(x, lf=lf, model=target):
             qq = q.copy()
             qq[6:] = x[:n_theta]
             if not n_c:
@@ -139,13 +146,28 @@ def solve_statics(
     return StaticsResult(q, total, load_steps, kin.p[tip].copy(), kin.R[tip].copy(), multipliers)
 
 
+def _blended_targets(model: RodModel, kin0, fraction: float) -> tuple[PointConstraint, ...]:
+    """Continuation of the constraint targets together with the loads: from the point's pose in the start
+    configuration to the prescribed one (straight line in position, geodesic in rotation), so that a
+    constraint far from the start shape (e.g. a rod bent into an arc) is reached in load steps."""
+    out = []
+    for c, i in zip(model.constraints, model.constraint_index, strict=True):
+        p0, R0 = kin0.p[i], kin0.R[i]
+        position = p0 + fraction * (np.asarray(c.position_m, dtype=float) - p0)
+        rotation = R0 @ lie.exp_so3(fraction * lie.log_so3(R0.T @ np.asarray(c.rotation)))
+        out.append(dataclasses.replace(c, position_m=tuple(position), rotation=rotation))
+    return tuple(out)
+
+
 def _load_scale_n(model: RodModel) -> float:
-    """A force representative of the applied loads (N): tip force, tip moment / L and the weight."""
+    """A force representative of the applied loads (N): tip force, tip moment / L and the weight; EI/L² for an
+    unloaded rod (bent only by its point constraints)."""
     f = float(np.linalg.norm(model.tip_force_n)) + float(np.linalg.norm(model.tip_moment_n_m)) / model.rod.length_m
-    return f + model.rod.mass_kg() * float(np.linalg.norm(model.gravity_m_s2))
+    f += model.rod.mass_kg() * float(np.linalg.norm(model.gravity_m_s2))
+    return f if f > 0 else model.rod.bending_stiffness_n_m2() / model.rod.length_m**2
 
 
 def _residual_scale(model: RodModel) -> float:
     """Residual rows are divided by sqrt(K_ii) (units of sqrt(energy)); this makes them relative to the load."""
     ei = model.rod.bending_stiffness_n_m2()
-    return max(_load_scale_n(model) * np.sqrt(model.rod.length_m**3 / ei), 1e-300)
+    return _load_scale_n(model) * np.sqrt(model.rod.length_m**3 / ei)

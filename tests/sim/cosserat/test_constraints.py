@@ -166,3 +166,17 @@ def test_step_newton_matrix_constraint_blocks_match_finite_differences():
     scale = np.max(np.abs(fd[nf:, :nf]))
     np.testing.assert_allclose(jac[nf:, :nf], fd[nf:, :nf], atol=1e-7 * scale)
     assert nc == 6
+
+
+def test_fixed_tip_at_a_quarter_circle_pose_bends_the_unloaded_rod_into_the_arc():
+    """No loads; the tip is clamped at the end pose of a quarter circle (reached by continuation of the
+    target, 16 steps): the exact answer is uniform curvature π/(2L), zero reaction force, moment EI·π/(2L)."""
+    from sim.lie import exp_so3
+
+    k = np.pi / (2 * L)
+    tip = PointConstraint(L, "fixed", (1 / k, 0.0, 1 / k), rotation=exp_so3(np.array([0.0, -np.pi / 2, 0.0])))
+    model = build_model(ROD, 8, gravity_m_s2=(0, 0, 0), constraints=(tip,))
+    res = solve_statics(model, load_steps=16)
+    np.testing.assert_allclose(res.q[6:].reshape(-1, 6)[:, 1], -k, rtol=1e-9)
+    np.testing.assert_allclose(res.constraint_multipliers[:3], 0.0, atol=1e-10 * EI / L**2)
+    assert res.constraint_multipliers[4] == pytest.approx(-EI * k, rel=1e-9)
