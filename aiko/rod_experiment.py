@@ -24,6 +24,7 @@ from sim.cosserat import (
     Material,
     NewtonSettings,
     Plane,
+    PointConstraint,
     RodDescription,
     RodParameterError,
     Smoothing,
@@ -32,6 +33,7 @@ from sim.cosserat import (
 )
 from sim.cosserat.scenario import BaseMotion, Scenario
 from sim.cosserat.slack import SMOOTHINGS
+from sim.lie import exp_so3
 
 
 def load_rod_experiment(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
@@ -109,6 +111,18 @@ def _obstacle(raw: Any, i: int, source: str):
     return ob
 
 
+def _constraint(raw: Any, i: int, source: str) -> PointConstraint:
+    t = Table(raw, f"constraint[{i}]", source)
+    kind = t.string("type", choices=("position", "fixed"))
+    x = t.number("x_m", min=0, min_exclusive=True)
+    position = tuple(t.number_list("position_m", length=3))
+    rotation_deg = t.number_list("rotation_deg", [0.0, 0.0, 0.0], length=3)
+    t.finish()
+    if kind == "position" and any(rotation_deg):
+        raise ConfigError(f'{source}: constraint[{i}].rotation_deg applies only to type = "fixed"')
+    return PointConstraint(x, kind, position, exp_so3(np.radians(rotation_deg)))
+
+
 def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
     root = Table(data, "", source)
     exp = root.table("experiment", {})
@@ -144,6 +158,11 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
             raise ConfigError(f"{source}: [contact] needs at least one [[obstacle]]")
         contact = ContactSettings(obstacles, mu, m_sections, smoothing, force_scale)
 
+    constraints_raw = root.raw("constraint", [])
+    if not isinstance(constraints_raw, list):
+        raise ConfigError(f"{source}: [[constraint]] must be an array of tables")
+    constraints = tuple(_constraint(raw, i, source) for i, raw in enumerate(constraints_raw))
+
     model = build_model(
         rod,
         n,
@@ -152,6 +171,7 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
         contact=contact,
         reference_strain=np.array(strain),
         tip_force_n=tuple(tip_force),
+        constraints=constraints,
     )
 
     ini = root.table("initial", {})

@@ -2,8 +2,10 @@
 
 Model/state split: `build_model(RodDescription, ...)` -> `RodModel`; `initial_state(model)` -> `RodState`;
 `step(model, state, dt_s)` advances one implicit-Euler step; `solve_statics` finds equilibria.
+`PointConstraint`s hold points along the rod (pins, clamps).
 """
 
+from sim.cosserat.constraints import PointConstraint
 from sim.cosserat.dynamics import StepInfo, energy, kinematics, mass_matrix, step
 from sim.cosserat.model import ContactSettings, RodModel, RodState, build_model, initial_state
 from sim.cosserat.newton import ConvergenceError, NewtonSettings
@@ -31,6 +33,7 @@ __all__ = [
     "Material",
     "NewtonSettings",
     "Plane",
+    "PointConstraint",
     "RodDescription",
     "RodModel",
     "RodParameterError",

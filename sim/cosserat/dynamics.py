@@ -13,17 +13,31 @@ Newton uses the analytic Jacobian of every term except the configuration depende
 contact/gravity/point-load geometry (i.e. it keeps M + hD + h²K and the exact contact blocks in q̇ and u);
 the dropped terms are O(h·|Δq̇|, h·|q̇|, h²·|P|), so the iteration converges fast at the time steps used here.
 A Levenberg–Marquardt fallback with a finite-difference Jacobian guards the rest; an unconverged step raises.
+
+Point constraints (sim.cosserat.constraints) add their multipliers λ as unknowns: the momentum rows get
+−h Q_c(q_k, λ) (so hλ is the step's constraint impulse) and the rows g(q_k)/σ_g = 0 hold the constraint at
+the end of every step (position level: no drift). Newton keeps the exact blocks ∂g/∂q̇ = h G and
+∂Q_c/∂λ and drops ∂Q_c/∂q (O(h²λ), like the other geometry terms).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
 
+from sim.cosserat.constraints import (
+    constraint_force,
+    constraint_force_map,
+    constraint_jacobian,
+    constraint_residual,
+    multiplier_scales,
+    n_constraint_rows,
+    row_scales,
+)
 from sim.cosserat.kinematics import forward_sweep
 from sim.cosserat.model import RodModel, RodState
 from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian, solve
@@ -286,6 +300,9 @@ class StepInfo:
     contact_gap_m: np.ndarray  # (k,)
     contact_slip_m_s: np.ndarray  # (k,2)
     substeps: int = 1
+    # point-constraint reactions on the rod: world force (N) per constraint, then section-frame moment (N·m)
+    # for "fixed" ones (model.constraints order)
+    constraint_multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 class StepProblem:
@@ -300,6 +317,7 @@ class StepProblem:
             self.v_fixed[0:6] = (np.asarray(base_alpha_next, float) - state.q[0:6]) / dt_s
         self.n_free = len(self.free)
         self.k = model.n_contact_nodes
+        self.n_c = n_constraint_rows(model.constraints)
         self.scales = contact_scales(model, dt_s) if model.contact is not None else None
         g_norm = float(np.linalg.norm(model.gravity_m_s2))
         # Reference speed of the dynamic rows' tolerance. It includes the prescribed base velocity: without it
@@ -311,6 +329,16 @@ class StepProblem:
             float(np.max(np.abs(self.v_fixed))),
             1e-6 * model.rod.length_m / dt_s,
         )
+        if self.n_c:
+            # multipliers in units of the rod's weight (moments × L); constraint rows in units of the step's
+            # reference displacement v_ref·h (rotations / L), so the Newton tolerance 1e-8 holds g to 1e-8·v_ref·h
+            g_ref = max(g_norm, 1.0)
+            self.multiplier_scale = multiplier_scales(
+                model.constraints, model.rod.mass_kg() * g_ref, model.rod.length_m
+            )
+            self.constraint_row_scale = row_scales(model.constraints, model.rod.length_m) * (
+                model.rod.length_m / (self.v_ref * dt_s)
+            )
         self._matrix = None
         self._elastic_block: np.ndarray | None = None
         self._all_free = False
@@ -330,10 +358,15 @@ class StepProblem:
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v = self.v_fixed.copy()
         v[self.free] = x[: self.n_free]
-        return v, x[self.n_free :].reshape(-1, 3)
+        return v, x[self.n_free : self.n_free + 3 * self.k].reshape(-1, 3)
 
-    def pack(self, v: np.ndarray, slack: np.ndarray) -> np.ndarray:
-        return np.concatenate([v[self.free], slack.reshape(-1)])
+    def multipliers(self, x: np.ndarray) -> np.ndarray:
+        """Constraint reactions (N, N·m) from the scaled unknowns at the end of x."""
+        return x[self.n_free + 3 * self.k :] * self.multiplier_scale if self.n_c else np.zeros(0)
+
+    def pack(self, v: np.ndarray, slack: np.ndarray, multipliers: np.ndarray | None = None) -> np.ndarray:
+        z = np.zeros(self.n_c) if multipliers is None else multipliers / self.multiplier_scale
+        return np.concatenate([v[self.free], slack.reshape(-1), z])
 
     def _iteration_matrix(self, kin: Kinematics) -> np.ndarray:
         """M(q) + hD + h²K on the free dofs at the current iterate.
@@ -354,7 +387,9 @@ class StepProblem:
             self._row_scale = 1.0 / (np.diag(A) * self.v_ref)
         return A
 
-    def generalized_residual(self, v: np.ndarray, slack: np.ndarray, kin: Kinematics | None = None):
+    def generalized_residual(
+        self, v: np.ndarray, slack: np.ndarray, kin: Kinematics | None = None, multipliers: np.ndarray | None = None
+    ):
         """Unscaled dynamic residual on all dofs, the contact residuals and the pieces the Jacobian needs."""
         m, h = self.model, self.h
         q = self.q_prev + h * v
@@ -378,6 +413,8 @@ class StepProblem:
         if m.contact is not None:
             contact = self._contact(kin, v, slack)
             r_dyn -= h * contact["generalized_force"]
+        if self.n_c and multipliers is not None:
+            r_dyn -= h * constraint_force(m.constraints, m.constraint_index, kin.R, kin.J, multipliers)
         return r_dyn, contact, kin
 
     def _contact(self, kin: Kinematics, v: np.ndarray, slack: np.ndarray) -> dict:
@@ -420,7 +457,7 @@ class StepProblem:
         key = x.tobytes()
         if self._eval_cache is None or self._eval_cache[0] != key:
             v, slack = self.unpack(x)
-            self._eval_cache = (key, self.generalized_residual(v, slack))
+            self._eval_cache = (key, self.generalized_residual(v, slack, multipliers=self.multipliers(x)))
         return self._eval_cache[1]
 
     def residual_and_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -435,10 +472,23 @@ class StepProblem:
         r_dyn, contact, kin = self.evaluate(x)
         if self._row_scale is None:
             self._iteration_matrix(kin)
-        r = r_dyn[self.free] * self._row_scale
-        if contact is None:
-            return r
-        return np.concatenate([r, np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1)])
+        parts = [r_dyn[self.free] * self._row_scale]
+        if contact is not None:
+            parts.append(np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1))
+        if self.n_c:
+            m = self.model
+            g = constraint_residual(m.constraints, m.constraint_index, kin.R, kin.p)
+            parts.append(g * self.constraint_row_scale)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _add_constraint_blocks(self, jac: np.ndarray, kin: Kinematics) -> None:
+        """∂(momentum rows)/∂λ = −h Q_c-map and ∂(g rows)/∂q̇ = h G (both scaled)."""
+        m, nf, h = self.model, self.n_free, self.h
+        rows = slice(nf + 3 * self.k, nf + 3 * self.k + self.n_c)
+        fmap = constraint_force_map(m.constraints, m.constraint_index, kin.R, kin.J)[self.free]
+        jac[:nf, rows] = -h * self._row_scale[:, None] * fmap * self.multiplier_scale[None, :]
+        G = constraint_jacobian(m.constraints, m.constraint_index, kin.R, kin.J)[:, self.free]
+        jac[rows, :nf] = h * self.constraint_row_scale[:, None] * G
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         """Newton matrix: exact contact blocks, M(q) + hD + h²K for the dynamics (see module docstring)."""
@@ -446,8 +496,10 @@ class StepProblem:
         A = self._iteration_matrix(kin)
         s = self._row_scale
         nf, k = self.n_free, self.k
-        jac = np.zeros((nf + 3 * k, nf + 3 * k))
+        jac = np.zeros((nf + 3 * k + self.n_c, nf + 3 * k + self.n_c))
         jac[:nf, :nf] = A * s[:, None]
+        if self.n_c:
+            self._add_constraint_blocks(jac, kin)
         if contact is None:
             return jac
         sc = self.scales
@@ -526,8 +578,10 @@ class StepProblem:
         A = self._iteration_matrix(kin)
         s = self._row_scale
         nf, k = self.n_free, self.k
-        jac = np.zeros((nf + 3 * k, nf + 3 * k))
+        jac = np.zeros((nf + 3 * k + self.n_c, nf + 3 * k + self.n_c))
         jac[:nf, :nf] = A * s[:, None]
+        if self.n_c:
+            self._add_constraint_blocks(jac, kin)
         if contact is None:
             return jac
         h, sc = self.h, self.scales
@@ -626,6 +680,7 @@ def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
     result = solve(problem.residual_and_lazy_jacobian, x0, settings, fallback)
     v, slack = problem.unpack(result.x)
     r_dyn, contact, kin = problem.evaluate(result.x)
+    multipliers = problem.multipliers(result.x)
     state.q = state.q + dt_s * v
     state.v = v
     state.slack = slack.copy()
@@ -639,6 +694,7 @@ def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
         contact_force_n=contact["force"] if contact else np.zeros((k, 3)),
         contact_gap_m=contact["query"].gap_m if contact else np.zeros(k),
         contact_slip_m_s=contact["slip"] if contact else np.zeros((k, 2)),
+        constraint_multipliers=multipliers,
     )
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sim.cosserat.constraints import PointConstraint
 from sim.cosserat.kinematics import SweepGrid
 from sim.cosserat.obstacles import CurvedTube, Cylinder, Plane
 from sim.cosserat.rod import RodDescription, RodParameterError
@@ -57,6 +58,8 @@ class RodModel:
     contact: ContactSettings | None
     tip_force_n: np.ndarray  # dead load at the tip, world frame
     tip_moment_n_m: np.ndarray
+    constraints: tuple[PointConstraint, ...] = ()
+    constraint_index: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n_dof(self) -> int:
@@ -85,10 +88,12 @@ def build_model(
     tip_force_n: tuple[float, float, float] = (0.0, 0.0, 0.0),
     tip_moment_n_m: tuple[float, float, float] = (0.0, 0.0, 0.0),
     extra_points_m: tuple[float, ...] = (),
+    constraints: tuple[PointConstraint, ...] = (),
 ) -> RodModel:
     """Precompute the sweep grid and the constant matrices K = ∫Φᵀ𝒦Φ and D = τK.
 
     reference_strain: (6,) or (n+1, 6) nodal strains of the stress-free shape (default straight, unstretched).
+    constraints: point constraints along the rod (see `sim.cosserat.constraints`); their points join the sweep.
     """
     if not (isinstance(n_sections, int | np.integer) and n_sections >= 1):
         raise RodParameterError(f"n_sections must be an integer >= 1, got {n_sections!r}")
@@ -98,7 +103,12 @@ def build_model(
         raise RodParameterError(f"n_quadrature must be an integer in 1..6, got {n_quadrature!r}")
     n = int(n_sections)
     m = contact.m_sections if contact is not None else 0
-    grid = SweepGrid.build(rod.length_m, n, n_quadrature, m, tuple(extra_points_m))
+    constraints = tuple(constraints)
+    for c in constraints:
+        if not c.x_m <= rod.length_m:
+            raise RodParameterError(f"constraint x_m {c.x_m} lies beyond the rod length {rod.length_m}")
+    constraint_x = tuple(float(c.x_m) for c in constraints)
+    grid = SweepGrid.build(rod.length_m, n, n_quadrature, m, tuple(extra_points_m) + constraint_x)
     if reference_strain is None:
         xi_ref = np.tile(STRAIGHT_STRAIN, (n + 1, 1))
     else:
@@ -134,6 +144,8 @@ def build_model(
         contact=contact,
         tip_force_n=np.asarray(tip_force_n, dtype=float),
         tip_moment_n_m=np.asarray(tip_moment_n_m, dtype=float),
+        constraints=constraints,
+        constraint_index=grid.extra_index[len(extra_points_m) :],
     )
 
 

@@ -1,0 +1,44 @@
+"""`[[constraint]]` tables in rod experiment files: parsed into the model, validated strictly."""
+
+import numpy as np
+import pytest
+
+from aiko.errors import ConfigError
+from aiko.rod_experiment import scenario_from_dict
+
+BASE = {
+    "rod": {"length_m": 1.0, "radius_base_m": 0.01, "young_modulus_pa": 1e7, "density_kg_m3": 1000.0},
+    "model": {"n_sections": 4},
+}
+
+
+def _with(*constraints):
+    return {**BASE, "constraint": list(constraints)}
+
+
+def test_constraints_reach_the_model():
+    sc = scenario_from_dict(
+        _with(
+            {"type": "position", "x_m": 1.0, "position_m": [1.0, 0.0, 0.0]},
+            {"type": "fixed", "x_m": 0.5, "position_m": [0.5, 0.0, 0.0], "rotation_deg": [0.0, 0.0, 90.0]},
+        )
+    )
+    pin, clamp = sc.model.constraints
+    assert (pin.kind, pin.x_m, clamp.kind) == ("position", 1.0, "fixed")
+    np.testing.assert_allclose(clamp.rotation, [[0, -1, 0], [1, 0, 0], [0, 0, 1]], atol=1e-15)
+    np.testing.assert_allclose(sc.model.grid.x_points[sc.model.constraint_index], [1.0, 0.5])
+
+
+@pytest.mark.parametrize(
+    "table, match",
+    [
+        ({"type": "hinge", "x_m": 1.0, "position_m": [1, 0, 0]}, "type"),
+        ({"type": "position", "x_m": 1.0, "position_m": [1, 0, 0], "axis": [0, 0, 1]}, "axis"),
+        ({"type": "position", "x_m": 1.0, "position_m": [1, 0, 0], "rotation_deg": [0, 0, 5]}, "rotation_deg"),
+        ({"type": "position", "x_m": 0.0, "position_m": [0, 0, 0]}, "x_m"),
+        ({"type": "position", "x_m": 1.0, "position_m": [1, 0]}, "position_m"),
+    ],
+)
+def test_bad_constraint_tables_are_rejected(table, match):
+    with pytest.raises(ConfigError, match=match):
+        scenario_from_dict(_with(table), "x.toml")
