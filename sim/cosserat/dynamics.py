@@ -490,18 +490,23 @@ class StepProblem:
         G = constraint_jacobian(m.constraints, m.constraint_index, kin.R, kin.J)[:, self.free]
         jac[rows, :nf] = h * self.constraint_row_scale[:, None] * G
 
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        """Newton matrix: exact contact blocks, M(q) + hD + h²K for the dynamics (see module docstring)."""
+    def _matrix_without_contact(self, x: np.ndarray) -> tuple[np.ndarray, dict | None, Kinematics]:
+        """The Newton matrix's dynamics and constraint blocks (shared by the fast and the reference assembly)."""
         r_dyn, contact, kin = self.evaluate(x)
-        A = self._iteration_matrix(kin)
-        s = self._row_scale
-        nf, k = self.n_free, self.k
-        jac = np.zeros((nf + 3 * k + self.n_c, nf + 3 * k + self.n_c))
-        jac[:nf, :nf] = A * s[:, None]
+        nf = self.n_free
+        size = nf + 3 * self.k + self.n_c
+        jac = np.zeros((size, size))
+        jac[:nf, :nf] = self._iteration_matrix(kin) * self._row_scale[:, None]
         if self.n_c:
             self._add_constraint_blocks(jac, kin)
+        return jac, contact, kin
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """Newton matrix: exact contact blocks, M(q) + hD + h²K for the dynamics (see module docstring)."""
+        jac, contact, kin = self._matrix_without_contact(x)
         if contact is None:
             return jac
+        s = self._row_scale
         sc = self.scales
         cq = contact["query"]
         bt = contact["basis_t"]
@@ -574,16 +579,11 @@ class StepProblem:
 
     def _jacobian_reference(self, x: np.ndarray) -> np.ndarray:
         """Plain-numpy assembly of the Newton matrix (tests compare `jacobian` against it)."""
-        r_dyn, contact, kin = self.evaluate(x)
-        A = self._iteration_matrix(kin)
-        s = self._row_scale
-        nf, k = self.n_free, self.k
-        jac = np.zeros((nf + 3 * k + self.n_c, nf + 3 * k + self.n_c))
-        jac[:nf, :nf] = A * s[:, None]
-        if self.n_c:
-            self._add_constraint_blocks(jac, kin)
+        jac, contact, kin = self._matrix_without_contact(x)
         if contact is None:
             return jac
+        s = self._row_scale
+        nf, k = self.n_free, self.k
         h, sc = self.h, self.scales
         cq = contact["query"]
         jc = cq.jac_contact[:, :, self.free]  # (k,3,nf)
