@@ -2,16 +2,15 @@
 log, the log is readable as is, and after `recover` the `mcap` package reads it with its summary."""
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 from mcap.reader import make_reader
 
 from aiko.log import LogReader, recover
+from tests.aiko.log._kill import sigkill_after
 
 REPO = Path(__file__).resolve().parents[3]
 MAX_LOSS_NS = 1_000_000_000
@@ -26,16 +25,10 @@ def test_sigkill_loses_at_most_one_second(tmp_path):
         text=True,
         env=env,
     )
-    try:
-        assert child.stdout.readline().strip() == "ready"
-        time.sleep(3.0)
-        t_kill_ns = time.monotonic_ns()  # CLOCK_MONOTONIC is system-wide: same clock as the child's stamps
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    if child.stdout.readline().strip() != "ready":
+        sigkill_after(child, 0.0)
+        raise AssertionError("the writer did not start")
+    t_kill_ns = sigkill_after(child, 3.0)
     handed = {}  # topic -> list of (seq, t_ns) the child had given the recorder before it died
     for line in child.stdout.read().splitlines():
         parts = line.split()

@@ -3,7 +3,6 @@ feedback): the log holds every channel up to less than 1.0 s before the kill and
 With the `hil` backend (emulated joint controllers on a virtual CAN bus, issue 3) once it is installed."""
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from mcap.reader import make_reader
 from aiko.backends import backend_names
 from aiko.log import LogReader, recover
 from aiko.log.reader import LogReadError
+from tests.aiko.log._kill import sigkill_after
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -55,16 +55,10 @@ def test_sigkill_of_a_realtime_run(tmp_path, backend):
     child = subprocess.Popen(
         argv, env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    try:
-        assert _wait_for_start(log_path, 60.0), "the run did not start"
-        time.sleep(2.5)
-        t_kill_ns = time.monotonic_ns()
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    if not _wait_for_start(log_path, 60.0):
+        sigkill_after(child, 0.0)
+        raise AssertionError("the run did not start")
+    t_kill_ns = sigkill_after(child, 2.5)
     log = LogReader(log_path)
     assert log.truncated
     for topic in ("/references", "/joint_feedback"):
