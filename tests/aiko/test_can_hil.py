@@ -346,3 +346,22 @@ def test_a_module_that_goes_silent_is_reported_stale(experiment):
         assert not any(health[n]["stale"] for n in health if n != 7)
     finally:
         backend.close()
+
+
+def test_streaming_asks_for_realtime_priority_on_the_wall_clock_only(experiment):
+    """SCHED_FIFO is what keeps the 10 Hz jitter under 1 ms on a loaded PC; a lockstep run computes flat out, and a
+    FIFO thread doing that would starve the machine, so it must never ask for it."""
+    from aiko.backends.can_bus import WALL_CLOCK_REALTIME_PRIORITY
+
+    cases = [
+        ({}, None, 0),
+        ({}, WallClock(), WALL_CLOCK_REALTIME_PRIORITY),
+        ({"can_realtime_priority": 0}, WallClock(), 0),
+    ]
+    for options, clock, expected in cases:
+        backend, _, _ = _configured_hil(experiment, clock, **options)
+        try:
+            assert backend.realtime_priority == expected, (options, clock)
+        finally:
+            backend.deactivate()
+            backend.close()

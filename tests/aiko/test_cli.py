@@ -220,3 +220,24 @@ def test_bus_flags_with_a_backend_that_has_no_real_bus_are_refused(capsys, exper
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--channel select the real bus of --backend can" in err
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path, experiments_dir):
+    """`aiko log info LOG | head` must not end in a BrokenPipeError."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    log = tmp_path / "short.mcap"
+    assert main(["run", str(experiments_dir / "sidewinding.toml"), "--duration", "0.5", "--out", str(log)]) == 0
+    child = subprocess.Popen(
+        [sys.executable, "-m", "aiko.cli", "log", "info", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    child.stdout.close()  # before the child has printed anything: its first write meets a closed pipe
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 0 and err == "", err

@@ -121,3 +121,12 @@ def test_structured_field_propels_the_snake_forward(experiments_dir):
     _, summary = run_experiment(exp, MemoryRecorder(), RunOptions(backend="sim"))
     assert summary["distance_x_m"] > 0.3
     assert summary["p_matrix_failures"] == 0 and summary["max_penetration_m"] < 1e-6
+
+
+def test_the_tracked_point_of_the_planar_model_is_its_centre_of_mass(experiment):
+    """Paper 001 reports the centre of mass's progress, so the run summary tracks it (not link 6)."""
+    _, summary = run_experiment(experiment, MemoryRecorder(), RunOptions(backend="sim", duration_s=0.5))
+    assert summary["tracked_point"] == "centre_of_mass"
+    assert summary["tracked_point_start_m"] == [*summary["com_start_m"], 0.0]
+    assert summary["tracked_point_end_m"] == [*summary["com_end_m"], 0.0]
+    assert summary["tracked_point_end_m"] != summary["tracked_point_start_m"]
