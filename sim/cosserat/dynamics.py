@@ -38,7 +38,7 @@ from sim.cosserat.constraints import (
     n_constraint_rows,
     row_scales,
 )
-from sim.cosserat.kinematics import forward_sweep
+from sim.cosserat.kinematics import forward_sweep, forward_sweep_with_rates
 from sim.cosserat.model import RodModel, RodState
 from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian, solve
 from sim.cosserat.obstacles import Plane
@@ -77,17 +77,65 @@ def _inertia_and_gravity(J, Jdot, R, v, dv, h, mdiag, weights, index, gravity):
     return q_inertia, q_gravity
 
 
+@numba.njit(cache=True)
+def _inertia_minus_gravity(J, eta, eta_dot, R, dv, h, mdiag, weights, index, gravity):
+    """Σ_w Jᵀ[ℳ(J dv + h J̇q̇) − h ad_ηᵀℳη − h ρA (0, Rᵀg)] over the quadrature points, from the sweep's
+    η = J q̇ and J̇ q̇ (allocation-free; `_inertia_and_gravity` is the reference)."""
+    n_dof = dv.shape[0]
+    out = np.zeros(n_dof)
+    f = np.empty(6)
+    for a in range(index.shape[0]):
+        i = index[a]
+        Ji = J[i]
+        w0, w1, w2 = eta[i, 0], eta[i, 1], eta[i, 2]
+        l0, l1, l2 = eta[i, 3], eta[i, 4], eta[i, 5]
+        m = mdiag[a]
+        m0, m1, m2 = m[0] * w0, m[1] * w1, m[2] * w2
+        n0, n1, n2 = m[3] * l0, m[4] * l1, m[5] * l2
+        # ad_ηᵀℳη = [m_ω × ω + m_v × v; m_v × ω]
+        adt0 = m1 * w2 - m2 * w1 + n1 * l2 - n2 * l1
+        adt1 = m2 * w0 - m0 * w2 + n2 * l0 - n0 * l2
+        adt2 = m0 * w1 - m1 * w0 + n0 * l1 - n1 * l0
+        adt3 = n1 * w2 - n2 * w1
+        adt4 = n2 * w0 - n0 * w2
+        adt5 = n0 * w1 - n1 * w0
+        Ri = R[i]
+        gb0 = Ri[0, 0] * gravity[0] + Ri[1, 0] * gravity[1] + Ri[2, 0] * gravity[2]
+        gb1 = Ri[0, 1] * gravity[0] + Ri[1, 1] * gravity[1] + Ri[2, 1] * gravity[2]
+        gb2 = Ri[0, 2] * gravity[0] + Ri[1, 2] * gravity[1] + Ri[2, 2] * gravity[2]
+        for r in range(6):
+            acc = 0.0
+            for n in range(n_dof):
+                acc += Ji[r, n] * dv[n]
+            f[r] = m[r] * (acc + h * eta_dot[i, r])
+        f[0] -= h * adt0
+        f[1] -= h * adt1
+        f[2] -= h * adt2
+        f[3] -= h * (adt3 + m[3] * gb0)
+        f[4] -= h * (adt4 + m[3] * gb1)
+        f[5] -= h * (adt5 + m[3] * gb2)
+        wa = weights[a]
+        f0, f1, f2, f3, f4, f5 = wa * f[0], wa * f[1], wa * f[2], wa * f[3], wa * f[4], wa * f[5]
+        for n in range(n_dof):
+            out[n] += Ji[0, n] * f0 + Ji[1, n] * f1 + Ji[2, n] * f2 + Ji[3, n] * f3 + Ji[4, n] * f4 + Ji[5, n] * f5
+    return out
+
+
 @dataclass
 class Kinematics:
-    """Real poses and Jacobians at the sweep points (and J̇ when a velocity was given)."""
+    """Real poses and Jacobians at the sweep points and, when a velocity was given, J̇ (reference path) or
+    the twists η = J q̇ and J̇ q̇ (fast path)."""
 
     R: np.ndarray
     p: np.ndarray
     J: np.ndarray
     Jdot: np.ndarray | None = None
+    eta: np.ndarray | None = None
+    eta_dot: np.ndarray | None = None
 
 
 def kinematics(model: RodModel, q: np.ndarray, v: np.ndarray | None = None) -> Kinematics:
+    """Reference kinematics: the real sweep, or with v the complex-step sweep of the full J̇."""
     g = model.grid
     if v is None:
         R, p, J = forward_sweep(q, model.xi_ref_nodes, g.x_nodes, g.x_points, g.section_of_point)
@@ -95,6 +143,15 @@ def kinematics(model: RodModel, q: np.ndarray, v: np.ndarray | None = None) -> K
     qc = q + 1j * _COMPLEX_STEP * v
     R, p, J = forward_sweep(qc, model.xi_ref_nodes.astype(complex), g.x_nodes, g.x_points, g.section_of_point)
     return Kinematics(R.real.copy(), p.real.copy(), J.real.copy(), J.imag / _COMPLEX_STEP)
+
+
+def kinematics_with_rates(model: RodModel, q: np.ndarray, v: np.ndarray) -> Kinematics:
+    """Fast kinematics of the step: real J and the twists η = J v, J̇ v (no complex J)."""
+    g = model.grid
+    R, p, J, eta, eta_dot = forward_sweep_with_rates(
+        q, v, model.xi_ref_nodes, g.x_nodes, g.x_points, g.section_of_point, _COMPLEX_STEP
+    )
+    return Kinematics(R, p, J, eta=eta, eta_dot=eta_dot)
 
 
 def mass_matrix(model: RodModel, kin: Kinematics) -> np.ndarray:
@@ -346,13 +403,16 @@ class StepProblem:
         self._row_scale = None
         self._kin_cache: tuple[bytes, Kinematics] | None = None
         self._eval_cache: tuple[bytes, tuple] | None = None
+        # True: the complex sweep of the full J̇ and the plain inertia kernel (the tested reference path)
+        self.reference_kinematics = False
 
     def kinematics_at(self, v: np.ndarray) -> Kinematics:
-        """Complex-step kinematics at q_prev + h v, cached (the warm-start prediction, the first Newton
-        evaluation and the step's outputs all need the same sweep)."""
+        """Kinematics at q_prev + h v with J̇ v (complex step), cached (the warm-start prediction, the first
+        Newton evaluation and the step's outputs all need the same sweep)."""
         key = v.tobytes()
         if self._kin_cache is None or self._kin_cache[0] != key:
-            self._kin_cache = (key, kinematics(self.model, self.q_prev + self.h * v, v))
+            sweep = kinematics if self.reference_kinematics else kinematics_with_rates
+            self._kin_cache = (key, sweep(self.model, self.q_prev + self.h * v, v))
         return self._kin_cache[1]
 
     def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -396,19 +456,34 @@ class StepProblem:
         if kin is None:
             kin = self.kinematics_at(v)
         g = m.grid
-        q_in, q_grav = _inertia_and_gravity(
-            kin.J,
-            kin.Jdot,
-            kin.R,
-            v,
-            v - self.v_prev,
-            h,
-            m.quad_inertia,
-            g.quad_weight_m,
-            g.quad_index,
-            m.gravity_m_s2,
-        )
-        r_dyn = q_in + h * (elastic_force(m, q, v) - q_grav - point_load_force(m, kin))
+        if kin.Jdot is None:
+            r_dyn = _inertia_minus_gravity(
+                kin.J,
+                kin.eta,
+                kin.eta_dot,
+                kin.R,
+                v - self.v_prev,
+                h,
+                m.quad_inertia,
+                g.quad_weight_m,
+                g.quad_index,
+                m.gravity_m_s2,
+            )
+            r_dyn += h * (elastic_force(m, q, v) - point_load_force(m, kin))
+        else:
+            q_in, q_grav = _inertia_and_gravity(
+                kin.J,
+                kin.Jdot,
+                kin.R,
+                v,
+                v - self.v_prev,
+                h,
+                m.quad_inertia,
+                g.quad_weight_m,
+                g.quad_index,
+                m.gravity_m_s2,
+            )
+            r_dyn = q_in + h * (elastic_force(m, q, v) - q_grav - point_load_force(m, kin))
         contact = None
         if m.contact is not None:
             contact = self._contact(kin, v, slack)
