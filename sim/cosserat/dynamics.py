@@ -22,6 +22,7 @@ the end of every step (position level: no drift). Newton keeps the exact blocks 
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from sim.cosserat._slack_kernels import contact_laws, smoothing_arguments
 from sim.cosserat.constraints import (
     constraint_force,
     constraint_force_map,
@@ -262,17 +264,39 @@ def contact_query_reference(model: RodModel, kin: Kinematics) -> ContactQuery:
     return ContactQuery(gap, normal, t1, t2, jac_pos, jac_c)
 
 
+@functools.lru_cache(maxsize=32)
+def _constant_plane_frame(plane: Plane, k: int) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """A plane's gap offset and its (constant) normal and tangents tiled over k nodes, from its own query at the
+    origin (gap = p·n + gap(0) − r), so the residual does not re-tile them at every evaluation."""
+    gap0, normal, t1, t2 = plane.query(np.zeros((1, 3)), np.zeros(1))
+    tiled = tuple(np.ascontiguousarray(np.broadcast_to(x[0], (k, 3))) for x in (normal, t1, t2))
+    for x in tiled:
+        x.setflags(write=False)
+    return (float(gap0[0]), *tiled)
+
+
+def _obstacle_query(ob, p: np.ndarray, r: np.ndarray):
+    if isinstance(ob, Plane):
+        gap0, normal, t1, t2 = _constant_plane_frame(ob, p.shape[0])
+        return p @ normal[0] + gap0 - r, normal, t1, t2
+    return ob.query(p, r)
+
+
 def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
     c = model.contact
     idx = model.grid.contact_index
     p = kin.p[idx]
     r = model.contact_radius_m
-    parts = [ob.query(p, r) for ob in c.obstacles]
-    gap = np.concatenate([x[0] for x in parts])
-    normal = np.concatenate([x[1] for x in parts])
-    t1 = np.concatenate([x[2] for x in parts])
-    t2 = np.concatenate([x[3] for x in parts])
-    d = -np.tile(r, len(c.obstacles))[:, None] * normal  # contact point offset from the centreline
+    if len(c.obstacles) == 1:
+        gap, normal, t1, t2 = _obstacle_query(c.obstacles[0], p, r)
+        d = -r[:, None] * normal  # contact point offset from the centreline
+    else:
+        parts = [_obstacle_query(ob, p, r) for ob in c.obstacles]
+        gap = np.concatenate([x[0] for x in parts])
+        normal = np.concatenate([x[1] for x in parts])
+        t1 = np.concatenate([x[2] for x in parts])
+        t2 = np.concatenate([x[3] for x in parts])
+        d = -np.tile(r, len(c.obstacles))[:, None] * normal
     jac_pos, jac_c = _contact_point_jacobians(kin.R, kin.J, idx, d)
     return ContactQuery(gap, normal, t1, t2, jac_pos, jac_c)
 
@@ -493,6 +517,56 @@ class StepProblem:
         return r_dyn, contact, kin
 
     def _contact(self, kin: Kinematics, v: np.ndarray, slack: np.ndarray) -> dict:
+        """Contact forces, gap and slip residuals and the per-node derivatives the Newton matrix needs (the
+        laws in one numba kernel, `contact_laws`; `_contact_reference` is the plain-numpy version)."""
+        if self.reference_kinematics:
+            return self._contact_reference(kin, v, slack)
+        m, sc = self.model, self.scales
+        cq = contact_query(m, kin)
+        kind, sharpness, eps = smoothing_arguments(m.contact.smoothing)
+        (
+            lam_n,
+            dlam_n,
+            gap_map,
+            dgap_map,
+            dbound_dun,
+            lam_t,
+            dlt_da,
+            slip_map,
+            dslip_da,
+            dlt_du,
+            dslip_du,
+            force,
+            df_dun,
+            df_dut,
+        ) = contact_laws(
+            kind, sharpness, eps, m.contact.friction_coefficient, sc.force_n, slack, cq.normal, cq.t1, cq.t2
+        )
+        basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
+        gen_force, slip = _contact_generalized_force_and_slip(cq.jac_contact, force, basis_t, v)
+        return {
+            "query": cq,
+            "force": force,
+            "generalized_force": gen_force,
+            "slip": slip,
+            "r_gap": cq.gap_m / sc.gap_m - gap_map,
+            "r_slip": slip / sc.slip_m_s - slip_map,
+            "lam_n": lam_n,
+            "dlam_n": dlam_n,
+            "dbound_dun": dbound_dun,
+            "lam_t": lam_t,
+            "dgap_map": dgap_map,
+            "dlt_du": dlt_du,
+            "dlt_da": dlt_da,
+            "dslip_du": dslip_du,
+            "dslip_da": dslip_da,
+            "basis_t": basis_t,
+            "df_dun": df_dun,
+            "df_dut": df_dut,
+        }
+
+    def _contact_reference(self, kin: Kinematics, v: np.ndarray, slack: np.ndarray) -> dict:
+        """Plain-numpy contact laws (`slack.normal_map`, `slack.friction_map`): the reference of `_contact`."""
         m, sc = self.model, self.scales
         mu = m.contact.friction_coefficient
         cq = contact_query(m, kin)
@@ -585,11 +659,14 @@ class StepProblem:
         sc = self.scales
         cq = contact["query"]
         bt = contact["basis_t"]
-        dlt_dun = contact["dlt_da"] * contact["dbound_dun"][:, None]
-        df_dun = sc.force_n * (
-            contact["dlam_n"][:, None] * cq.normal + dlt_dun[:, 0:1] * cq.t1 + dlt_dun[:, 1:2] * cq.t2
-        )
-        df_dut = sc.force_n * np.einsum("kai,kab->kib", bt, contact["dlt_du"])  # (k,3,2)
+        if "df_dun" in contact:  # from the contact-law kernel
+            df_dun, df_dut = contact["df_dun"], contact["df_dut"]
+        else:
+            dlt_dun = contact["dlt_da"] * contact["dbound_dun"][:, None]
+            df_dun = sc.force_n * (
+                contact["dlam_n"][:, None] * cq.normal + dlt_dun[:, 0:1] * cq.t1 + dlt_dun[:, 1:2] * cq.t2
+            )
+            df_dut = sc.force_n * np.einsum("kai,kab->kib", bt, contact["dlt_du"])  # (k,3,2)
         _fill_contact_blocks(
             jac,
             self.free,

@@ -136,3 +136,48 @@ def test_fast_step_residual_matches_the_reference_path():
     np.testing.assert_allclose(r_fast, r_ref, rtol=0, atol=1e-12 * np.abs(r_ref).max())
     j_fast, j_ref = fast.jacobian(x), ref.jacobian(x)
     np.testing.assert_allclose(j_fast, j_ref, rtol=0, atol=1e-12 * np.abs(j_ref).max())
+
+
+@pytest.mark.parametrize("kind", ["heaviside", "sigmoid", "trigonometric"])
+def test_contact_law_kernel_matches_the_slack_maps(kind):
+    """`contact_laws` (numba) against `slack.normal_map`/`slack.friction_map` and the force assembly of
+    `StepProblem._contact_reference`, on separated, grazing, sticking and sliding nodes."""
+    from sim.cosserat._slack_kernels import contact_laws, smoothing_arguments
+    from sim.cosserat.slack import friction_map, normal_map
+
+    smoothing = Smoothing(kind, 50.0 if kind == "sigmoid" else 2.0)
+    rng = np.random.default_rng(7)
+    k = 40
+    slack = rng.normal(scale=2.0, size=(k, 3))
+    slack[:8, 0] = -np.abs(slack[:8, 0])  # separated
+    slack[8:12, 0] = 0.0  # grazing
+    slack[12:16, 1:3] = 0.0  # u_t = 0 (regularised |u_t|)
+    slack[16:24, 1:3] *= 1e-3  # deep inside the friction cone: sticking
+    normal = rng.normal(size=(k, 3))
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    t1 = np.cross(normal, rng.normal(size=(k, 3)))
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    t2 = np.cross(normal, t1)
+    mu, force_scale = 0.4, 0.37
+    out = contact_laws(*smoothing_arguments(smoothing), mu, force_scale, slack, normal, t1, t2)
+    lam_n, dlam_n, gap_map, dgap_map, dbound_dun, lam_t, dlt_da, slip_map, dslip_da, dlt_du, dslip_du = out[:11]
+    force, df_dun, df_dut = out[11:]
+
+    ref_n = normal_map(smoothing, slack[:, 0])
+    bound = mu * np.where(ref_n[0] > 0, ref_n[0], 0.0)
+    ref_t = friction_map(smoothing, slack[:, 1:3], bound)
+    fast_parts = (lam_n, dlam_n, gap_map, dgap_map, lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da)
+    for fast, ref in zip(fast_parts, (*ref_n, *ref_t), strict=True):
+        np.testing.assert_allclose(fast, ref, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(dbound_dun, mu * np.where(ref_n[0] > 0, ref_n[1], 0.0), rtol=1e-13, atol=0)
+    # the sample covers every regime: separated, sticking (no slip) and sliding nodes
+    ut = np.linalg.norm(slack[:, 1:3], axis=1)
+    slip = np.linalg.norm(slip_map, axis=1)
+    assert np.any(lam_n <= 0) and np.any(slip[16:24] < 1e-2 * ut[16:24]) and np.any(slip > 0.5 * ut)
+    ref_force = force_scale * (ref_n[0][:, None] * normal + ref_t[0][:, 0:1] * t1 + ref_t[0][:, 1:2] * t2)
+    np.testing.assert_allclose(force, ref_force, rtol=1e-13, atol=1e-13)
+    dlt_dun = ref_t[2] * (mu * np.where(ref_n[0] > 0, ref_n[1], 0.0))[:, None]
+    ref_df_dun = force_scale * (ref_n[1][:, None] * normal + dlt_dun[:, 0:1] * t1 + dlt_dun[:, 1:2] * t2)
+    np.testing.assert_allclose(df_dun, ref_df_dun, rtol=1e-13, atol=1e-13)
+    bt = np.stack([t1, t2], axis=1)
+    np.testing.assert_allclose(df_dut, force_scale * np.einsum("kai,kab->kib", bt, ref_t[1]), rtol=1e-13, atol=1e-13)

@@ -1,0 +1,131 @@
+"""numba version of the contact laws of one residual evaluation: slack maps, friction bound, nodal forces.
+
+Why a second copy of `sim.cosserat.slack`: the step evaluates the maps ~1000 times per simulated second on
+~20 nodes, where numpy's per-call overhead (≈ 30 small array operations, ~50 µs) cost as much as the whole
+kinematic sweep. `slack.normal_map` / `slack.friction_map` stay the readable reference; `test_fast_paths.py`
+compares this kernel with them for every smoothing, on separated, sticking and sliding nodes.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from sim.cosserat.slack import SMOOTHINGS, Smoothing
+
+SMOOTHING_CODE = {name: code for code, name in enumerate(SMOOTHINGS)}  # heaviside 0, sigmoid 1, trigonometric 2
+
+
+def smoothing_arguments(smoothing: Smoothing) -> tuple[int, float, float]:
+    """(kind code, sharpness, tangent ε) for `contact_laws`."""
+    return SMOOTHING_CODE[smoothing.kind], float(smoothing.sharpness), float(smoothing.tangent_epsilon)
+
+
+@numba.njit(cache=True)
+def _d(kind, c, x):
+    """(D(x), D'(x)) as `Smoothing.d`."""
+    if kind == 0:
+        return (1.0 if x > 0.0 else 0.0), 0.0
+    if kind == 1:
+        cx = min(max(c * x, -500.0), 500.0)
+        value = 1.0 / (1.0 + np.exp(-cx))
+        return value, c * value * (1.0 - value)
+    if x >= np.pi / c:
+        return 1.0, 0.0
+    if x > 0.0:
+        return 0.5 * (1.0 - np.cos(c * x)), 0.5 * c * np.sin(c * x)
+    return 0.0, 0.0
+
+
+@numba.njit(cache=True)
+def _f(kind, c, x):
+    """(f(x) = D(x)·x, f'(x))."""
+    value, deriv = _d(kind, c, x)
+    return value * x, deriv * x + value
+
+
+@numba.njit(cache=True)
+def contact_laws(kind, c, eps, mu, force_scale, slack, normal, t1, t2):
+    """All per-node quantities of `StepProblem._contact` and its Newton blocks for slacks (k,3).
+
+    Returns lam_n, dlam_n, gap_map, dgap_map, dbound_dun (k,), lam_t, dlt_da, slip_map, dslip_da (k,2),
+    dlt_du, dslip_du (k,2,2), force (k,3) = σ(Λ_n n + Λ_t·[t1 t2]), df_dun (k,3) = ∂force/∂u_n and
+    df_dut (k,3,2) = ∂force/∂u_t. The friction bound is a = μ·max(Λ_n, 0) (see `StepProblem._contact`)."""
+    k = slack.shape[0]
+    lam_n = np.empty(k)
+    dlam_n = np.empty(k)
+    gap_map = np.empty(k)
+    dgap_map = np.empty(k)
+    dbound_dun = np.empty(k)
+    lam_t = np.empty((k, 2))
+    dlt_da = np.empty((k, 2))
+    slip_map = np.empty((k, 2))
+    dslip_da = np.empty((k, 2))
+    dlt_du = np.empty((k, 2, 2))
+    dslip_du = np.empty((k, 2, 2))
+    force = np.empty((k, 3))
+    df_dun = np.empty((k, 3))
+    df_dut = np.empty((k, 3, 2))
+    for j in range(k):
+        un = slack[j, 0]
+        lam, dlam = _f(kind, c, un)
+        value, deriv = _d(kind, c, -un)  # f*(u) = −D(−u)·u
+        lam_n[j] = lam
+        dlam_n[j] = dlam
+        gap_map[j] = -value * un
+        dgap_map[j] = deriv * un - value
+        a = mu * lam if lam > 0.0 else 0.0
+        da = mu * dlam if lam > 0.0 else 0.0
+        dbound_dun[j] = da
+
+        u0 = slack[j, 1]
+        u1 = slack[j, 2]
+        s = np.sqrt((u0 * u0 + u1 * u1) + eps * eps)
+        r = a / s
+        g = a / s**3
+        dr0 = -g * u0
+        dr1 = -g * u1
+        f_stick, df_stick = _f(kind, c, r - 1.0)
+        weight = -r + f_stick
+        dweight = -1.0 + df_stick
+        lam_t[j, 0] = weight * u0
+        lam_t[j, 1] = weight * u1
+        dlt_du[j, 0, 0] = weight + dweight * u0 * dr0
+        dlt_du[j, 0, 1] = dweight * u0 * dr1
+        dlt_du[j, 1, 0] = dweight * u1 * dr0
+        dlt_du[j, 1, 1] = weight + dweight * u1 * dr1
+        dlt_da[j, 0] = (dweight / s) * u0
+        dlt_da[j, 1] = (dweight / s) * u1
+        f_slip, df_slip = _f(kind, c, 1.0 - r)
+        slip_map[j, 0] = f_slip * u0
+        slip_map[j, 1] = f_slip * u1
+        dslip_du[j, 0, 0] = f_slip - df_slip * u0 * dr0
+        dslip_du[j, 0, 1] = -df_slip * u0 * dr1
+        dslip_du[j, 1, 0] = -df_slip * u1 * dr0
+        dslip_du[j, 1, 1] = f_slip - df_slip * u1 * dr1
+        dslip_da[j, 0] = -(df_slip / s) * u0
+        dslip_da[j, 1] = -(df_slip / s) * u1
+
+        dlt_dun0 = dlt_da[j, 0] * da
+        dlt_dun1 = dlt_da[j, 1] * da
+        for e in range(3):
+            force[j, e] = force_scale * (lam * normal[j, e] + lam_t[j, 0] * t1[j, e] + lam_t[j, 1] * t2[j, e])
+            df_dun[j, e] = force_scale * (dlam * normal[j, e] + dlt_dun0 * t1[j, e] + dlt_dun1 * t2[j, e])
+            for b in range(2):
+                df_dut[j, e, b] = force_scale * (t1[j, e] * dlt_du[j, 0, b] + t2[j, e] * dlt_du[j, 1, b])
+    return (
+        lam_n,
+        dlam_n,
+        gap_map,
+        dgap_map,
+        dbound_dun,
+        lam_t,
+        dlt_da,
+        slip_map,
+        dslip_da,
+        dlt_du,
+        dslip_du,
+        force,
+        df_dun,
+        df_dut,
+    )
