@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from sim.cosserat._mass import composite_mass_matrix
 from sim.cosserat._slack_kernels import contact_laws, smoothing_arguments
 from sim.cosserat.constraints import (
     constraint_force,
@@ -157,7 +158,23 @@ def kinematics_with_rates(model: RodModel, q: np.ndarray, v: np.ndarray) -> Kine
 
 
 def mass_matrix(model: RodModel, kin: Kinematics) -> np.ndarray:
-    """M = ∫Jᵀ ℳ J dX by Gauss quadrature (symmetric positive definite for a free rod)."""
+    """M = ∫Jᵀ ℳ J dX by Gauss quadrature (symmetric positive definite for a free rod), assembled by composite
+    inertias (`sim.cosserat._mass`; ≈ 4× faster than the plain product `mass_matrix_reference`)."""
+    g = model.grid
+    return composite_mass_matrix(
+        kin.R,
+        kin.p,
+        kin.J,
+        g.node_index,
+        g.quad_index,
+        g.section_of_point[g.quad_index],
+        g.quad_weight_m,
+        model.quad_inertia,
+    )
+
+
+def mass_matrix_reference(model: RodModel, kin: Kinematics) -> np.ndarray:
+    """M = Bᵀ B with B = √(w ℳ) J stacked over the quadrature points: the reference of `mass_matrix`."""
     g = model.grid
     B = np.sqrt(g.quad_weight_m[:, None] * model.quad_inertia)[:, :, None] * kin.J[g.quad_index]
     B = B.reshape(-1, model.n_dof)
@@ -460,6 +477,8 @@ class StepProblem:
         iteration stall. The row scale is fixed at the first iterate so the merit function stays the same
         throughout the step."""
         m = self.model
+        if self._matrix is not None and self._matrix[0] is kin:  # the first iterate: row scale, then matrix
+            return self._matrix[1]
         if self._elastic_block is None:  # hD + h²K: constant over the step, formed once
             self._elastic_block = self.h * m.damping + self.h**2 * m.stiffness
             self._all_free = len(self.free) == m.n_dof and bool(np.all(self.free == np.arange(m.n_dof)))
@@ -469,6 +488,7 @@ class StepProblem:
             A = A[np.ix_(self.free, self.free)]
         if self._row_scale is None:
             self._row_scale = 1.0 / (np.diag(A) * self.v_ref)
+        self._matrix = (kin, A)
         return A
 
     def generalized_residual(

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Gauss–Legendre rule of mass_kg, computed once: leggauss solves an eigenproblem (~0.1 ms), and the dynamics
+# asks for the rod mass at every step.
+_GAUSS_6 = np.polynomial.legendre.leggauss(6)
+
 
 class RodParameterError(ValueError):
     """A rod, core or discretisation parameter is out of its physical range."""
@@ -119,7 +123,7 @@ class RodDescription:
         return out
 
     def mass_kg(self) -> float:
-        x, w = np.polynomial.legendre.leggauss(6)
+        x, w = _GAUSS_6
         xm = 0.5 * self.length_m * (x + 1.0)
         return float(0.5 * self.length_m * np.sum(w * self.inertia_diagonal(xm)[:, 3]))
 
