@@ -81,9 +81,10 @@ def _inertia_and_gravity(J, Jdot, R, v, dv, h, mdiag, weights, index, gravity):
 
 
 @numba.njit(cache=True)
-def _inertia_minus_gravity(J, eta, eta_dot, R, dv, h, mdiag, weights, index, gravity):
+def _inertia_minus_gravity(J, eta, eta_dot, R, dv, h, mdiag, weights, index, gravity, section_of_point):
     """Σ_w Jᵀ[ℳ(J dv + h J̇q̇) − h ad_ηᵀℳη − h ρA (0, Rᵀg)] over the quadrature points, from the sweep's
-    η = J q̇ and J̇ q̇ (allocation-free; `_inertia_and_gravity` is the reference)."""
+    η = J q̇ and J̇ q̇ (allocation-free; `_inertia_and_gravity` is the reference). J at a point of section s is
+    zero beyond column 18 + 6s (later strain nodes), so the loops stop there (same sums: only zeros skipped)."""
     n_dof = dv.shape[0]
     out = np.zeros(n_dof)
     f = np.empty(6)
@@ -106,9 +107,10 @@ def _inertia_minus_gravity(J, eta, eta_dot, R, dv, h, mdiag, weights, index, gra
         gb0 = Ri[0, 0] * gravity[0] + Ri[1, 0] * gravity[1] + Ri[2, 0] * gravity[2]
         gb1 = Ri[0, 1] * gravity[0] + Ri[1, 1] * gravity[1] + Ri[2, 1] * gravity[2]
         gb2 = Ri[0, 2] * gravity[0] + Ri[1, 2] * gravity[1] + Ri[2, 2] * gravity[2]
+        n_active = min(18 + 6 * section_of_point[i], n_dof)
         for r in range(6):
             acc = 0.0
-            for n in range(n_dof):
+            for n in range(n_active):
                 acc += Ji[r, n] * dv[n]
             f[r] = m[r] * (acc + h * eta_dot[i, r])
         f[0] -= h * adt0
@@ -119,7 +121,7 @@ def _inertia_minus_gravity(J, eta, eta_dot, R, dv, h, mdiag, weights, index, gra
         f[5] -= h * (adt5 + m[3] * gb2)
         wa = weights[a]
         f0, f1, f2, f3, f4, f5 = wa * f[0], wa * f[1], wa * f[2], wa * f[3], wa * f[4], wa * f[5]
-        for n in range(n_dof):
+        for n in range(n_active):
             out[n] += Ji[0, n] * f0 + Ji[1, n] * f1 + Ji[2, n] * f2 + Ji[3, n] * f3 + Ji[4, n] * f4 + Ji[5, n] * f5
     return out
 
@@ -229,20 +231,21 @@ class ContactQuery:
 
 
 @numba.njit(cache=True)
-def _contact_point_jacobians(R, J, index, offset):
+def _contact_point_jacobians(R, J, index, offset, section_of_point):
     """World Jacobians of the centreline points p (jac_pos = R J_v) and of the contact points p + d
     (jac_c = R J_v − d̃ R J_ω) for K = n_obstacles·k contact candidates; candidate a sits on sweep point
-    index[a % k] with offset d = offset[a]. Loops instead of einsum/cross/tile: this runs at every residual."""
+    index[a % k] with offset d = offset[a]. Loops instead of einsum/cross/tile: this runs at every residual.
+    J at a point of section s is zero beyond column 18 + 6s, so those columns are left at zero."""
     k = index.shape[0]
     n_cand = offset.shape[0]
     n_dof = J.shape[2]
-    jac_pos = np.empty((n_cand, 3, n_dof))
-    jac_c = np.empty((n_cand, 3, n_dof))
+    jac_pos = np.zeros((n_cand, 3, n_dof))
+    jac_c = np.zeros((n_cand, 3, n_dof))
     for a in range(n_cand):
         i = index[a % k]
         Ri = R[i]
         d0, d1, d2 = offset[a, 0], offset[a, 1], offset[a, 2]
-        for n in range(n_dof):
+        for n in range(min(18 + 6 * section_of_point[i], n_dof)):
             v0 = Ri[0, 0] * J[i, 3, n] + Ri[0, 1] * J[i, 4, n] + Ri[0, 2] * J[i, 5, n]
             v1 = Ri[1, 0] * J[i, 3, n] + Ri[1, 1] * J[i, 4, n] + Ri[1, 2] * J[i, 5, n]
             v2 = Ri[2, 0] * J[i, 3, n] + Ri[2, 1] * J[i, 4, n] + Ri[2, 2] * J[i, 5, n]
@@ -314,7 +317,7 @@ def contact_query(model: RodModel, kin: Kinematics) -> ContactQuery:
         t1 = np.concatenate([x[2] for x in parts])
         t2 = np.concatenate([x[3] for x in parts])
         d = -np.tile(r, len(c.obstacles))[:, None] * normal
-    jac_pos, jac_c = _contact_point_jacobians(kin.R, kin.J, idx, d)
+    jac_pos, jac_c = _contact_point_jacobians(kin.R, kin.J, idx, d, model.grid.section_of_point)
     return ContactQuery(gap, normal, t1, t2, jac_pos, jac_c)
 
 
@@ -513,6 +516,7 @@ class StepProblem:
                 g.quad_weight_m,
                 g.quad_index,
                 m.gravity_m_s2,
+                g.section_of_point,
             )
             r_dyn += h * elastic_force(m, q, v)
             if self._tip_load:
