@@ -30,8 +30,18 @@ def _tube_and_plane_model():
     return build_model(rod, 6, base="free", gravity_m_s2=(0.0, 0.0, 0.0), contact=contact)
 
 
-def test_numba_contact_query_matches_the_numpy_reference():
-    model = _tube_and_plane_model()
+def _single_tilted_plane_model():
+    rod = uniform_rod(0.02, 1.5e-4, 55e6, 1200.0, 0.45)
+    plane = Plane(point_m=(0.003, -0.002, -0.01), normal=(0.2, -0.1, 1.0))
+    contact = ContactSettings((plane,), 0.3, 6, Smoothing("sigmoid", 50.0), force_scale_n=1e-4)
+    return build_model(rod, 6, base="free", contact=contact)
+
+
+@pytest.mark.parametrize("make_model", [_tube_and_plane_model, _single_tilted_plane_model], ids=["two", "one"])
+def test_numba_contact_query_matches_the_numpy_reference(make_model):
+    """Fast contact query (numba Jacobians, the plane's frame tiled once) against the per-obstacle numpy
+    reference, with two obstacles (concatenated candidates) and with a single tilted plane."""
+    model = make_model()
     rng = np.random.default_rng(3)
     q = 0.05 * rng.normal(size=model.n_dof)
     q[3:6] = (-0.015, 1e-4, -1e-4)
@@ -41,6 +51,8 @@ def test_numba_contact_query_matches_the_numpy_reference():
     np.testing.assert_allclose(fast.jac_position, ref.jac_position, rtol=0, atol=1e-14 * scale)
     np.testing.assert_allclose(fast.jac_contact, ref.jac_contact, rtol=0, atol=1e-14 * scale)
     np.testing.assert_array_equal(fast.gap_m, ref.gap_m)
+    for fast_frame, ref_frame in ((fast.normal, ref.normal), (fast.t1, ref.t1), (fast.t2, ref.t2)):
+        np.testing.assert_array_equal(fast_frame, ref_frame)
 
 
 def test_numba_newton_matrix_matches_the_numpy_reference():
