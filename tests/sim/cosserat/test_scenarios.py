@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 from aiko.rod_experiment import load_rod_experiment
 from sim.cosserat import kinematics
@@ -68,10 +69,75 @@ def test_released_rod_falls_freely():
     assert np.all(vz[t <= 0.05 + 1e-9] == 0.0)
 
 
+def _euler_load_clamped_pinned_n(rod, free_length_m: float, n_elements: int = 200) -> float:
+    """Buckling load of the tapered free part (clamped at the base, pinned at the tube mouth): Hermite beam
+    elements, K − P·K_G singular (the rod's EI(X) from the base on; free_length_m < L)."""
+    h = free_length_m / n_elements
+    size = 2 * (n_elements + 1)
+    k_mat, g_mat = np.zeros((size, size)), np.zeros((size, size))
+    kb = np.array([[12, 6 * h, -12, 6 * h], [6 * h, 4 * h * h, -6 * h, 2 * h * h]])
+    kb = np.vstack([kb, -kb[0], [6 * h, 2 * h * h, -6 * h, 4 * h * h]]) / h**3
+    gb = np.array(
+        [
+            [36, 3 * h, -36, 3 * h],
+            [3 * h, 4 * h * h, -3 * h, -h * h],
+            [-36, -3 * h, 36, -3 * h],
+            [3 * h, -h * h, -3 * h, 4 * h * h],
+        ]
+    ) / (30 * h)
+    for e in range(n_elements):
+        ei = rod.stiffness_diagonal((e + 0.5) * h)[1]
+        ix = np.arange(2 * e, 2 * e + 4)
+        k_mat[np.ix_(ix, ix)] += ei * kb
+        g_mat[np.ix_(ix, ix)] += gb
+    keep = np.arange(2, size)
+    keep = keep[keep != size - 2]  # clamped at 0 (w, w'), pinned at the mouth (w)
+    return float(scipy.linalg.eigh(k_mat[np.ix_(keep, keep)], g_mat[np.ix_(keep, keep)], eigvals_only=True)[0])
+
+
+def _run_tube(mu: float):
+    scenario = load_rod_experiment(EXPERIMENTS / "tube_insertion.toml", {"contact.friction_coefficient": mu})
+    samples = []
+
+    def on_sample(sample):
+        if sample.info is not None:
+            before_mouth = sample.centreline_m[sample.centreline_m[:, 0] < 0.0]
+            lateral = float(np.max(np.hypot(before_mouth[:, 1], before_mouth[:, 2])))
+            samples.append(
+                (
+                    sample.t_s,
+                    -sample.state.q[3],  # free length: base at x < 0, mouth at x = 0
+                    float(sample.info.base_wrench[3]),
+                    lateral,
+                )
+            )
+
+    result = simulate(scenario, on_sample, sample_every=25)
+    return scenario, result, np.array(samples)
+
+
 @pytest.mark.slow
 def test_tube_insertion_passes_the_bend_at_mu_0_2():
-    scenario = load_rod_experiment(EXPERIMENTS / "tube_insertion.toml", {"contact.friction_coefficient": 0.2})
-    result = simulate(scenario)
+    """Paper 004 Fig. 10 left: μ = 0.2 inserts. The tube (inner radius 0.4 mm) runs 3 mm along +x, turns 90°
+    towards +y with a 3 mm centreline radius, then runs along +y at x = 6 mm."""
+    scenario, result, samples = _run_tube(0.2)
     tip = result.tip_m[-1]
-    # the tube turns 90° towards +y at x = 5 mm with a 3 mm radius: the tip is in the exit leg, inside the tube
-    assert tip[1] > 0.006 and abs(tip[0] - 0.008) < 0.0004
+    assert tip[1] > 0.006 and abs(tip[0] - 0.006) < 0.0004, tip  # > 3 mm into the exit leg, inside the tube
+    assert samples[:, 3].max() < 0.001  # the free part only bows (< 1 mm; the buckled μ = 0.5 rod: > 3 mm)
+    assert np.all(samples[:, 2] < 0.9e-3)  # the push force stays below the μ = 0.5 plateau
+
+
+@pytest.mark.slow
+def test_tube_insertion_sticks_and_the_free_part_buckles_at_mu_0_5():
+    """Paper 004 Fig. 10 right: μ = 0.5 fails to insert, sticks in the tube and the part outside buckles. The
+    tip stops in the bend; the base force saturates at the Euler load of the free length (clamped base, the
+    3 mm mouth between a pin and a clamp) and follows it as the free length shrinks."""
+    scenario, result, samples = _run_tube(0.5)
+    tip = result.tip_m
+    assert tip[-1][1] < 0.003  # short of the bend's exit (y = 3 mm)
+    assert np.linalg.norm(tip[-1] - tip[len(tip) // 2]) < 5e-5  # stuck: < 50 µm in the last 0.5 s
+    assert samples[-1, 3] > 0.003  # the free part deflects laterally by > 3 mm (clearance 0.29 mm)
+    late = samples[samples[:, 0] >= 0.5 - 1e-9]
+    pcr = np.array([_euler_load_clamped_pinned_n(scenario.model.rod, lf) for lf in late[:, 1]])
+    ratio = late[:, 2] / pcr
+    assert np.all((ratio > 0.8) & (ratio < 2.0)), ratio  # clamped–clamped would be ≈ 1.96× clamped–pinned
