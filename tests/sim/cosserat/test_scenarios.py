@@ -141,3 +141,62 @@ def test_tube_insertion_sticks_and_the_free_part_buckles_at_mu_0_5():
     pcr = np.array([_euler_load_clamped_pinned_n(scenario.model.rod, lf) for lf in late[:, 1]])
     ratio = late[:, 2] / pcr
     assert np.all((ratio > 0.8) & (ratio < 2.0)), ratio  # clamped–clamped would be ≈ 1.96× clamped–pinned
+
+
+def _run_bench(name: str):
+    """Per step: time, tip contact node's slip speed, its normal and tangential force, total normal force."""
+    scenario = load_rod_experiment(EXPERIMENTS / f"{name}.toml", {})
+    rows = []
+
+    def on_sample(sample):
+        if sample.info is not None:
+            force = sample.info.contact_force_n
+            normal = force[:, 2]  # the table is the plane z = 0
+            tip_slip = float(np.linalg.norm(sample.info.contact_slip_m_s[-1]))
+            rows.append((sample.t_s, tip_slip, normal[-1], float(np.linalg.norm(force[-1, :2])), normal.sum()))
+
+    simulate(scenario, on_sample)
+    return scenario, np.array(rows)
+
+
+def _slip_distance_m(rows: np.ndarray, t0: float, t1: float) -> float:
+    """∫|v_slip| dt of the tip's material contact point (implicit Euler: the end-of-step speed over the step)."""
+    dt = np.diff(rows[:, 0], prepend=0.0)
+    inside = (rows[:, 0] > t0 + 1e-9) & (rows[:, 0] <= t1 + 1e-9)
+    return float(np.sum(rows[inside, 1] * dt[inside]))
+
+
+@pytest.mark.slow
+def test_bench_stick_test_tip_stays_stuck_while_the_base_is_pressed_down():
+    """Paper 004 X-C: the UR3 presses the base 3 cm down in 3 s; the tip stays stuck (μ = 0.83) while the
+    total normal force (the paper's Fig. 20 quantity) rises. The capsule tip rolls (its centreline point moves
+    ≈ 4.6 mm as the end section turns) but its material contact point does not slip."""
+    scenario, rows = _run_bench("bench_stick")
+    mu = scenario.model.contact.friction_coefficient
+    assert _slip_distance_m(rows, 1.0, 4.0) < 5e-5
+    pressing = rows[rows[:, 0] > 1.0]
+    assert np.all(pressing[:, 3] <= 0.5 * mu * pressing[:, 2])  # well inside the friction cone (measured ≤ 0.34 μ)
+    settled = rows[np.argmin(np.abs(rows[:, 0] - 1.0)), 4]
+    assert rows[-1, 4] > settled + 1.0  # pressed: 1.6 N → 3.1 N
+
+
+@pytest.mark.slow
+def test_bench_slide_test_tip_goes_from_stick_to_slide():
+    """Paper 004 X-D: the rod is bent by pressing (as in the stick test), then the base is drawn 8 cm back in
+    3 s over a lubricated table (μ = 0.48): the tip sticks while |F_t|/F_n climbs to μ, then slides — dragged at
+    the base speed with |F_t| = μF_n (Coulomb, within 1 %)."""
+    scenario, rows = _run_bench("bench_slide")
+    mu = scenario.model.contact.friction_coefficient
+    assert _slip_distance_m(rows, 0.5, 2.75) < 1e-4  # stuck while pressed and during the first 2 cm of pull
+    pulled = rows[rows[:, 0] > 2.0]
+    breaks_free_at = pulled[np.argmax(pulled[:, 1] > 1e-3), 0]  # first slip faster than 1 mm/s
+    before = pulled[pulled[:, 0] < breaks_free_at]
+    ratio = before[:, 3] / (mu * before[:, 2])
+    # the load climbs to the cone's edge while stuck; the sigmoid's knee allows |F_t| ≤ μF_n(1 + 0.2785/c)
+    c = scenario.model.contact.smoothing.sharpness
+    assert 0.9 < ratio.max() <= 1.0 + 0.2785 / c, ratio.max()
+    sliding = rows[rows[:, 0] > 3.75]
+    base_speed = 0.08 / 3.0
+    np.testing.assert_allclose(sliding[:, 1], base_speed, rtol=0.02)
+    np.testing.assert_allclose(sliding[:, 3], mu * sliding[:, 2], rtol=0.01)
+    assert _slip_distance_m(rows, 2.75, 5.0) > 0.03
