@@ -106,6 +106,7 @@ def _obstacle(raw: Any, i: int, source: str):
             t.number("bend_radius_m", min=0, min_exclusive=True),
             math.radians(t.number("bend_angle_deg", 90.0, min=0, min_exclusive=True, max=180.0)),
             t.number("exit_length_m", 0.05, min=0),
+            t.number("mouth_radius_m", 1e-3, min=0, min_exclusive=True),
         )
     t.finish()
     return ob
