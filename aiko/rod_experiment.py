@@ -106,6 +106,7 @@ def _obstacle(raw: Any, i: int, source: str):
             t.number("bend_radius_m", min=0, min_exclusive=True),
             math.radians(t.number("bend_angle_deg", 90.0, min=0, min_exclusive=True, max=180.0)),
             t.number("exit_length_m", 0.05, min=0),
+            t.number("mouth_radius_m", 1e-3, min=0, min_exclusive=True),
         )
     t.finish()
     return ob
@@ -152,11 +153,13 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
             c.number("sharpness", 50.0, min=0, min_exclusive=True),
         )
         force_scale = c.number("force_scale_n", None, min=0, min_exclusive=True)
+        gap_scale = c.number("gap_scale_m", None, min=0, min_exclusive=True)
+        slip_scale = c.number("slip_scale_m_s", None, min=0, min_exclusive=True)
         c.finish()
         obstacles = tuple(_obstacle(raw, i, source) for i, raw in enumerate(obstacles_raw))
         if not obstacles:
             raise ConfigError(f"{source}: [contact] needs at least one [[obstacle]]")
-        contact = ContactSettings(obstacles, mu, m_sections, smoothing, force_scale)
+        contact = ContactSettings(obstacles, mu, m_sections, smoothing, force_scale, gap_scale, slip_scale)
 
     constraints_raw = root.raw("constraint", [])
     if not isinstance(constraints_raw, list):

@@ -386,7 +386,9 @@ def contact_scales(model: RodModel, dt_s: float) -> ContactScales:
     node_mass = model.rod.mass_kg() / c.m_sections
     g_ref = max(float(np.linalg.norm(model.gravity_m_s2)), 1.0)
     force = c.force_scale_n if c.force_scale_n is not None else node_mass * g_ref
-    return ContactScales(force, force * dt_s**2 / node_mass, force * dt_s / node_mass)
+    gap = c.gap_scale_m if c.gap_scale_m is not None else force * dt_s**2 / node_mass
+    slip = c.slip_scale_m_s if c.slip_scale_m_s is not None else force * dt_s / node_mass
+    return ContactScales(force, gap, slip)
 
 
 @dataclass

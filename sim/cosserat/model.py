@@ -24,6 +24,12 @@ class ContactSettings:
     force_scale_n (σ_λ) converts the dimensionless slacks into nodal forces; by default the weight of one
     contact node's share of the rod. Gap and slip scales follow from it and the time step (σ_δ = σ_λ h²/m_node,
     σ_v = σ_λ h/m_node) so that one unit of slack moves the residual of every row by a comparable amount.
+
+    gap_scale_m (σ_δ) and slip_scale_m_s (σ_v) override that inertial rule. They set how sharp the smoothed laws
+    are in physical units: the sigmoid lets a node penetrate by up to 0.2785·σ_δ/c and creep while sticking at up
+    to 0.2785·σ_v·|u_t|/c (|u_t| ≈ μΛ_n at the knee). The inertial rule suits inertia-dominated contact (a rod
+    dropped on a plane); in a stiff, slow problem (a 0.3 mm rod pushed at 10 mm/s, where h²·k ≫ m_node) it gives
+    σ_δ ≈ 5 mm and σ_v ≈ 2.6 m/s, i.e. smoothing widths larger than the clearance and the insertion speed.
     """
 
     obstacles: tuple[Obstacle, ...]
@@ -31,6 +37,8 @@ class ContactSettings:
     m_sections: int = 20
     smoothing: Smoothing = field(default_factory=Smoothing)
     force_scale_n: float | None = None
+    gap_scale_m: float | None = None
+    slip_scale_m_s: float | None = None
 
     def __post_init__(self) -> None:
         if not self.obstacles:
@@ -39,6 +47,10 @@ class ContactSettings:
             raise RodParameterError(f"friction_coefficient must be >= 0, got {self.friction_coefficient!r}")
         if not (isinstance(self.m_sections, int) and self.m_sections >= 1):
             raise RodParameterError(f"contact m_sections must be an integer >= 1, got {self.m_sections!r}")
+        for key in ("force_scale_n", "gap_scale_m", "slip_scale_m_s"):
+            value = getattr(self, key)
+            if value is not None and not value > 0:
+                raise RodParameterError(f"contact {key} must be > 0 (or None for the default), got {value!r}")
 
 
 @dataclass(frozen=True, eq=False)

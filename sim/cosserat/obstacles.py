@@ -113,17 +113,25 @@ class Cylinder:
 class CurvedTube:
     """Inside of a rigid tube: straight along +x from the origin for `straight_length_m`, then a circular
     arc of centreline radius `bend_radius_m` turning towards +y through `bend_angle_rad`, then straight again for
-    `exit_length_m` (the tube is open-ended). The rod must stay within `inner_radius_m` of the centreline."""
+    `exit_length_m` (the tube is open-ended). The rod must stay within `inner_radius_m` of the centreline.
+
+    The mouth at x = 0 is a bell mouth: before it (x < 0) the wall radius grows as R(x) = R_i + x²/(2·R_m)
+    (`mouth_radius_m` R_m, the profile's radius of curvature), so a node before the mouth is free unless it comes
+    close to the flare (R = 2.4 mm at x = −2 mm for R_m = 1 mm). Without it the entry's straight wall extended to
+    x → −∞ and held the part of the rod *outside* the tube within the inner radius, so it could not buckle. A
+    sharp rim instead catches the rod between two contact nodes (1.3 mm apart at m = 20), which Newton cannot
+    resolve. Gap and normal are continuous with the straight wall's at x = 0."""
 
     inner_radius_m: float
     straight_length_m: float
     bend_radius_m: float
     bend_angle_rad: float = np.pi / 2
     exit_length_m: float = 0.05
+    mouth_radius_m: float = 1e-3
     name: str = "tube"
 
     def __post_init__(self) -> None:
-        for key in ("inner_radius_m", "straight_length_m", "bend_radius_m", "bend_angle_rad"):
+        for key in ("inner_radius_m", "straight_length_m", "bend_radius_m", "bend_angle_rad", "mouth_radius_m"):
             if not getattr(self, key) > 0:
                 raise ObstacleError(f"tube {key} must be > 0, got {getattr(self, key)!r}")
 
@@ -161,5 +169,23 @@ class CurvedTube:
         outward, dist = _safe_direction(p - c, fallback)
         normal = -outward
         gap = self.inner_radius_m - r - dist
+        before = p[:, 0] < 0.0
+        if np.any(before):
+            gap, normal = gap.copy(), normal.copy()
+            gap[before], normal[before] = self._rim(p[before], r[before] if np.ndim(r) else r)
         t1, t2 = _tangent_basis(normal, tangent)
         return gap, normal, t1, t2
+
+    def _rim(self, p: np.ndarray, r) -> tuple[np.ndarray, np.ndarray]:
+        """Gap and normal (into the rod) of points before the mouth (x < 0), inside the bell mouth's wall
+        R(x) = R_i + x²/(2 R_m): the first-order distance (R − r − ρ)/√(1 + R′²) along n ∝ (R′, −e_ρ)."""
+        radial = p.copy()
+        radial[:, 0] = 0.0
+        fallback = np.broadcast_to(np.array([0.0, 0.0, 1.0]), p.shape)  # on the axis: as the wall's query
+        e, rho = _safe_direction(radial, fallback)
+        x = p[:, 0]
+        wall = self.inner_radius_m + x * x / (2.0 * self.mouth_radius_m)
+        slope = x / self.mouth_radius_m  # dR/dx (< 0 before the mouth)
+        norm = np.sqrt(1.0 + slope * slope)
+        normal = np.column_stack([slope, -e[:, 1], -e[:, 2]]) / norm[:, None]
+        return (wall - r - rho) / norm, normal

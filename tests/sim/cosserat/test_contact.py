@@ -7,6 +7,7 @@ from sim.cosserat import ContactSettings, Plane, Smoothing, build_model, initial
 from sim.cosserat.dynamics import StepProblem, step
 from sim.cosserat.incline import run_incline
 from sim.cosserat.newton import finite_difference_jacobian
+from sim.cosserat.rod import RodParameterError
 
 G = 9.81
 
@@ -76,3 +77,38 @@ def test_contact_blocks_of_the_newton_matrix_match_finite_differences():
     nf = problem.n_free
     np.testing.assert_allclose(jac[:, nf:], fd[:, nf:], atol=1e-6 * np.abs(fd).max())
     np.testing.assert_allclose(jac[nf:, :], fd[nf:, :], atol=1e-6 * np.abs(fd[nf:]).max())
+
+
+def test_tube_mouth_frees_the_rod_outside_and_joins_the_wall_continuously():
+    """Before the mouth (x < 0) the tube must not hold the rod (it used to extend its wall to x → −∞); the bell
+    mouth's gap and normal meet the straight wall's at x = 0, and the gap's gradient is the normal."""
+    from sim.cosserat import CurvedTube
+
+    tube = CurvedTube(4e-4, 3e-3, 3e-3)
+    r = np.full(2, 1e-4)
+    far_out = np.array([[-3e-3, 1e-3, 0.0], [-5e-3, 0.0, -2e-3]])  # outside the inner radius, before the mouth
+    assert np.all(tube.query(far_out, r)[0] > 1e-3)
+    side = np.array([[-1e-12, 2.5e-4, 1e-4], [1e-12, 2.5e-4, 1e-4]])
+    gap, normal, _, _ = tube.query(side, r)
+    np.testing.assert_allclose(gap[0], gap[1], atol=1e-15)
+    np.testing.assert_allclose(normal[0], normal[1], atol=1e-8)
+    p = np.array([[-4e-4, 3e-4, 2.16e-4]])  # near contact with the flare (gap ≈ 10 µm)
+    gap0, n0, _, _ = tube.query(p, r[:1])
+    step = 1e-9
+    grad = [(tube.query(p + d, r[:1])[0] - tube.query(p - d, r[:1])[0])[0] / (2 * step) for d in np.eye(3) * step]
+    assert gap0[0] < 2e-5
+    np.testing.assert_allclose(grad, n0[0], atol=5e-3)  # first-order distance: ∇gap = n up to ~gap·R′/R_m (3e-3)
+
+
+def test_contact_gap_and_slip_scales_override_the_inertial_rule():
+    from sim.cosserat.dynamics import contact_scales
+
+    rod = uniform_rod(0.2, 0.005, 1e6, 1000.0)
+    default = build_model(rod, 4, contact=ContactSettings((Plane(),), 0.5, 4))
+    set_scales = build_model(rod, 4, contact=ContactSettings((Plane(),), 0.5, 4, gap_scale_m=1e-5, slip_scale_m_s=1e-3))
+    s0, s1 = contact_scales(default, 0.005), contact_scales(set_scales, 0.005)
+    node_mass = rod.mass_kg() / 4
+    assert s0.gap_m == pytest.approx(s0.force_n * 0.005**2 / node_mass)
+    assert (s1.force_n, s1.gap_m, s1.slip_m_s) == (s0.force_n, 1e-5, 1e-3)
+    with pytest.raises(RodParameterError, match="slip_scale_m_s"):
+        ContactSettings((Plane(),), 0.5, 4, slip_scale_m_s=0.0)

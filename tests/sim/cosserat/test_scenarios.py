@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 from aiko.rod_experiment import load_rod_experiment
 from sim.cosserat import kinematics
@@ -68,10 +69,134 @@ def test_released_rod_falls_freely():
     assert np.all(vz[t <= 0.05 + 1e-9] == 0.0)
 
 
+def _euler_load_clamped_pinned_n(rod, free_length_m: float, n_elements: int = 200) -> float:
+    """Buckling load of the tapered free part (clamped at the base, pinned at the tube mouth): Hermite beam
+    elements, K − P·K_G singular (the rod's EI(X) from the base on; free_length_m < L)."""
+    h = free_length_m / n_elements
+    size = 2 * (n_elements + 1)
+    k_mat, g_mat = np.zeros((size, size)), np.zeros((size, size))
+    kb = np.array([[12, 6 * h, -12, 6 * h], [6 * h, 4 * h * h, -6 * h, 2 * h * h]])
+    kb = np.vstack([kb, -kb[0], [6 * h, 2 * h * h, -6 * h, 4 * h * h]]) / h**3
+    gb = np.array(
+        [
+            [36, 3 * h, -36, 3 * h],
+            [3 * h, 4 * h * h, -3 * h, -h * h],
+            [-36, -3 * h, 36, -3 * h],
+            [3 * h, -h * h, -3 * h, 4 * h * h],
+        ]
+    ) / (30 * h)
+    for e in range(n_elements):
+        ei = rod.stiffness_diagonal((e + 0.5) * h)[1]
+        ix = np.arange(2 * e, 2 * e + 4)
+        k_mat[np.ix_(ix, ix)] += ei * kb
+        g_mat[np.ix_(ix, ix)] += gb
+    keep = np.arange(2, size)
+    keep = keep[keep != size - 2]  # clamped at 0 (w, w'), pinned at the mouth (w)
+    return float(scipy.linalg.eigh(k_mat[np.ix_(keep, keep)], g_mat[np.ix_(keep, keep)], eigvals_only=True)[0])
+
+
+def _run_tube(mu: float):
+    scenario = load_rod_experiment(EXPERIMENTS / "tube_insertion.toml", {"contact.friction_coefficient": mu})
+    samples = []
+
+    def on_sample(sample):
+        if sample.info is not None:
+            before_mouth = sample.centreline_m[sample.centreline_m[:, 0] < 0.0]
+            lateral = float(np.max(np.hypot(before_mouth[:, 1], before_mouth[:, 2])))
+            samples.append(
+                (
+                    sample.t_s,
+                    -sample.state.q[3],  # free length: base at x < 0, mouth at x = 0
+                    float(sample.info.base_wrench[3]),
+                    lateral,
+                )
+            )
+
+    result = simulate(scenario, on_sample, sample_every=25)
+    return scenario, result, np.array(samples)
+
+
 @pytest.mark.slow
 def test_tube_insertion_passes_the_bend_at_mu_0_2():
-    scenario = load_rod_experiment(EXPERIMENTS / "tube_insertion.toml", {"contact.friction_coefficient": 0.2})
-    result = simulate(scenario)
+    """Paper 004 Fig. 10 left: μ = 0.2 inserts. The tube (inner radius 0.4 mm) runs 3 mm along +x, turns 90°
+    towards +y with a 3 mm centreline radius, then runs along +y at x = 6 mm."""
+    scenario, result, samples = _run_tube(0.2)
     tip = result.tip_m[-1]
-    # the tube turns 90° towards +y at x = 5 mm with a 3 mm radius: the tip is in the exit leg, inside the tube
-    assert tip[1] > 0.006 and abs(tip[0] - 0.008) < 0.0004
+    assert tip[1] > 0.006 and abs(tip[0] - 0.006) < 0.0004, tip  # > 3 mm into the exit leg, inside the tube
+    assert samples[:, 3].max() < 0.001  # the free part only bows (< 1 mm; the buckled μ = 0.5 rod: > 3 mm)
+    assert np.all(samples[:, 2] < 0.9e-3)  # the push force stays below the μ = 0.5 plateau
+
+
+@pytest.mark.slow
+def test_tube_insertion_sticks_and_the_free_part_buckles_at_mu_0_5():
+    """Paper 004 Fig. 10 right: μ = 0.5 fails to insert, sticks in the tube and the part outside buckles. The
+    tip stops in the bend; the base force saturates at the Euler load of the free length (clamped base, the
+    3 mm mouth between a pin and a clamp) and follows it as the free length shrinks."""
+    scenario, result, samples = _run_tube(0.5)
+    tip = result.tip_m
+    assert tip[-1][1] < 0.003  # short of the bend's exit (y = 3 mm)
+    assert np.linalg.norm(tip[-1] - tip[len(tip) // 2]) < 5e-5  # stuck: < 50 µm in the last 0.5 s
+    assert samples[-1, 3] > 0.003  # the free part deflects laterally by > 3 mm (clearance 0.29 mm)
+    late = samples[samples[:, 0] >= 0.5 - 1e-9]
+    pcr = np.array([_euler_load_clamped_pinned_n(scenario.model.rod, lf) for lf in late[:, 1]])
+    ratio = late[:, 2] / pcr
+    assert np.all((ratio > 0.8) & (ratio < 2.0)), ratio  # clamped–clamped would be ≈ 1.96× clamped–pinned
+
+
+def _run_bench(name: str):
+    """Per step: time, tip contact node's slip speed, its normal and tangential force, total normal force."""
+    scenario = load_rod_experiment(EXPERIMENTS / f"{name}.toml", {})
+    rows = []
+
+    def on_sample(sample):
+        if sample.info is not None:
+            force = sample.info.contact_force_n
+            normal = force[:, 2]  # the table is the plane z = 0
+            tip_slip = float(np.linalg.norm(sample.info.contact_slip_m_s[-1]))
+            rows.append((sample.t_s, tip_slip, normal[-1], float(np.linalg.norm(force[-1, :2])), normal.sum()))
+
+    simulate(scenario, on_sample)
+    return scenario, np.array(rows)
+
+
+def _slip_distance_m(rows: np.ndarray, t0: float, t1: float) -> float:
+    """∫|v_slip| dt of the tip's material contact point (implicit Euler: the end-of-step speed over the step)."""
+    dt = np.diff(rows[:, 0], prepend=0.0)
+    inside = (rows[:, 0] > t0 + 1e-9) & (rows[:, 0] <= t1 + 1e-9)
+    return float(np.sum(rows[inside, 1] * dt[inside]))
+
+
+@pytest.mark.slow
+def test_bench_stick_test_tip_stays_stuck_while_the_base_is_pressed_down():
+    """Paper 004 X-C: the UR3 presses the base 3 cm down in 3 s; the tip stays stuck (μ = 0.83) while the
+    total normal force (the paper's Fig. 20 quantity) rises. The capsule tip rolls (its centreline point moves
+    ≈ 4.6 mm as the end section turns) but its material contact point does not slip."""
+    scenario, rows = _run_bench("bench_stick")
+    mu = scenario.model.contact.friction_coefficient
+    assert _slip_distance_m(rows, 1.0, 4.0) < 5e-5
+    pressing = rows[rows[:, 0] > 1.0]
+    assert np.all(pressing[:, 3] <= 0.5 * mu * pressing[:, 2])  # well inside the friction cone (measured ≤ 0.34 μ)
+    settled = rows[np.argmin(np.abs(rows[:, 0] - 1.0)), 4]
+    assert rows[-1, 4] > settled + 1.0  # pressed: 1.6 N → 3.1 N
+
+
+@pytest.mark.slow
+def test_bench_slide_test_tip_goes_from_stick_to_slide():
+    """Paper 004 X-D: the rod is bent by pressing (as in the stick test), then the base is drawn 8 cm back in
+    3 s over a lubricated table (μ = 0.48): the tip sticks while |F_t|/F_n climbs to μ, then slides — dragged at
+    the base speed with |F_t| = μF_n (Coulomb, within 1 %)."""
+    scenario, rows = _run_bench("bench_slide")
+    mu = scenario.model.contact.friction_coefficient
+    assert _slip_distance_m(rows, 0.5, 2.75) < 1e-4  # stuck while pressed and during the first 2 cm of pull
+    pulled = rows[rows[:, 0] > 2.0]
+    breaks_free_at = pulled[np.argmax(pulled[:, 1] > 1e-3), 0]  # first slip faster than 1 mm/s
+    before = pulled[pulled[:, 0] < breaks_free_at]
+    ratio = before[:, 3] / (mu * before[:, 2])
+    # the load climbs to the cone's edge while stuck; the sigmoid's knee allows |F_t| ≤ μF_n(1 + 0.2785/c)
+    c = scenario.model.contact.smoothing.sharpness
+    assert 0.9 < ratio.max() <= 1.0 + 0.2785 / c, ratio.max()
+    sliding = rows[rows[:, 0] > 3.75]
+    base_speed = 0.08 / 3.0
+    np.testing.assert_allclose(sliding[:, 1], base_speed, rtol=0.02)
+    np.testing.assert_allclose(sliding[:, 3], mu * sliding[:, 2], rtol=0.01)
+    assert _slip_distance_m(rows, 2.75, 5.0) > 0.03

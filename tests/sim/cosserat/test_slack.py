@@ -78,3 +78,20 @@ def test_bad_smoothing_is_rejected_with_allowed_names():
         Smoothing("tanh")
     with pytest.raises(SmoothingError, match="sharpness"):
         Smoothing("sigmoid", 0.0)
+
+
+@given(ux=finite, uy=finite, a=st.floats(1e-3, 30.0), c=st.sampled_from([10.0, 20.0, 50.0, 200.0]))
+@settings(max_examples=300, deadline=None)
+def test_sigmoid_stick_creep_and_friction_overshoot_are_bounded(ux, uy, a, c):
+    """The bounds the docs use to pick the slip scale σ_v: on the stick side (|u_t| ≤ a) the sigmoid's slip is
+    |v| ≤ 0.2785·|u_t|/c (times σ_v: the creep speed) and its friction ≤ a·(1 + 0.2785/c); sliding, the friction
+    exceeds a by at most 0.2785·|u_t|/c (in fact by ≈ |u_t|·e^{−c(1 − a/|u_t|)}, vanishing in full slide)."""
+    u = np.array([[ux, uy]])
+    s = float(np.hypot(ux, uy))
+    assume(s > 1e-6)
+    lam, _, _, slip, _, _ = friction_map(Smoothing("sigmoid", c), u, np.array([a]))
+    bound = 0.27846 / c
+    if s <= a:
+        assert np.linalg.norm(slip[0]) <= bound * s * (1 + 1e-9)
+        assert np.linalg.norm(lam[0]) <= a * (1 + bound) * (1 + 1e-9)
+    assert np.linalg.norm(lam[0]) <= (a + bound * s) * (1 + 1e-9)
