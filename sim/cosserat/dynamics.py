@@ -571,28 +571,12 @@ class StepProblem:
         ) = contact_laws(
             kind, sharpness, eps, m.contact.friction_coefficient, sc.force_n, slack, cq.normal, cq.t1, cq.t2
         )
-        basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
-        gen_force, slip = _contact_generalized_force_and_slip(cq.jac_contact, force, basis_t, v)
-        return {
-            "query": cq,
-            "force": force,
-            "generalized_force": gen_force,
-            "slip": slip,
-            "r_gap": cq.gap_m / sc.gap_m - gap_map,
-            "r_slip": slip / sc.slip_m_s - slip_map,
-            "lam_n": lam_n,
-            "dlam_n": dlam_n,
-            "dbound_dun": dbound_dun,
-            "lam_t": lam_t,
-            "dgap_map": dgap_map,
-            "dlt_du": dlt_du,
-            "dlt_da": dlt_da,
-            "dslip_du": dslip_du,
-            "dslip_da": dslip_da,
-            "basis_t": basis_t,
-            "df_dun": df_dun,
-            "df_dut": df_dut,
-        }
+        result = self._contact_result(cq, force, v, gap_map, slip_map)
+        result.update(
+            lam_n=lam_n, dlam_n=dlam_n, dbound_dun=dbound_dun, lam_t=lam_t, dgap_map=dgap_map, dlt_du=dlt_du,
+            dlt_da=dlt_da, dslip_du=dslip_du, dslip_da=dslip_da, df_dun=df_dun, df_dut=df_dut,
+        )  # fmt: skip
+        return result
 
     def _contact_reference(self, kin: Kinematics, v: np.ndarray, slack: np.ndarray) -> dict:
         """Plain-numpy contact laws (`slack.normal_map`, `slack.friction_map`): the reference of `_contact`."""
@@ -608,8 +592,19 @@ class StepProblem:
         bound = mu * np.where(in_contact, lam_n, 0.0)
         dbound_dun = mu * np.where(in_contact, dlam_n, 0.0)
         lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, bound)
-        basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
         force = sc.force_n * (lam_n[:, None] * cq.normal + lam_t[:, 0:1] * cq.t1 + lam_t[:, 1:2] * cq.t2)
+        result = self._contact_result(cq, force, v, gap_map, slip_map)
+        result.update(
+            lam_n=lam_n, dlam_n=dlam_n, dbound_dun=dbound_dun, lam_t=lam_t, dgap_map=dgap_map, dlt_du=dlt_du,
+            dlt_da=dlt_da, dslip_du=dslip_du, dslip_da=dslip_da,
+        )  # fmt: skip
+        return result
+
+    def _contact_result(self, cq, force: np.ndarray, v: np.ndarray, gap_map: np.ndarray, slip_map: np.ndarray) -> dict:
+        """The part of a contact evaluation both law paths share: generalized force, slip and the gap and slip
+        residual rows (gap / σ_δ − f*(u_n), v_t / σ_v − W*(u_t)u_t)."""
+        sc = self.scales
+        basis_t = np.stack([cq.t1, cq.t2], axis=1)  # (k,2,3)
         gen_force, slip = _contact_generalized_force_and_slip(cq.jac_contact, force, basis_t, v)
         return {
             "query": cq,
@@ -618,15 +613,6 @@ class StepProblem:
             "slip": slip,
             "r_gap": cq.gap_m / sc.gap_m - gap_map,
             "r_slip": slip / sc.slip_m_s - slip_map,
-            "lam_n": lam_n,
-            "dlam_n": dlam_n,
-            "dbound_dun": dbound_dun,
-            "lam_t": lam_t,
-            "dgap_map": dgap_map,
-            "dlt_du": dlt_du,
-            "dlt_da": dlt_da,
-            "dslip_du": dslip_du,
-            "dslip_da": dslip_da,
             "basis_t": basis_t,
         }
 
