@@ -221,30 +221,34 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _view_axes(snapshots: list[np.ndarray]) -> tuple[int, int]:
+    """The two world axes along which the rod spreads most over the run: x–z for a rod dropped on a plane,
+    x–y for the tube's bend in the horizontal plane (a fixed x–z view shows that one as a straight line)."""
+    points = np.concatenate(snapshots)
+    spread = points.max(axis=0) - points.min(axis=0)
+    first, second = sorted(np.argsort(spread)[-2:].tolist())
+    return first, second
+
+
 def _plot(snapshots: list[np.ndarray], out: Path, title: str) -> None:
-    import matplotlib
+    from aiko.plots import _pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
+    a, b = _view_axes(snapshots)
     fig, ax = plt.subplots(figsize=(7, 4))
     picks = np.linspace(0, len(snapshots) - 1, min(8, len(snapshots))).astype(int)
     for i in picks:
         c = snapshots[i]
-        ax.plot(c[:, 0], c[:, 2], color=plt.cm.viridis(i / max(1, len(snapshots) - 1)))
+        ax.plot(c[:, a], c[:, b], color=plt.cm.viridis(i / max(1, len(snapshots) - 1)))
     tip = np.array([s[-1] for s in snapshots])
-    ax.plot(tip[:, 0], tip[:, 2], "k:", lw=1, label="tip path")
-    ax.set_xlabel("x [m]")
-    ax.set_ylabel("z [m]")
+    ax.plot(tip[:, a], tip[:, b], "k:", lw=1, label="tip path")
+    ax.set_xlabel(f"{'xyz'[a]} [m]")
+    ax.set_ylabel(f"{'xyz'[b]} [m]")
     ax.set_aspect("equal", adjustable="datalim")
-    ax.set_title(title)
+    ax.set_title(f"{title} (centreline, early → late: dark → light)")
     ax.legend()
-    try:
-        fig.savefig(out, dpi=120, bbox_inches="tight")
-    except OSError as exc:
-        raise AikoError(f"cannot write {out}: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
+    fig.tight_layout()
+    save_figure(fig, out, dpi=120)
 
 
 def _print(out: dict[str, Any], as_json: bool) -> None:

@@ -84,3 +84,17 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
     bad.write_text((ROOT / "experiments/rod/rod_on_plane.toml").read_text().replace("= 0.5", "= -0.5"))
     assert main(["rod", "run", str(bad)]) == 2
     assert "friction_coefficient" in capsys.readouterr().err
+
+
+def test_the_plot_views_the_plane_the_rod_moves_in():
+    """A rod bending in the horizontal plane (the tube) is drawn in x–y, a rod dropped on a plane in x–z."""
+    import numpy as np
+
+    from aiko.commands.rod import _view_axes
+
+    s = np.linspace(0.0, 1.0, 11)
+    straight = np.stack([s, 0 * s, 0 * s], axis=1)
+    bent_in_xy = np.stack([s, s**2, 1e-6 * s], axis=1)
+    dropped_in_xz = np.stack([s, 1e-6 * s, 0.5 - 0.4 * s], axis=1)
+    assert _view_axes([straight, bent_in_xy]) == (0, 1)
+    assert _view_axes([straight, dropped_in_xz]) == (0, 2)
