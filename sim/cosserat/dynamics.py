@@ -13,6 +13,9 @@ Newton uses the analytic Jacobian of every term except the configuration depende
 contact/gravity/point-load geometry (i.e. it keeps M + hD + h²K and the exact contact blocks in q̇ and u);
 the dropped terms are O(h·|Δq̇|, h·|q̇|, h²·|P|), so the iteration converges fast at the time steps used here.
 A Levenberg–Marquardt fallback with a finite-difference Jacobian guards the rest; an unconverged step raises.
+The trigonometric smoothing is iterated in the regular (Heaviside) slack coordinates y = φ(u) and mapped back
+(`NewtonSettings.regular_slack_coordinates`, `slack.regular_slack`): both maps are exact, so this is the same
+step, without the trigonometric map's vanishing slack columns at the corners of the complementarity graphs.
 
 Point constraints (sim.cosserat.constraints) add their multipliers λ as unknowns: the momentum rows get
 −h Q_c(q_k, λ) (so hλ is the step's constraint impulse) and the rows g(q_k)/σ_g = 0 hold the constraint at
