@@ -129,3 +129,75 @@ def contact_laws(kind, c, eps, mu, force_scale, slack, normal, t1, t2):
         df_dun,
         df_dut,
     )
+
+
+@numba.njit(cache=True)
+def _bisect_normal(c, target, high):
+    """x in [0, high] with f(x) = target (trigonometric f, increasing): `slack._increasing_inverse`."""
+    low = 0.0
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        if _f(2, c, mid)[0] < target:
+            low = mid
+        else:
+            high = mid
+    return 0.5 * (low + high)
+
+
+@numba.njit(cache=True)
+def _friction_magnitude(c, s, a):
+    """`slack._friction_magnitude` for one node (trigonometric)."""
+    r = a / max(s, 1e-300)
+    return s * (r - _f(2, c, r - 1.0)[0] + _f(2, c, 1.0 - r)[0])
+
+
+@numba.njit(cache=True)
+def trigonometric_slack_from_regular(c, mu, regular):
+    """`slack.slack_from_regular` for the trigonometric map with sharpness c (same brackets and bisection)."""
+    k = regular.shape[0]
+    out = np.empty((k, 3))
+    band = np.pi / c
+    for j in range(k):
+        y = regular[j, 0]
+        x = abs(y)
+        if x < band:
+            x = _bisect_normal(c, x, band)
+        u_n = x if y > 0.0 else (-x if y < 0.0 else 0.0)
+        lam = _f(2, c, u_n)[0]
+        a = mu * lam if lam > 0.0 else 0.0
+        y0 = regular[j, 1]
+        y1 = regular[j, 2]
+        m = np.sqrt(y0 * y0 + y1 * y1)
+        s = m
+        deep_slide = a / (1.0 - band) if band < 1.0 else np.inf
+        if m > a / (1.0 + band) and m < deep_slide and m > 0.0:
+            high = max(m, a)
+            for _ in range(200):
+                if _friction_magnitude(c, high, a) >= m:
+                    break
+                high *= 2.0
+            low = 0.0
+            for _ in range(60):
+                mid = 0.5 * (low + high)
+                if _friction_magnitude(c, mid, a) < m:
+                    low = mid
+                else:
+                    high = mid
+            s = 0.5 * (low + high)
+        out[j, 0] = u_n
+        scale = s / m if m > 0.0 else 0.0
+        out[j, 1] = y0 * scale
+        out[j, 2] = y1 * scale
+    return out
+
+
+def regular_from_slack(smoothing: Smoothing, friction_coefficient: float, slack: np.ndarray) -> np.ndarray:
+    """`slack.regular_slack` through `contact_laws` (the frames do not enter y = (Λ_n − δ_n, v_t − Λ_t))."""
+    kind, c, eps = smoothing_arguments(smoothing)
+    frame = np.zeros((slack.shape[0], 3))
+    laws = contact_laws(kind, c, eps, friction_coefficient, 1.0, slack, frame, frame, frame)
+    lam_n, gap_map, lam_t, slip_map = laws[0], laws[2], laws[5], laws[7]
+    out = np.empty_like(slack)
+    out[:, 0] = lam_n - gap_map
+    out[:, 1:3] = slip_map - lam_t
+    return out

@@ -13,6 +13,9 @@ Newton uses the analytic Jacobian of every term except the configuration depende
 contact/gravity/point-load geometry (i.e. it keeps M + hD + h²K and the exact contact blocks in q̇ and u);
 the dropped terms are O(h·|Δq̇|, h·|q̇|, h²·|P|), so the iteration converges fast at the time steps used here.
 A Levenberg–Marquardt fallback with a finite-difference Jacobian guards the rest; an unconverged step raises.
+The trigonometric smoothing is iterated in the regular (Heaviside) slack coordinates y = φ(u) and mapped back
+(`NewtonSettings.regular_slack_coordinates`, `slack.regular_slack`): both maps are exact, so this is the same
+step, without the trigonometric map's vanishing slack columns at the corners of the complementarity graphs.
 
 Point constraints (sim.cosserat.constraints) add their multipliers λ as unknowns: the momentum rows get
 −h Q_c(q_k, λ) (so hλ is the step's constraint impulse) and the rows g(q_k)/σ_g = 0 hold the constraint at
@@ -31,7 +34,12 @@ import numba
 import numpy as np
 
 from sim.cosserat._mass import composite_mass_matrix
-from sim.cosserat._slack_kernels import contact_laws, smoothing_arguments
+from sim.cosserat._slack_kernels import (
+    contact_laws,
+    regular_from_slack,
+    smoothing_arguments,
+    trigonometric_slack_from_regular,
+)
 from sim.cosserat.constraints import (
     constraint_force,
     constraint_force_map,
@@ -43,9 +51,9 @@ from sim.cosserat.constraints import (
 )
 from sim.cosserat.kinematics import forward_sweep, forward_sweep_with_rates
 from sim.cosserat.model import RodModel, RodState
-from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian, solve
+from sim.cosserat.newton import ConvergenceError, NewtonResult, NewtonSettings, finite_difference_jacobian, solve
 from sim.cosserat.obstacles import Plane
-from sim.cosserat.slack import friction_map, normal_map
+from sim.cosserat.slack import Smoothing, friction_map, normal_map
 
 log = logging.getLogger(__name__)
 
@@ -411,8 +419,18 @@ class StepInfo:
 class StepProblem:
     """The nonlinear system of one implicit-Euler step, as residual and (quasi-Newton) Jacobian of x."""
 
-    def __init__(self, model: RodModel, state: RodState, dt_s: float, base_alpha_next: np.ndarray | None):
+    def __init__(
+        self,
+        model: RodModel,
+        state: RodState,
+        dt_s: float,
+        base_alpha_next: np.ndarray | None,
+        law: Smoothing | None = None,
+    ):
+        """`law` replaces the model's smoothing in the contact laws (the regular-coordinate solve of an exact
+        smoothing iterates on the Heaviside maps; see `_single_step`)."""
         self.model, self.h = model, dt_s
+        self.smoothing = law if law is not None else (model.contact.smoothing if model.contact else None)
         self.q_prev, self.v_prev = state.q, state.v
         self.free = model.free_dofs
         self.v_fixed = np.zeros(model.n_dof)
@@ -552,7 +570,7 @@ class StepProblem:
             return self._contact_reference(kin, v, slack)
         m, sc = self.model, self.scales
         cq = contact_query(m, kin)
-        kind, sharpness, eps = smoothing_arguments(m.contact.smoothing)
+        kind, sharpness, eps = smoothing_arguments(self.smoothing)
         (
             lam_n,
             dlam_n,
@@ -584,14 +602,14 @@ class StepProblem:
         mu = m.contact.friction_coefficient
         cq = contact_query(m, kin)
         u_n, u_t = slack[:, 0], slack[:, 1:3]
-        lam_n, dlam_n, gap_map, dgap_map = normal_map(m.contact.smoothing, u_n)
+        lam_n, dlam_n, gap_map, dgap_map = normal_map(self.smoothing, u_n)
         # Friction bound a = μ·max(Λ_n, 0): the sigmoid's Λ_n = u_n·D(u_n) is slightly *negative* at separated
         # nodes, and a negative bound turns the friction map into an anti-friction gain −a/|u_t| ≈ −a/ε
         # (ε = 1e-9) at u_t = 0: entries ~1e6 in the Newton matrix, rcond ≈ 1e-22 in the tube scenario.
         in_contact = lam_n > 0.0
         bound = mu * np.where(in_contact, lam_n, 0.0)
         dbound_dun = mu * np.where(in_contact, dlam_n, 0.0)
-        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(m.contact.smoothing, u_t, bound)
+        lam_t, dlt_du, dlt_da, slip_map, dslip_du, dslip_da = friction_map(self.smoothing, u_t, bound)
         force = sc.force_n * (lam_n[:, None] * cq.normal + lam_t[:, 0:1] * cq.t1 + lam_t[:, 1:2] * cq.t2)
         result = self._contact_result(cq, force, v, gap_map, slip_map)
         result.update(
@@ -819,12 +837,12 @@ def step(
     return second
 
 
-def _predicted_slack(model: RodModel, state: RodState, v_guess: np.ndarray, dt_s: float, problem) -> np.ndarray:
+def _predicted_slack(model: RodModel, slack: np.ndarray, v_guess: np.ndarray, dt_s: float, problem) -> np.ndarray:
     """Warm start of the slacks: nodes separated at the last step get u_n = −δ_pred/σ_δ from the gap predicted
     at q + h q̇. That is exact while they stay separated and, for a node about to hit, the slack of the force
     that stops the predicted penetration in one step (σ_δ = σ_λ h²/m_node) — Newton then starts with the
     right active set at an impact instead of discovering it node by node."""
-    slack = state.slack.copy()
+    slack = slack.copy()
     if model.contact is None:
         return slack
     separated = slack[:, 0] < 0
@@ -834,20 +852,36 @@ def _predicted_slack(model: RodModel, state: RodState, v_guess: np.ndarray, dt_s
     return slack
 
 
+def _uses_regular_coordinates(model: RodModel, settings: NewtonSettings) -> bool:
+    c = model.contact
+    return c is not None and settings.regular_slack_coordinates and c.smoothing.kind == "trigonometric"
+
+
 def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
-    problem = StepProblem(model, state, dt_s, base_alpha_next)
+    regular = _uses_regular_coordinates(model, settings)
+    law, start_slack = None, state.slack
+    if regular:
+        # Iterate on the Heaviside maps in y = (Λ_n − δ_n, v_t − Λ_t): the same forces, gaps and slips as the
+        # trigonometric maps (see `slack.regular_slack`) without their singular columns at the corners.
+        smoothing, mu = model.contact.smoothing, model.contact.friction_coefficient
+        law = Smoothing("heaviside", tangent_epsilon=smoothing.tangent_epsilon)
+        start_slack = regular_from_slack(smoothing, mu, state.slack)
+    problem = StepProblem(model, state, dt_s, base_alpha_next, law)
     problem.frame_terms = settings.contact_frame_terms
     v_guess = state.v.copy()
     if model.base == "clamped":
         v_guess[0:6] = problem.v_fixed[0:6]
-    x0 = problem.pack(v_guess, _predicted_slack(model, state, v_guess, dt_s, problem))
+    x0 = problem.pack(v_guess, _predicted_slack(model, start_slack, v_guess, dt_s, problem))
     fallback = None
     if settings.exact_jacobian_fallback:
         fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731
     result = solve(problem.residual_and_lazy_jacobian, x0, settings, fallback)
     v, slack = problem.unpack(result.x)
-    r_dyn, contact, kin = problem.evaluate(result.x)
     multipliers = problem.multipliers(result.x)
+    if regular:
+        problem, result = _back_to_model_slacks(model, state, dt_s, base_alpha_next, problem, result, settings)
+        v, slack = problem.unpack(result.x)
+    r_dyn, contact, kin = problem.evaluate(result.x)
     state.q = state.q + dt_s * v
     state.v = v
     state.slack = slack.copy()
@@ -863,6 +897,25 @@ def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
         contact_slip_m_s=contact["slip"] if contact else np.zeros((k, 2)),
         constraint_multipliers=multipliers,
     )
+
+
+def _back_to_model_slacks(model, state, dt_s, base_alpha_next, problem, result, settings):
+    """Map a regular-coordinate solution to the model's (trigonometric) slacks and check it there: the step is
+    accepted only if the model's own residual, with the same row scale, meets the tolerance."""
+    regular = problem.unpack(result.x)[1]
+    c = model.contact
+    slack = trigonometric_slack_from_regular(c.smoothing.sharpness, c.friction_coefficient, regular)
+    own = StepProblem(model, state, dt_s, base_alpha_next)
+    own._row_scale = problem._row_scale
+    x = result.x.copy()  # same velocities and (scaled) constraint multipliers
+    x[own.n_free : own.n_free + 3 * own.k] = slack.reshape(-1)
+    residual = float(np.max(np.abs(own.residual(x))))
+    if residual > settings.tolerance:
+        raise ConvergenceError(
+            f"the {c.smoothing.kind} residual at the mapped regular-coordinate solution is {residual:.3e} > "
+            f"tolerance {settings.tolerance:.1e}"
+        )
+    return own, NewtonResult(x, result.iterations, residual, result.used_fallback)
 
 
 def base_wrench(

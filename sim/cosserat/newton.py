@@ -38,6 +38,11 @@ class NewtonSettings:
     # halves the error of the dynamic block, but μ = 0.2 then ends in a ConvergenceError (chaotic impact), so
     # it is off by default.
     contact_frame_terms: bool = False
+    # Rod step only: solve an exact smoothing (trigonometric) in the regular slack coordinates of the Heaviside
+    # maps, y = (Λ_n − δ_n, v_t − Λ_t), and map back (`slack.slack_from_regular`). Same forces, gaps and slips,
+    # but no singular columns where a node sits at a corner (u_n = 0 or |u_t| = μΛ_n): there the trigonometric
+    # maps are cubic in u. False iterates in the trigonometric slacks themselves (the paper's formulation).
+    regular_slack_coordinates: bool = True
 
 
 @dataclass

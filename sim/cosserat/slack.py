@@ -92,3 +92,89 @@ def friction_map(smoothing: Smoothing, u_t: np.ndarray, a: np.ndarray):
     dslip_du = f_slip[:, None, None] * eye - df_slip[:, None, None] * u_t[:, :, None] * dr_du[:, None, :]
     dslip_da = -(df_slip / s)[:, None] * u_t
     return lam, dlam_du, dlam_da, slip, dslip_du, dslip_da
+
+
+# --- Regular (Heaviside) slack coordinates of an exact smoothing -------------------------------------------------
+# With an exact smoothing (Heaviside, trigonometric) the maps trace exactly the Signorini and Coulomb graphs, so
+# u ↦ y = (Λ_n − δ_n, v_t − Λ_t) is a homeomorphism onto the slack of the Heaviside maps with the *same* force,
+# gap and slip: Λ_n = max(y_n, 0), δ_n = max(−y_n, 0); stick |y_t| ≤ a: Λ_t = −y_t, v_t = 0; slide: Λ_t = −a·ŷ_t,
+# v_t = (|y_t| − a)·ŷ_t. For the trigonometric map, dy/du = 0 at the corners (u_n = 0 and |u_t| = a): there the
+# maps are cubic in u and Newton in u meets singular columns. `dynamics` therefore iterates in y and maps back.
+
+
+def regular_slack(smoothing: Smoothing, slack: np.ndarray, friction_coefficient: float) -> np.ndarray:
+    """y = (Λ_n − δ_n, v_t − Λ_t) of the slacks u (k,3): the Heaviside slacks with the same force, gap, slip."""
+    slack = np.asarray(slack, dtype=float)
+    lam_n, _, gap, _ = normal_map(smoothing, slack[:, 0])
+    bound = friction_coefficient * np.maximum(lam_n, 0.0)
+    lam_t, _, _, slip, _, _ = friction_map(smoothing, slack[:, 1:3], bound)
+    return np.column_stack([lam_n - gap, slip - lam_t])
+
+
+def _require_exact(smoothing: Smoothing) -> None:
+    if smoothing.kind == "sigmoid":
+        raise SmoothingError("the sigmoid map is not exact: it has no Heaviside (regular) slack coordinates")
+
+
+def _increasing_inverse(fun, target: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """x in [low, high] with fun(x) = target for an increasing fun, by bisection (60 halvings: to round-off of
+    the bracket). Bisection because the trigonometric maps are cubic at the corners, where Newton crawls."""
+    low, high = low.astype(float).copy(), high.astype(float).copy()
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        below = fun(mid) < target
+        low = np.where(below, mid, low)
+        high = np.where(below, high, mid)
+    return 0.5 * (low + high)
+
+
+def _normal_magnitude_inverse(smoothing: Smoothing, y: np.ndarray) -> np.ndarray:
+    """x ≥ 0 with f(x) = y ≥ 0 (f = D·x increasing; f(x) = x beyond the smoothing band)."""
+    if smoothing.kind == "heaviside":
+        return y.copy()
+    band = np.pi / smoothing.sharpness
+    inside = y < band
+    x = y.copy()
+    if np.any(inside):
+        x[inside] = _increasing_inverse(
+            lambda z: smoothing.f(z)[0], y[inside], np.zeros(int(inside.sum())), np.full(int(inside.sum()), band)
+        )
+    return x
+
+
+def _friction_magnitude(smoothing: Smoothing, s: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """|v_t − Λ_t| = s·(r − f(r − 1) + f(1 − r)), r = a/s, as a function of s = |u_t| (increasing)."""
+    r = a / np.maximum(s, 1e-300)
+    return s * (r - smoothing.f(r - 1.0)[0] + smoothing.f(1.0 - r)[0])
+
+
+def slack_from_regular(smoothing: Smoothing, regular: np.ndarray, friction_coefficient: float) -> np.ndarray:
+    """The slacks u (k,3) of `smoothing` whose force, gap and slip equal the Heaviside maps' at `regular` (the
+    inverse of `regular_slack`, with |u_t| taken unregularised, ε = 0)."""
+    _require_exact(smoothing)
+    regular = np.asarray(regular, dtype=float)
+    y_n = regular[:, 0]
+    u_n = np.sign(y_n) * _normal_magnitude_inverse(smoothing, np.abs(y_n))
+    lam_n = smoothing.f(u_n)[0]
+    a = friction_coefficient * np.maximum(lam_n, 0.0)
+    y_t = regular[:, 1:3]
+    m = np.linalg.norm(y_t, axis=1)
+    s = m.copy()
+    if smoothing.kind == "trigonometric":
+        # identity where both maps are exact Heaviside: deep stick (r − 1 ≥ π/w) and, if π/w < 1, deep slide
+        band = np.pi / smoothing.sharpness
+        deep_slide = a / (1.0 - band) if band < 1.0 else np.inf
+        inside = (m > a / (1.0 + band)) & (m < deep_slide) & (m > 0.0)
+        if np.any(inside):
+            ai, mi = a[inside], m[inside]
+            high = np.maximum(mi, ai)
+            for _ in range(200):  # the slide band's m(s) ≥ a + s·f(1 − a/s) grows without bound: bracket it
+                short = _friction_magnitude(smoothing, high, ai) < mi
+                if not np.any(short):
+                    break
+                high = np.where(short, 2.0 * high, high)
+            s[inside] = _increasing_inverse(
+                lambda z: _friction_magnitude(smoothing, z, ai), mi, np.zeros_like(mi), high
+            )
+    u_t = np.where(m[:, None] > 0.0, y_t * (s / np.where(m > 0.0, m, 1.0))[:, None], 0.0)
+    return np.column_stack([u_n, u_t])

@@ -82,7 +82,7 @@ def test_separated_nodes_carry_no_friction_and_keep_the_newton_matrix_well_scale
     model, state = scenario.model, scenario.initial_state.copy()
     problem = StepProblem(model, state, scenario.dt_s, scenario.base_motion.alpha(scenario.dt_s))
     v = problem.v_fixed.copy()
-    x = problem.pack(v, _predicted_slack(model, state, v, scenario.dt_s, problem))
+    x = problem.pack(v, _predicted_slack(model, state.slack, v, scenario.dt_s, problem))
     _, contact, _ = problem.evaluate(x)
     separated = contact["lam_n"] <= 0
     assert np.any(separated)
@@ -257,3 +257,26 @@ def test_fast_step_residual_matches_the_reference_path_clamped_moving_base_with_
     np.testing.assert_allclose(r_fast, r_ref, rtol=0, atol=1e-12 * np.abs(r_ref).max())
     j_fast, j_ref = fast.jacobian(x), ref.jacobian(x)
     np.testing.assert_allclose(j_fast, j_ref, rtol=0, atol=1e-12 * np.abs(j_ref).max())
+
+
+def test_regular_slack_kernels_match_the_slack_reference():
+    """`trigonometric_slack_from_regular` / `regular_from_slack` (numba) against `slack.slack_from_regular` /
+    `slack.regular_slack`, on separated, grazing, sticking, knee and sliding nodes, and at zero force."""
+    from sim.cosserat._slack_kernels import regular_from_slack, trigonometric_slack_from_regular
+    from sim.cosserat.slack import regular_slack, slack_from_regular
+
+    rng = np.random.default_rng(3)
+    y = rng.normal(scale=2.0, size=(60, 3))
+    y[:8, 0] = -np.abs(y[:8, 0])  # separated: zero friction bound
+    y[8:12, 0] = 0.0
+    y[12:20, 0] = 1e-4 * rng.random(8)  # grazing
+    y[20:28, 1:3] *= 1e-3  # deep stick
+    y[28:36, 1:3] *= (0.5 * y[28:36, 0] / np.linalg.norm(y[28:36, 1:3], axis=1))[:, None]  # at the knee
+    for w in (2.0, 4.0, 20.0):
+        smoothing = Smoothing("trigonometric", w)
+        fast = trigonometric_slack_from_regular(w, 0.5, y)
+        ref = slack_from_regular(smoothing, y, 0.5)
+        np.testing.assert_allclose(fast, ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(regular_from_slack(smoothing, 0.5, ref), regular_slack(smoothing, ref, 0.5),
+                                   rtol=1e-13, atol=1e-13)  # fmt: skip
+        np.testing.assert_allclose(regular_slack(smoothing, fast, 0.5), y, rtol=1e-12, atol=1e-12)
