@@ -6,7 +6,7 @@ Model/state split: `build_model(RodDescription, ...)` -> `RodModel`; `initial_st
 """
 
 from sim.cosserat.constraints import PointConstraint
-from sim.cosserat.dynamics import StepInfo, energy, kinematics, mass_matrix, step
+from sim.cosserat.dynamics import NewtonIterate, StepInfo, energy, kinematics, mass_matrix, step
 from sim.cosserat.model import ContactSettings, RodModel, RodState, build_model, initial_state
 from sim.cosserat.newton import ConvergenceError, NewtonSettings
 from sim.cosserat.observer import ObserverResult, observe_strains
@@ -39,6 +39,7 @@ __all__ = [
     "RodParameterError",
     "RodState",
     "Smoothing",
+    "NewtonIterate",
     "StepInfo",
     "build_model",
     "energy",

@@ -416,6 +416,18 @@ class StepInfo:
     constraint_multipliers: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
+@dataclass(frozen=True)
+class NewtonIterate:
+    """One Newton iterate of a step, for `step(..., on_newton_iterate=...)` (paper 004, Fig. 16: the contact
+    load during the iterations). iteration 0 is the warm start; t_s and dt_s are those of the (sub)step."""
+
+    t_s: float
+    dt_s: float
+    iteration: int
+    residual: float
+    contact_force_n: np.ndarray  # (k,3) world nodal contact forces at this iterate
+
+
 class StepProblem:
     """The nonlinear system of one implicit-Euler step, as residual and (quasi-Newton) Jacobian of x."""
 
@@ -809,16 +821,18 @@ def step(
     settings: NewtonSettings = _DEFAULT_NEWTON,
     base_alpha_next: np.ndarray | None = None,
     max_halvings: int = 5,
+    on_newton_iterate: Callable[[NewtonIterate], None] | None = None,
 ) -> StepInfo:
     """Advance `state` by one implicit-Euler step of dt_s (in place).
 
     When Newton does not converge the step is retried as two half steps (recursively, at most
     `max_halvings` times); if even that fails, ConvergenceError is raised and the state is left untouched.
+    `on_newton_iterate` (off by default) sees every Newton iterate, also of attempts that were then halved.
     """
     if not dt_s > 0:
         raise ValueError(f"dt_s must be > 0, got {dt_s!r}")
     try:
-        return _single_step(model, state, dt_s, settings, base_alpha_next)
+        return _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterate)
     except ConvergenceError:
         if max_halvings <= 0:
             raise
@@ -826,8 +840,8 @@ def step(
     backup = state.copy()
     mid = None if base_alpha_next is None else 0.5 * (state.q[0:6] + np.asarray(base_alpha_next, float))
     try:
-        first = step(model, state, 0.5 * dt_s, settings, mid, max_halvings - 1)
-        second = step(model, state, 0.5 * dt_s, settings, base_alpha_next, max_halvings - 1)
+        first = step(model, state, 0.5 * dt_s, settings, mid, max_halvings - 1, on_newton_iterate)
+        second = step(model, state, 0.5 * dt_s, settings, base_alpha_next, max_halvings - 1, on_newton_iterate)
     except ConvergenceError:
         state.t_s, state.q, state.v, state.slack = backup.t_s, backup.q, backup.v, backup.slack
         raise
@@ -857,7 +871,22 @@ def _uses_regular_coordinates(model: RodModel, settings: NewtonSettings) -> bool
     return c is not None and settings.regular_slack_coordinates and c.smoothing.kind == "trigonometric"
 
 
-def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
+def _iterate_reporter(problem: StepProblem, t_s: float, dt_s: float, callback):
+    """Adapt `NewtonIterate` callbacks to the solver's on_iterate(x, ‖r‖∞): the contact forces come from the
+    problem's evaluation cache (the solver has just evaluated the residual at x), so reporting costs no sweep."""
+    if callback is None or problem.model.contact is None:
+        return None
+    count = [0]
+
+    def report(x: np.ndarray, residual: float) -> None:
+        force = problem.evaluate(x)[1]["force"]
+        callback(NewtonIterate(t_s, dt_s, count[0], residual, force.copy()))
+        count[0] += 1
+
+    return report
+
+
+def _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterate=None) -> StepInfo:
     regular = _uses_regular_coordinates(model, settings)
     law, start_slack = None, state.slack
     if regular:
@@ -875,7 +904,8 @@ def _single_step(model, state, dt_s, settings, base_alpha_next) -> StepInfo:
     fallback = None
     if settings.exact_jacobian_fallback:
         fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731
-    result = solve(problem.residual_and_lazy_jacobian, x0, settings, fallback)
+    report = _iterate_reporter(problem, state.t_s, dt_s, on_newton_iterate)
+    result = solve(problem.residual_and_lazy_jacobian, x0, settings, fallback, report)
     v, slack = problem.unpack(result.x)
     multipliers = problem.multipliers(result.x)
     if regular:

@@ -76,14 +76,18 @@ def solve(
     x0: np.ndarray,
     settings: NewtonSettings = NewtonSettings(),
     fallback_jacobian: Callable[[np.ndarray], np.ndarray] | None = None,
+    on_iterate: Callable[[np.ndarray, float], None] | None = None,
 ) -> NewtonResult:
     """Find x with ‖r(x)‖∞ ≤ tolerance, where fun(x) -> (r, dr/dx) and r is already scaled by the caller.
 
     The Jacobian may be approximate (quasi-Newton); `fallback_jacobian` (e.g. finite differences) is used
-    by the Levenberg–Marquardt fallback when the plain iteration stalls.
+    by the Levenberg–Marquardt fallback when the plain iteration stalls. `on_iterate(x, ‖r‖∞)`, if given, sees
+    the start point and every accepted iterate (a diagnostic: the iterate history of paper 004's Fig. 16).
     """
     x = np.array(x0, dtype=float)
     r, jac = fun(x)
+    if on_iterate is not None:
+        on_iterate(x, float(np.max(np.abs(r))))
     iterations = 0
     free_steps = settings.nonmonotone_steps
     best = (x, r, jac)
@@ -116,6 +120,8 @@ def solve(
         if accepted is None:
             break
         x, r, jac = accepted
+        if on_iterate is not None:
+            on_iterate(x, float(np.max(np.abs(r))))
         if _merit(r) < _merit(best[1]):
             best = (x, r, jac)
     if np.max(np.abs(r)) <= settings.tolerance:
@@ -132,17 +138,19 @@ def solve(
         # (finite-difference) Jacobian before resorting to Levenberg-Marquardt.
         log.debug("quasi-Newton stalled at |r|=%.3e after %d iterations", np.max(np.abs(r)), iterations)
         try:
-            result = solve(lambda z: (fun(z)[0], fallback_jacobian(z)), np.array(x0, dtype=float), settings)
+            result = solve(
+                lambda z: (fun(z)[0], fallback_jacobian(z)), np.array(x0, dtype=float), settings, None, on_iterate
+            )
             result.iterations += iterations
             result.used_fallback = True
             return result
         except ConvergenceError:
             pass
     log.debug("Newton stalled at |r|=%.3e; Levenberg-Marquardt", np.max(np.abs(r)))
-    return _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations)
+    return _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations, on_iterate)
 
 
-def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far) -> NewtonResult:
+def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far, on_iterate=None) -> NewtonResult:
     r, jac = fun(x)
     jac = fallback_jacobian(x) if fallback_jacobian is not None else _matrix(jac)
     mu = 1e-3 * float(np.max(np.abs(np.diag(jac.T @ jac)))) + 1e-12
@@ -156,6 +164,8 @@ def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far)
         if np.all(np.isfinite(r_try)) and _merit(r_try) < _merit(r):
             x = x + dx
             r = r_try
+            if on_iterate is not None:
+                on_iterate(x, float(np.max(np.abs(r))))
             jac = fallback_jacobian(x) if fallback_jacobian is not None else _matrix(jac_try)
             mu = max(mu / 3.0, 1e-15)
         else:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sim.cosserat.dynamics import StepInfo, kinematics, step
+from sim.cosserat.dynamics import NewtonIterate, StepInfo, kinematics, step
 from sim.cosserat.model import RodModel, RodState
 from sim.cosserat.newton import NewtonSettings
 from sim.cosserat.rod import RodParameterError
@@ -84,8 +84,10 @@ def simulate(
     scenario: Scenario,
     on_sample: Callable[[Sample], None] | None = None,
     sample_every: int = 1,
+    on_newton_iterate: Callable[[NewtonIterate], None] | None = None,
 ) -> SimulationResult:
-    """Run the scenario from its initial state; `on_sample` sees every `sample_every`-th step (and t = 0)."""
+    """Run the scenario from its initial state; `on_sample` sees every `sample_every`-th step (and t = 0),
+    `on_newton_iterate` every Newton iterate (see `dynamics.step`)."""
     model = scenario.model
     state = scenario.initial_state.copy()
     free_model = replace(model, base="free") if scenario.release_at_s is not None else None
@@ -107,7 +109,7 @@ def simulate(
         alpha_next = None
         if current.base == "clamped" and scenario.base_motion is not None:
             alpha_next = scenario.base_motion.alpha(state.t_s + scenario.dt_s)
-        info = step(current, state, scenario.dt_s, scenario.newton, alpha_next)
+        info = step(current, state, scenario.dt_s, scenario.newton, alpha_next, on_newton_iterate=on_newton_iterate)
         times.append(state.t_s)
         tips.append(kinematics(current, state.q).p[current.grid.node_index[-1]].copy())
         iterations.append(info.iterations)
