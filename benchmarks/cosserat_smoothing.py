@@ -2,6 +2,7 @@
 
     python benchmarks/cosserat_smoothing.py --sections 20 --json      # our drop (rod_on_plane.toml)
     python benchmarks/cosserat_smoothing.py --paper-setup --json      # the paper's setup (smoothing_ixc.toml)
+    python benchmarks/cosserat_smoothing.py --paper-setup --pinned --json   # the hold read as a pin
 
 `--paper-setup` runs `experiments/rod/smoothing_ixc.toml` as written: n = m = 30, dt = 0.01 s, the rod held at
 its thick end with the tip on the plane, released at 0.5 s, 2 s in all. The default drops the free rod of
@@ -92,6 +93,7 @@ def run(
     sections: int = 20,
     duration_s: float | None = None,
     own_slacks_from_release: bool = False,
+    paper_file: str = "smoothing_ixc.toml",
 ) -> dict:
     """One run; `own_slacks_from_release` (trigonometric, paper setup) solves the held phase in regular
     coordinates (the same states) and only the fall in the trigonometric slacks."""
@@ -101,7 +103,7 @@ def run(
         overrides.update({"model.n_sections": sections, "contact.m_sections": sections})
     if duration_s is not None:
         overrides["run.duration_s"] = duration_s
-    path = ROOT / "experiments/rod" / ("smoothing_ixc.toml" if paper_setup else "rod_on_plane.toml")
+    path = ROOT / "experiments/rod" / (paper_file if paper_setup else "rod_on_plane.toml")
     sc = load_rod_experiment(path, overrides)
     sc = dataclasses.replace(sc, newton=dataclasses.replace(sc.newton, regular_slack_coordinates=regular_coordinates))
     model = sc.model
@@ -141,7 +143,9 @@ def run(
             first = simulate(held, on_sample, on_newton_iterate=on_iterate)
             fall = dataclasses.replace(
                 sc,
-                model=dataclasses.replace(model, base="free"),
+                model=dataclasses.replace(
+                    model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64)
+                ),
                 initial_state=first.final_state,
                 duration_s=sc.duration_s - sc.release_at_s,
                 release_at_s=None,
@@ -158,7 +162,7 @@ def run(
         error = f"t = {last.get('t_s', 0.0):.3f} s: {exc}"
     wall = time.perf_counter() - t0
     out: dict = {
-        "setup": "paper IX-C (smoothing_ixc.toml)" if paper_setup else "rod_on_plane.toml",
+        "setup": path.name,
         "smoothing": smoothing,
         "sharpness": sharpness,
         "newton_in": (
@@ -220,7 +224,9 @@ def run(
     return out
 
 
-def same_state_iterations(laws: tuple[tuple[str, float], ...], duration_s: float | None = None) -> dict:
+def same_state_iterations(
+    laws: tuple[tuple[str, float], ...], duration_s: float | None = None, paper_file: str = "smoothing_ixc.toml"
+) -> dict:
     """Fig. 16 on identical problems: along the Heaviside run of the paper setup, every step after the release
     is also solved from the same state (q, q̇) with each law, Newton in the law's own slacks, at the full dt (no
     halving), and the probe node's load is recorded at every iterate (converged solves; failures counted). The
@@ -230,9 +236,9 @@ def same_state_iterations(laws: tuple[tuple[str, float], ...], duration_s: float
     overrides: dict = {"contact.smoothing": "heaviside", "contact.sharpness": 1.0}
     if duration_s is not None:
         overrides["run.duration_s"] = duration_s
-    sc = load_rod_experiment(ROOT / "experiments/rod/smoothing_ixc.toml", overrides)
+    sc = load_rod_experiment(ROOT / "experiments/rod" / paper_file, overrides)
     own = dataclasses.replace(sc.newton, regular_slack_coordinates=False)
-    free = dataclasses.replace(sc.model, base="free")
+    free = dataclasses.replace(sc.model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64))
     contact_x_m = free.grid.x_points[free.grid.contact_index]
     probe = int(np.argmin(np.abs(contact_x_m - PROBE_X_M)))
     weight_n = free.rod.mass_kg() * float(np.linalg.norm(free.gravity_m_s2))
@@ -262,7 +268,7 @@ def same_state_iterations(laws: tuple[tuple[str, float], ...], duration_s: float
                     state,
                     sc.dt_s,
                     own,
-                    max_halvings=0,
+                    max_halvings=0,  # the full dt: a halving would solve other problems
                     on_newton_iterate=lambda it, record=record: record(it.contact_force_n[:, 2].copy()),
                 )
             except ConvergenceError:
@@ -293,9 +299,16 @@ def main() -> int:
     p.add_argument("--sections", type=int, default=20, help="n = m of the free drop (ignored with --paper-setup)")
     p.add_argument("--duration", type=float, default=None, help="s (default: the experiment file's)")
     p.add_argument("--paper-setup", action="store_true", help="the paper's IX-C setup (smoothing_ixc.toml)")
+    p.add_argument("--pinned", action="store_true", help="with --paper-setup: the hold read as a pin")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    common = {"paper_setup": args.paper_setup, "sections": args.sections, "duration_s": args.duration}
+    paper_file = "smoothing_ixc_pinned.toml" if args.pinned else "smoothing_ixc.toml"
+    common = {
+        "paper_setup": args.paper_setup,
+        "sections": args.sections,
+        "duration_s": args.duration,
+        "paper_file": paper_file,
+    }
     results = [run(kind, **common) for kind in ("sigmoid", "trigonometric", "heaviside")]
     for w in TRIG_OWN_SHARPNESS if args.paper_setup else (2.0, 2.0 * np.pi):  # the paper's Newton
         results.append(run("trigonometric", w, regular_coordinates=False, **common))
@@ -304,7 +317,7 @@ def main() -> int:
     report: dict = {"results": results}
     if args.paper_setup:
         laws = (("heaviside", 1.0),) + tuple(("trigonometric", w) for w in TRIG_OWN_SHARPNESS)
-        report["same_state_iterations"] = same_state_iterations(laws, args.duration)
+        report["same_state_iterations"] = same_state_iterations(laws, args.duration, paper_file)
     if args.json:
         print(json.dumps(report))
     else:

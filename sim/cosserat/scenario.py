@@ -53,8 +53,10 @@ class Scenario:
     dt_s: float
     duration_s: float
     base_motion: BaseMotion | None = None
-    release_at_s: float | None = None  # a clamped base becomes free at this time (the "dropped" rod)
+    # at this time a clamped base becomes free and every point constraint is dropped (the "dropped" rod)
+    release_at_s: float | None = None
     newton: NewtonSettings = field(default_factory=NewtonSettings)
+    max_halvings: int = 5  # of a step that does not converge (see `dynamics.step`)
 
     def __post_init__(self) -> None:
         if not self.dt_s > 0 or not self.duration_s > 0:
@@ -90,7 +92,9 @@ def simulate(
     `on_newton_iterate` every Newton iterate (see `dynamics.step`)."""
     model = scenario.model
     state = scenario.initial_state.copy()
-    free_model = replace(model, base="free") if scenario.release_at_s is not None else None
+    free_model = None
+    if scenario.release_at_s is not None:
+        free_model = replace(model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64))
     n_steps = int(round(scenario.duration_s / scenario.dt_s))
     times, tips, iterations, substeps = [], [], [], []
     info = None
@@ -109,7 +113,9 @@ def simulate(
         alpha_next = None
         if current.base == "clamped" and scenario.base_motion is not None:
             alpha_next = scenario.base_motion.alpha(state.t_s + scenario.dt_s)
-        info = step(current, state, scenario.dt_s, scenario.newton, alpha_next, on_newton_iterate=on_newton_iterate)
+        info = step(
+            current, state, scenario.dt_s, scenario.newton, alpha_next, scenario.max_halvings, on_newton_iterate
+        )
         times.append(state.t_s)
         tips.append(kinematics(current, state.q).p[current.grid.node_index[-1]].copy())
         iterations.append(info.iterations)
