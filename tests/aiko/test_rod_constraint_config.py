@@ -5,6 +5,7 @@ import pytest
 
 from aiko.errors import ConfigError
 from aiko.rod_experiment import scenario_from_dict
+from sim.cosserat.scenario import simulate
 
 BASE = {
     "rod": {"length_m": 1.0, "radius_base_m": 0.01, "young_modulus_pa": 1e7, "density_kg_m3": 1000.0},
@@ -42,3 +43,23 @@ def test_constraints_reach_the_model():
 def test_bad_constraint_tables_are_rejected(table, match):
     with pytest.raises(ConfigError, match=match):
         scenario_from_dict(_with(table), "x.toml")
+
+
+def test_release_drops_the_constraints_and_max_halvings_reaches_the_scenario():
+    """A pinned rod released at 0.02 s: held (pin reaction ≈ weight) before, falling freely after; the
+    release needs a clamped base or a constraint, and max_halvings is read and range-checked."""
+    pinned = {
+        **_with({"type": "position", "x_m": 1.0, "position_m": [1.0, 0.0, 0.0]}),
+        "model": {"n_sections": 4, "base": "free"},
+        "run": {"dt_s": 0.01, "duration_s": 0.05, "release_at_s": 0.02, "max_halvings": 7},
+    }
+    sc = scenario_from_dict(pinned, "x.toml")
+    assert sc.max_halvings == 7 and sc.release_at_s == 0.02
+    seen = []
+    simulate(sc, lambda s: seen.append((s.t_s, len(s.model.constraints), s.model.base)))
+    assert [c for t, c, _ in seen if t < 0.02 - 1e-9] == [1, 1]  # t = 0 and 0.01
+    assert all(c == 0 and base == "free" for t, c, base in seen if t > 0.02 + 1e-9)
+    with pytest.raises(ConfigError, match="release_at_s"):
+        scenario_from_dict({**BASE, "model": {"n_sections": 4, "base": "free"}, "run": {"release_at_s": 0.1}})
+    with pytest.raises(ConfigError, match="max_halvings"):
+        scenario_from_dict({**BASE, "run": {"max_halvings": 13}}, "x.toml")
