@@ -136,18 +136,20 @@ def test_frictionless_contact_never_gains_energy_and_undamped_free_motion_neithe
         assert after - before <= 1e-9 * scale
 
 
-def test_a_system_without_pairs_steps_each_rod_exactly_as_the_single_rod_step():
+def test_a_system_without_pairs_steps_each_rod_as_the_single_rod_step_also_with_base_motion():
     _, system, state = _crossing(n=6, m=10)
     lone = build_system(system.models)
     lone_state = initial_system_state(lone, state.rods)
     singles = [s.copy() for s in state.rods]
-    for _ in range(5):
-        step_rods(lone, lone_state, 0.005)
-        for model, s in zip(lone.models, singles, strict=True):
-            step(model, s, 0.005)
+    for k in range(1, 6):
+        moved = np.array([0.0, 0.0, 0.02 * k, 0.0, 0.001 * k, 0.0])  # held rod's base turns and shifts
+        step_rods(lone, lone_state, 0.005, base_alpha_next=[None, moved])
+        step(lone.models[0], singles[0], 0.005)
+        step(lone.models[1], singles[1], 0.005, base_alpha_next=moved)
     for a, b in zip(lone_state.rods, singles, strict=True):
         # same to the Newton tolerance (one joint solve: the rods stop iterating together)
         np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(lone_state.rods[1].q[0:6], moved, rtol=0, atol=1e-15)
 
 
 def test_parallel_rods_pressed_together_penetrate_no_more_than_the_sigmoid_bound():
