@@ -6,21 +6,21 @@ Here the unknowns are every rod's own step unknowns (its free q̇, its obstacle 
 multipliers: exactly `dynamics.StepProblem`'s x) followed by the slacks [u_n, u_t1, u_t2] of each rod–rod pair.
 
 Rod–rod contact (`PairContact(a, b)`), sphere-swept centrelines: for each pair node of rod A at centreline
-point p_A, the closest point c_B of rod B's centreline, taken as the polyline through all of B's sweep points
-(segment-wise, parameter t on the segment a function of the configuration). Then
+point p_A, the closest point c_B of rod B's centreline, taken as the C¹ cubic Hermite curve through all of
+B's sweep points with the sweep's tangents (segment-wise; the parameter t on the segment is a function of the
+configuration; see `closest_points_on_centreline` for why not the polyline). Then
 
   gap = ‖p_A − c_B‖ − r_A(x) − r_B(x'),   n = (p_A − c_B)/‖p_A − c_B‖ (from B into A),
   F = σ_λ (f(u_n) n + [t1 t2] W(u_t) u_t) on A at its contact point p_A − r_A n, and −F on B at c_B + r_B n,
   slip = [t1 t2]ᵀ (v_A,c − v_B,c), the relative velocity of the two contact points,
 
 with the same slack maps, friction bound and scale rules as the obstacle contact (`_slack_kernels.
-contact_laws`). Both rods' dynamic rows get their share through their own point Jacobians (J_cAᵀF, −J_cBᵀF),
-so the pair's impulses cancel in the total momentum exactly. At an interior closest point the segment
-tangent is ⟂ n, so ∂gap/∂q = nᵀ(J_pA − J_pB(t)) exactly (envelope theorem) for rods of constant radius; for
-a tapered B the term −r_B′·∂x′/∂q (slope × along-B motion) is dropped from the Newton matrix, like the
-turning of the contact frame (∂n/∂q, ∂t/∂q) and the other geometry terms of the quasi-Newton matrix
-(`dynamics` module docstring). The pair blocks are analytic; `tests/sim/cosserat/test_multirod.py` checks
-them against central differences.
+contact_laws`). Both rods' dynamic rows get their share through their own point Jacobians (J_cAᵀF, −J_cBᵀF):
+Newton's third law holds within the step. At an interior closest point c′ ⟂ n, so ∂gap/∂q = nᵀ(J_pA − J_c)
+(envelope theorem) minus, for a tapered B, r_B′·∂x′/∂q with ∂t/∂q from the stationarity (c − p)·c′ = 0. The
+turning of the contact frame (∂n/∂q, ∂t/∂q) in the force and slip is dropped from the Newton matrix, like the
+other geometry terms of the quasi-Newton matrix (`dynamics` module docstring). The pair blocks are analytic;
+`tests/sim/cosserat/test_multirod.py` checks them against central differences.
 
 Pair nodes: the sweep points of A at x_j = jL_A/m (`pair_contact_points`); rod A must have them in its sweep
 (`build_model(..., contact=ContactSettings(m_sections=m))` or `extra_points_m=pair_contact_points(L, m)`).
@@ -198,6 +198,8 @@ class PairQuery:
     jac_contact_a: np.ndarray  # (k,3,N_A)
     jac_position_b: np.ndarray  # (k,3,N_B) of c_B (t held)
     jac_contact_b: np.ndarray  # (k,3,N_B) of c_B + r_B n (rigid within the segment ends)
+    gap_grad_a: np.ndarray  # (k,N_A) ∂gap/∂q_A
+    gap_grad_b: np.ndarray  # (k,N_B) ∂gap/∂q_B
 
 
 def _hermite(t: np.ndarray):
@@ -247,10 +249,11 @@ def closest_points_on_centreline(
     return seg, ts, c[rows, seg], dc / np.linalg.norm(dc, axis=1)[:, None]
 
 
-def _centreline_point_jacobian(kin_b: Kinematics, seg: np.ndarray, t: np.ndarray, jp0, jp1) -> np.ndarray:
-    """World velocity Jacobian of the Hermite point c(t) with t held (k,3,N): Σ h·J_P + ℓ h·(ω × T) +
-    (h10 T_i + h11 T_i+1)·dℓ, with ω = R J_ω and dℓ = eᵀ(J_P,i+1 − J_P,i) (e the unit chord)."""
-    (h00, h10, h01, h11), _, _ = _hermite(t)
+def _centreline_point_jacobians(kin_b: Kinematics, seg: np.ndarray, t: np.ndarray, jp0, jp1):
+    """Velocity Jacobians (k,3,N) of the Hermite point c(t) and of its tangent c′(t), t held, and c′, c″ (k,3).
+
+    c = Σ h·P + ℓ h·T with ∂P = J_P, ∂T = ω × T (ω = R J_ω) and ∂ℓ = eᵀ(J_P,i+1 − J_P,i) (e the unit chord)."""
+    (h00, h10, h01, h11), (d00, d10, d01, d11), (e00, e10, e01, e11) = _hermite(t)
     R0, R1 = kin_b.R[seg], kin_b.R[seg + 1]
     T0, T1 = R0[:, :, 0], R1[:, :, 0]
     P0, P1 = kin_b.p[seg], kin_b.p[seg + 1]
@@ -261,10 +264,18 @@ def _centreline_point_jacobian(kin_b: Kinematics, seg: np.ndarray, t: np.ndarray
     dT0 = -np.cross(T0[:, :, None], w0, axis=1)  # ω × T = −T × ω
     dT1 = -np.cross(T1[:, :, None], w1, axis=1)
     dchord = np.einsum("ki,kin->kn", e, jp1 - jp0)
-    out = h00[:, None, None] * jp0 + h01[:, None, None] * jp1
-    out += (chord * h10)[:, None, None] * dT0 + (chord * h11)[:, None, None] * dT1
-    out += (h10[:, None] * T0 + h11[:, None] * T1)[:, :, None] * dchord[:, None, :]
-    return out
+
+    def combine(b00, b10, b01, b11):
+        jac = b00[:, None, None] * jp0 + b01[:, None, None] * jp1
+        jac += (chord * b10)[:, None, None] * dT0 + (chord * b11)[:, None, None] * dT1
+        jac += (b10[:, None] * T0 + b11[:, None] * T1)[:, :, None] * dchord[:, None, :]
+        vec = b00[:, None] * P0 + b01[:, None] * P1 + chord[:, None] * (b10[:, None] * T0 + b11[:, None] * T1)
+        return jac, vec
+
+    jac_c, _ = combine(h00, h10, h01, h11)
+    jac_ct, c_t = combine(d00, d10, d01, d11)
+    _, c_tt = combine(e00, e10, e01, e11)
+    return jac_c, jac_ct, c_t, c_tt
 
 
 def pair_query(system: RodSystem, p: int, kin_a: Kinematics, kin_b: Kinematics) -> PairQuery:
@@ -291,11 +302,25 @@ def pair_query(system: RodSystem, p: int, kin_a: Kinematics, kin_b: Kinematics) 
     seg64 = seg.astype(np.int64)
     jp0, jc0 = _contact_point_jacobians(kin_b.R, kin_b.J, seg64, offset_b, mb.grid.section_of_point)
     jp1, jc1 = _contact_point_jacobians(kin_b.R, kin_b.J, seg64 + 1, offset_b, mb.grid.section_of_point)
-    jp_b = _centreline_point_jacobian(kin_b, seg, t, jp0, jp1)
+    jp_b, jct_b, c_t, c_tt = _centreline_point_jacobians(kin_b, seg, t, jp0, jp1)
     # contact point c + r_B n: the centreline point's velocity plus the section's (interpolated) ω × r_B n
     w0, w1 = (1.0 - t)[:, None, None], t[:, None, None]
     jc_b = jp_b + w0 * (jc0 - jp0) + w1 * (jc1 - jp1)
-    return PairQuery(gap, normal, t1, t2, seg, t, jp_a, jc_a, jp_b, jc_b)
+    # ∂gap/∂q: nᵀ(J_pA − J_c) exactly at an interior closest point (c′ ⟂ n), minus the taper term
+    # r_B′·∂x′/∂q for a tapered B, with ∂t from the stationarity (c − p)·c′ = 0 (implicit function theorem)
+    gap_a = np.einsum("ki,kin->kn", normal, jp_a)
+    gap_b = -np.einsum("ki,kin->kn", normal, jp_b)
+    dr_dt = mb.rod.radius_m(x_b[seg + 1]) - mb.rod.radius_m(x_b[seg])  # linear taper: exact
+    interior = (t > 0.0) & (t < 1.0) & (dr_dt != 0.0)
+    if np.any(interior):
+        diff = foot - pa
+        g_t = np.sum(c_t * c_t, axis=1) + np.sum(diff * c_tt, axis=1)
+        dt_a = np.einsum("ki,kin->kn", c_t, jp_a) / g_t[:, None]
+        dt_b = -(np.einsum("ki,kin->kn", c_t, jp_b) + np.einsum("ki,kin->kn", diff, jct_b)) / g_t[:, None]
+        scale = np.where(interior, dr_dt, 0.0)[:, None]
+        gap_a -= scale * dt_a
+        gap_b -= scale * dt_b
+    return PairQuery(gap, normal, t1, t2, seg, t, jp_a, jc_a, jp_b, jc_b, gap_a, gap_b)
 
 
 @dataclass
@@ -403,19 +428,19 @@ class SystemStepProblem:
             df_dun, df_dut = laws[12], laws[13]
             cols = self.pair_offset[p] + 3 * np.arange(self.pair_k[p])
             basis_t = np.stack([q.t1, q.t2], axis=1)  # (k,2,3)
-            for rod, sign, jc, jp in (
-                (pair.a, 1.0, q.jac_contact_a, q.jac_position_a),
-                (pair.b, -1.0, q.jac_contact_b, q.jac_position_b),
+            for rod, sign, jc, gap_grad in (
+                (pair.a, 1.0, q.jac_contact_a, q.gap_grad_a),
+                (pair.b, -1.0, q.jac_contact_b, q.gap_grad_b),
             ):
                 sub = self.rods[rod]
                 rows = self.rod_offset[rod] + np.arange(sub.n_free)
-                jcf, jpf = jc[:, :, sub.free], jp[:, :, sub.free]
+                jcf = jc[:, :, sub.free]
                 scale = -sign * h * sub._row_scale[:, None]
                 jac[np.ix_(rows, cols)] = scale * np.einsum("kin,ki->nk", jcf, df_dun)
                 jtd = np.einsum("kin,kib->nkb", jcf, df_dut)
                 jac[np.ix_(rows, cols + 1)] = scale * jtd[:, :, 0]
                 jac[np.ix_(rows, cols + 2)] = scale * jtd[:, :, 1]
-                jac[np.ix_(cols, rows)] = sign * h * np.einsum("ki,kin->kn", q.normal, jpf) / sc.gap_m
+                jac[np.ix_(cols, rows)] = h * gap_grad[:, sub.free] / sc.gap_m
                 jt = sign * np.einsum("kai,kin->kan", basis_t, jcf) / sc.slip_m_s
                 jac[np.ix_(cols + 1, rows)] = jt[:, 0]
                 jac[np.ix_(cols + 2, rows)] = jt[:, 1]

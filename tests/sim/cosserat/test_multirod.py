@@ -4,7 +4,7 @@ Newton's third law at rest, no energy gain, symmetry, penetration bound, the ana
 import numpy as np
 import pytest
 
-from sim.cosserat import PointConstraint, Smoothing, build_model, initial_state, uniform_rod
+from sim.cosserat import Material, PointConstraint, RodDescription, Smoothing, build_model, initial_state, uniform_rod
 from sim.cosserat.dynamics import energy, kinematics, step
 from sim.cosserat.multirod import (
     PairContact,
@@ -185,11 +185,14 @@ def test_parallel_rods_pressed_together_penetrate_no_more_than_the_sigmoid_bound
     assert np.all(tangential[touching] <= 0.3 * load[touching] * (1 + 0.2784645 / c))
 
 
-def test_pair_rows_and_columns_of_the_newton_matrix_match_central_differences():
-    """Exact blocks (constant radius, v = 0 so the dropped ∂J/∂q·v terms vanish): every row of the pair slack
-    columns and every column of the pair rows."""
+@pytest.mark.parametrize("taper", [False, True])
+def test_pair_rows_and_columns_of_the_newton_matrix_match_central_differences(taper):
+    """Exact blocks (v = 0 so the dropped ∂J/∂q·v terms vanish): every row of the pair slack columns and every
+    column of the pair rows; with a tapered B the gap rows include −r_B′·∂x′/∂q."""
     m = 4
     rod = uniform_rod(L, R, 1e7, 1000.0)
+    if taper:
+        rod = RodDescription(L, 0.006, 0.003, Material(1e7, 0.3, 1000.0))
     a = build_model(rod, 4, base="free", extra_points_m=pair_contact_points(L, m))
     b = build_model(rod, 4, base="free")
     system = build_system([a, b], [PairContact(0, 1, 0.4, m, Smoothing("sigmoid", 5.0))])
