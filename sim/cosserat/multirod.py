@@ -38,6 +38,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from sim.cosserat._slack_kernels import contact_laws, smoothing_arguments
@@ -211,7 +212,80 @@ def _hermite(t: np.ndarray):
     return h, dh, ddh
 
 
+@numba.njit(cache=True)
+def _closest_points_kernel(points, vertices, tangents, newton_iterations):
+    """Loop form of `closest_points_on_centreline_reference` (same iteration per segment): the numpy version
+    spent ≈ 1.4 ms per evaluation on (k × S × 3) temporaries, a third of a twisted-rods step."""
+    k = points.shape[0]
+    n_seg = vertices.shape[0] - 1
+    seg_out = np.zeros(k, dtype=np.int64)
+    t_out = np.zeros(k)
+    c_out = np.zeros((k, 3))
+    tan_out = np.zeros((k, 3))
+    c = np.empty(3)
+    dc = np.empty(3)
+    best_c = np.empty(3)
+    best_dc = np.empty(3)
+    for a in range(k):
+        best = np.inf
+        for s in range(n_seg):
+            chord2 = 0.0
+            proj = 0.0
+            for i in range(3):
+                e = vertices[s + 1, i] - vertices[s, i]
+                chord2 += e * e
+                proj += (points[a, i] - vertices[s, i]) * e
+            chord = np.sqrt(chord2)
+            t = min(max(proj / max(chord2, 1e-300), 0.0), 1.0)
+            for it in range(newton_iterations + 1):
+                t2 = t * t
+                t3 = t2 * t
+                h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1, t3 - 2 * t2 + t, -2 * t3 + 3 * t2, t3 - t2
+                d00, d10, d01, d11 = 6 * t2 - 6 * t, 3 * t2 - 4 * t + 1, -6 * t2 + 6 * t, 3 * t2 - 2 * t
+                e00, e10, e01, e11 = 12 * t - 6, 6 * t - 4, -12 * t + 6, 6 * t - 2
+                grad = 0.0
+                dcdc = 0.0
+                diffddc = 0.0
+                d2 = 0.0
+                for i in range(3):
+                    p0, p1 = vertices[s, i], vertices[s + 1, i]
+                    m0, m1 = chord * tangents[s, i], chord * tangents[s + 1, i]
+                    c[i] = h00 * p0 + h10 * m0 + h01 * p1 + h11 * m1
+                    dc[i] = d00 * p0 + d10 * m0 + d01 * p1 + d11 * m1
+                    ddc = e00 * p0 + e10 * m0 + e01 * p1 + e11 * m1
+                    diff = c[i] - points[a, i]
+                    grad += diff * dc[i]
+                    dcdc += dc[i] * dc[i]
+                    diffddc += diff * ddc
+                    d2 += diff * diff
+                if it == newton_iterations:
+                    break
+                curv = dcdc + diffddc
+                t = min(max(t - grad / (curv if curv > 0 else dcdc), 0.0), 1.0)
+            if d2 < best:
+                best = d2
+                seg_out[a] = s
+                t_out[a] = t
+                for i in range(3):
+                    best_c[i] = c[i]
+                    best_dc[i] = dc[i]
+        norm = np.sqrt(best_dc[0] ** 2 + best_dc[1] ** 2 + best_dc[2] ** 2)
+        for i in range(3):
+            c_out[a, i] = best_c[i]
+            tan_out[a, i] = best_dc[i] / norm
+    return seg_out, t_out, c_out, tan_out
+
+
 def closest_points_on_centreline(
+    points: np.ndarray, vertices: np.ndarray, tangents: np.ndarray, newton_iterations: int = 6
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`closest_points_on_centreline_reference` as a numba kernel (the tests compare the two)."""
+    return _closest_points_kernel(
+        np.ascontiguousarray(points), np.ascontiguousarray(vertices), np.ascontiguousarray(tangents), newton_iterations
+    )
+
+
+def closest_points_on_centreline_reference(
     points: np.ndarray, vertices: np.ndarray, tangents: np.ndarray, newton_iterations: int = 6
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For each point, the closest point of the C¹ centreline through `vertices` with unit `tangents`

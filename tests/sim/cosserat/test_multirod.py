@@ -10,6 +10,8 @@ from sim.cosserat.multirod import (
     PairContact,
     SystemStepProblem,
     build_system,
+    closest_points_on_centreline,
+    closest_points_on_centreline_reference,
     initial_system_state,
     pair_contact_points,
     pair_scales,
@@ -228,3 +230,23 @@ def test_bad_pairs_are_rejected_with_the_reason():
         build_system([plain, plain], [PairContact(0, 1, m_sections=7)])
     with pytest.raises(RodParameterError, match="heaviside"):
         PairContact(0, 1, smoothing=Smoothing("trigonometric", 2.0))
+
+
+def test_numba_closest_points_match_the_numpy_reference():
+    """Random points around a random C¹ curve (bent sweep of a rod): same segment, parameter, point, tangent."""
+    rod = uniform_rod(L, R, 1e7, 1000.0)
+    model = build_model(rod, 6, base="free")
+    rng = np.random.default_rng(3)
+    q = np.zeros(model.n_dof)
+    q[6:] = 0.5 * rng.normal(size=model.n_dof - 6)
+    kin = kinematics(model, q)
+    points = kin.p[rng.integers(0, len(kin.p), 40)] + 0.02 * rng.normal(size=(40, 3))
+    fast = closest_points_on_centreline(points, kin.p, kin.R[:, :, 0])
+    ref = closest_points_on_centreline_reference(points, kin.p, kin.R[:, :, 0])
+    np.testing.assert_array_equal(fast[0], ref[0])
+    for a, b in zip(fast[1:], ref[1:], strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-13)
+    # the closest point is a stationary point of the distance: (c − p)·c′ = 0 where 0 < t < 1
+    interior = (fast[1] > 0) & (fast[1] < 1)
+    assert np.count_nonzero(interior) > 30
+    assert np.max(np.abs(np.sum((fast[2] - points) * fast[3], axis=1)[interior])) < 1e-12
