@@ -580,7 +580,11 @@ def step_rods(
         first = step_rods(system, state, 0.5 * dt_s, settings, mid, max_halvings - 1)
         second = step_rods(system, state, 0.5 * dt_s, settings, base_alpha_next, max_halvings - 1)
     except ConvergenceError:
-        state.t_s, state.rods, state.pair_slack = backup.t_s, backup.rods, backup.pair_slack
+        state.t_s = backup.t_s
+        for rod_state, saved in zip(state.rods, backup.rods, strict=True):  # in place: callers hold these
+            rod_state.t_s, rod_state.q, rod_state.v, rod_state.slack = saved.t_s, saved.q, saved.v, saved.slack
+        for p, saved in enumerate(backup.pair_slack):
+            state.pair_slack[p] = saved
         raise
     second.iterations += first.iterations
     second.substeps += first.substeps

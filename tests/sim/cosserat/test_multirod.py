@@ -17,7 +17,7 @@ from sim.cosserat.multirod import (
     pair_scales,
     step_rods,
 )
-from sim.cosserat.newton import finite_difference_jacobian
+from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian
 from sim.cosserat.rod import RodParameterError
 
 G = 9.81
@@ -250,3 +250,18 @@ def test_numba_closest_points_match_the_numpy_reference():
     interior = (fast[1] > 0) & (fast[1] < 1)
     assert np.count_nonzero(interior) > 30
     assert np.max(np.abs(np.sum((fast[2] - points) * fast[3], axis=1)[interior])) < 1e-12
+
+
+def test_an_unconverged_step_raises_and_leaves_every_state_untouched():
+    _, system, state = _crossing(n=6, m=10)
+    for _ in range(3):
+        step_rods(system, state, 0.005)
+    before = state.copy()
+    with pytest.raises(ConvergenceError):
+        step_rods(system, state, 0.05, NewtonSettings(max_iterations=1), max_halvings=1)
+    assert state.t_s == before.t_s
+    for a, b in zip(state.rods, before.rods, strict=True):
+        assert a.t_s == b.t_s
+        np.testing.assert_array_equal(a.q, b.q)
+        np.testing.assert_array_equal(a.v, b.v)
+    np.testing.assert_array_equal(state.pair_slack[0], before.pair_slack[0])
