@@ -27,9 +27,10 @@ Pair nodes: the sweep points of A at x_j = jL_A/m (`pair_contact_points`); rod A
 The contact is one-sided (A's nodes against B's centreline): choose as A the rod whose nodes are the denser
 ones relative to the radii (node spacing ≲ r_A + r_B, else B can pass between A's nodes).
 
-Smoothing: the pair and each rod's obstacle contact are iterated in their own slacks; the trigonometric
-map's regular-coordinate solve (`NewtonSettings.regular_slack_coordinates`) is not implemented here, so a
-trigonometric smoothing is rejected (use Heaviside, which defines the same step, or the sigmoid).
+Smoothing: sigmoid and Heaviside are iterated in their own slacks. A trigonometric smoothing (of a pair or of
+a rod's obstacles) is iterated, as in the single-rod step (`NewtonSettings.regular_slack_coordinates`), on the
+Heaviside maps in the regular slack coordinates y = φ(u) and mapped back; the step is accepted only if the
+trigonometric residual at the mapped slacks meets the tolerance.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from sim.cosserat._slack_kernels import contact_laws, smoothing_arguments
+from sim.cosserat._slack_kernels import (
+    contact_laws,
+    regular_from_slack,
+    smoothing_arguments,
+    trigonometric_slack_from_regular,
+)
 from sim.cosserat.constraints import constraint_residual
 from sim.cosserat.dynamics import (
     Kinematics,
@@ -52,7 +58,7 @@ from sim.cosserat.dynamics import (
     base_wrench,
 )
 from sim.cosserat.model import RodModel, RodState
-from sim.cosserat.newton import ConvergenceError, NewtonSettings, solve
+from sim.cosserat.newton import ConvergenceError, NewtonResult, NewtonSettings, solve
 from sim.cosserat.obstacles import _tangent_basis
 from sim.cosserat.rod import RodParameterError
 from sim.cosserat.slack import Smoothing
@@ -91,11 +97,6 @@ class PairContact:
             raise RodParameterError(f"pair friction_coefficient must be >= 0, got {self.friction_coefficient!r}")
         if not (isinstance(self.m_sections, int) and self.m_sections >= 1):
             raise RodParameterError(f"pair m_sections must be an integer >= 1, got {self.m_sections!r}")
-        if self.smoothing.kind == "trigonometric":
-            raise RodParameterError(
-                "pair contact supports the 'sigmoid' and 'heaviside' smoothings (trigonometric defines the same "
-                "step as heaviside; its regular-coordinate solve is not implemented for several rods)"
-            )
         for key in ("force_scale_n", "gap_scale_m", "slip_scale_m_s"):
             value = getattr(self, key)
             if value is not None and not value > 0:
@@ -135,11 +136,6 @@ def build_system(models: Sequence[RodModel], pairs: Sequence[PairContact] = ()) 
             )
         index.append(idx.astype(np.int64))
         radius.append(ma.rod.radius_m(xs))
-    for model in models:
-        if model.contact is not None and model.contact.smoothing.kind == "trigonometric":
-            raise RodParameterError(
-                "rods in a system support the 'sigmoid' and 'heaviside' obstacle smoothings (see sim.cosserat.multirod)"
-            )
     return RodSystem(models, tuple(pairs), tuple(index), tuple(radius))
 
 
@@ -397,6 +393,13 @@ def pair_query(system: RodSystem, p: int, kin_a: Kinematics, kin_b: Kinematics) 
     return PairQuery(gap, normal, t1, t2, seg, t, jp_a, jc_a, jp_b, jc_b, gap_a, gap_b)
 
 
+def _regular_law(smoothing: Smoothing) -> Smoothing | None:
+    """The Heaviside law that a trigonometric smoothing is iterated on (None: iterate the smoothing itself)."""
+    if smoothing.kind != "trigonometric":
+        return None
+    return Smoothing("heaviside", tangent_epsilon=smoothing.tangent_epsilon)
+
+
 @dataclass
 class _PairEvaluation:
     query: PairQuery
@@ -410,11 +413,22 @@ class _PairEvaluation:
 class SystemStepProblem:
     """The one nonlinear system of a step of all rods: per-rod `StepProblem`s plus the pair contacts."""
 
-    def __init__(self, system: RodSystem, state: RodSystemState, dt_s: float, base_alpha_next):
+    def __init__(self, system: RodSystem, state: RodSystemState, dt_s: float, base_alpha_next, regular: bool = False):
+        """`regular`: exact (trigonometric) smoothings are replaced by the Heaviside maps, whose slacks are the
+        regular coordinates of the trigonometric ones (see `_single_system_step`)."""
         self.system, self.h = system, dt_s
         self.rods = [
-            StepProblem(model, rod_state, dt_s, None if base_alpha_next is None else base_alpha_next[i])
+            StepProblem(
+                model,
+                rod_state,
+                dt_s,
+                None if base_alpha_next is None else base_alpha_next[i],
+                _regular_law(model.contact.smoothing) if regular and model.contact is not None else None,
+            )
             for i, (model, rod_state) in enumerate(zip(system.models, state.rods, strict=True))
+        ]
+        self.pair_laws = [
+            (_regular_law(pair.smoothing) if regular else None) or pair.smoothing for pair in system.pairs
         ]
         sizes = [r.n_free + 3 * r.k + r.n_c for r in self.rods]
         self.rod_offset = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
@@ -453,7 +467,7 @@ class SystemStepProblem:
             a, b = rods[pair.a], rods[pair.b]
             q = pair_query(self.system, p, a[2], b[2])
             slack = self.pair_slack(x, p)
-            kind, sharpness, eps = smoothing_arguments(pair.smoothing)
+            kind, sharpness, eps = smoothing_arguments(self.pair_laws[p])
             laws = contact_laws(
                 kind, sharpness, eps, pair.friction_coefficient, sc.force_n, slack, q.normal, q.t1, q.t2
             )
@@ -591,18 +605,40 @@ def step_rods(
     return second
 
 
+def _uses_regular_coordinates(system: RodSystem, settings: NewtonSettings) -> bool:
+    kinds = [m.contact.smoothing.kind for m in system.models if m.contact is not None]
+    kinds += [pair.smoothing.kind for pair in system.pairs]
+    return settings.regular_slack_coordinates and "trigonometric" in kinds
+
+
+def _to_regular(smoothing: Smoothing, mu: float, slack: np.ndarray) -> np.ndarray:
+    return regular_from_slack(smoothing, mu, slack) if smoothing.kind == "trigonometric" else slack
+
+
+def _from_regular(smoothing: Smoothing, mu: float, slack: np.ndarray) -> np.ndarray:
+    if smoothing.kind != "trigonometric":
+        return slack
+    return trigonometric_slack_from_regular(smoothing.sharpness, mu, np.ascontiguousarray(slack))
+
+
 def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> SystemStepInfo:
-    problem = SystemStepProblem(system, state, dt_s, base_alpha_next)
+    regular = _uses_regular_coordinates(system, settings)
+    problem = SystemStepProblem(system, state, dt_s, base_alpha_next, regular)
     rod_x, guesses = [], []
     for model, sub, rod_state in zip(system.models, problem.rods, state.rods, strict=True):
         v_guess = rod_state.v.copy()
         if model.base == "clamped":
             v_guess[0:6] = sub.v_fixed[0:6]
         guesses.append(v_guess)
-        rod_x.append(sub.pack(v_guess, _predicted_slack(model, rod_state.slack, v_guess, dt_s, sub)))
+        slack = rod_state.slack
+        if regular and model.contact is not None:
+            slack = _to_regular(model.contact.smoothing, model.contact.friction_coefficient, slack)
+        rod_x.append(sub.pack(v_guess, _predicted_slack(model, slack, v_guess, dt_s, sub)))
     pair_slacks = []
     for p, pair in enumerate(system.pairs):
         slack = state.pair_slack[p].copy()
+        if regular:
+            slack = _to_regular(pair.smoothing, pair.friction_coefficient, slack)
         separated = slack[:, 0] < 0
         if np.any(separated):  # as `_predicted_slack`: gap at q + h q̇ for separated nodes
             ka = problem.rods[pair.a].kinematics_at(guesses[pair.a])
@@ -618,6 +654,8 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
         nonmonotone_steps=settings.nonmonotone_steps,
     )
     result = solve(problem.residual_and_lazy_jacobian, x0, settings_plain)
+    if regular:
+        problem, result = _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result, settings)
     rods, pairs = problem.evaluate(result.x)
     infos = []
     for i, (model, sub, rod_state) in enumerate(zip(system.models, problem.rods, state.rods, strict=True)):
@@ -647,3 +685,27 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
         pair_infos.append(PairInfo(ev.force.copy(), ev.query.gap_m.copy(), ev.slip.copy(), ev.query.segment.copy()))
     state.t_s += dt_s
     return SystemStepInfo(result.iterations, result.residual_norm, infos, pair_infos)
+
+
+def _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result, settings):
+    """Map a regular-coordinate solution to the model's (trigonometric) slacks and accept it only if the
+    system's own residual there, with the same row scales, meets the tolerance (as `dynamics._single_step`)."""
+    own = SystemStepProblem(system, state, dt_s, base_alpha_next)
+    x = result.x.copy()
+    for i, (model, sub, own_sub) in enumerate(zip(system.models, problem.rods, own.rods, strict=True)):
+        own_sub._row_scale = sub._row_scale
+        if model.contact is None:
+            continue
+        sl = slice(problem.rod_offset[i] + sub.n_free, problem.rod_offset[i] + sub.n_free + 3 * sub.k)
+        c = model.contact
+        x[sl] = _from_regular(c.smoothing, c.friction_coefficient, x[sl].reshape(-1, 3)).reshape(-1)
+    for p, pair in enumerate(system.pairs):
+        sl = slice(problem.pair_offset[p], problem.pair_offset[p + 1])
+        x[sl] = _from_regular(pair.smoothing, pair.friction_coefficient, x[sl].reshape(-1, 3)).reshape(-1)
+    residual = float(np.max(np.abs(own.residual(x))))
+    if residual > settings.tolerance:
+        raise ConvergenceError(
+            f"the trigonometric residual at the mapped regular-coordinate solution is {residual:.3e} > "
+            f"tolerance {settings.tolerance:.1e}"
+        )
+    return own, NewtonResult(x, result.iterations, residual, result.used_fallback)
