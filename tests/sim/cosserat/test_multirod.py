@@ -4,7 +4,17 @@ Newton's third law at rest, no energy gain, symmetry, penetration bound, the ana
 import numpy as np
 import pytest
 
-from sim.cosserat import Material, PointConstraint, RodDescription, Smoothing, build_model, initial_state, uniform_rod
+from sim.cosserat import (
+    ContactSettings,
+    Material,
+    Plane,
+    PointConstraint,
+    RodDescription,
+    Smoothing,
+    build_model,
+    initial_state,
+    uniform_rod,
+)
 from sim.cosserat.dynamics import energy, kinematics, step
 from sim.cosserat.multirod import (
     PairContact,
@@ -280,3 +290,25 @@ def test_trigonometric_pair_contact_runs_the_heaviside_step_in_regular_coordinat
     np.testing.assert_allclose(info_h.pairs[0].force_n, info_t.pairs[0].force_n, atol=1e-9)
     lam_n = trig.pair_slack[0][:, 0]  # the state keeps trigonometric slacks; u_n > 0: in contact
     assert np.any(lam_n > 0)
+
+
+def test_rod_across_a_rod_on_a_plane_shares_its_weight_and_the_plane_carries_both():
+    """Obstacle contact and pair contact in one system: a soft rod dropped across another one lying on a plane
+    rests on it and on the plane (its ends sag down); each rod's force balance closes with the pair force."""
+    rod = uniform_rod(L, R, 1e6, 1000.0, damping_time_s=0.02)
+    on_plane = ContactSettings((Plane(),), 0.5, 8, Smoothing("sigmoid", 50.0))
+    upper = build_model(rod, 8, base="free", contact=on_plane, extra_points_m=pair_contact_points(L, 20))
+    lower = build_model(rod, 8, base="free", contact=on_plane)
+    system = build_system([upper, lower], [PairContact(0, 1, 0.5, 20, Smoothing("sigmoid", 50.0))])
+    s_up = initial_state(upper, base_rotation_vector=(0, 0, np.pi / 2), base_position_m=(0, -L / 2, 3 * R + 5e-4))
+    s_low = initial_state(lower, base_position_m=(-L / 2, 0, R + 1e-4))
+    state = initial_system_state(system, [s_up, s_low])
+    for _ in range(200):  # 1 s
+        info = step_rods(system, state, 0.005)
+    weight = rod.mass_kg() * G
+    plane_up = info.rods[0].contact_force_n.sum(axis=0)
+    plane_low = info.rods[1].contact_force_n.sum(axis=0)
+    pair = info.pairs[0].force_n.sum(axis=0)  # on the upper rod
+    np.testing.assert_allclose(plane_up + pair, [0, 0, weight], atol=1e-3 * weight)  # measured 4e-6 W
+    np.testing.assert_allclose(plane_low - pair, [0, 0, weight], atol=1e-3 * weight)
+    assert 0.3 * weight < pair[2] < 0.9 * weight  # measured 0.645 W on the lower rod, 0.355 W on the plane
