@@ -624,6 +624,8 @@ def _from_regular(smoothing: Smoothing, mu: float, slack: np.ndarray) -> np.ndar
 def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> SystemStepInfo:
     regular = _uses_regular_coordinates(system, settings)
     problem = SystemStepProblem(system, state, dt_s, base_alpha_next, regular)
+    for sub in problem.rods:
+        sub.frame_terms = settings.contact_frame_terms
     rod_x, guesses = [], []
     for model, sub, rod_state in zip(system.models, problem.rods, state.rods, strict=True):
         v_guess = rod_state.v.copy()
@@ -647,6 +649,8 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
             slack[separated, 0] = -gap[separated] / problem.scales[p].gap_m
         pair_slacks.append(slack)
     x0 = problem.pack(rod_x, pair_slacks)
+    # no finite-difference / Levenberg–Marquardt fallback for systems (a dense FD Jacobian of ~300 unknowns per
+    # stalled step); halving and ConvergenceError remain
     settings_plain = NewtonSettings(
         tolerance=settings.tolerance,
         max_iterations=settings.max_iterations,
@@ -691,6 +695,8 @@ def _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result,
     """Map a regular-coordinate solution to the model's (trigonometric) slacks and accept it only if the
     system's own residual there, with the same row scales, meets the tolerance (as `dynamics._single_step`)."""
     own = SystemStepProblem(system, state, dt_s, base_alpha_next)
+    for sub in own.rods:
+        sub.frame_terms = settings.contact_frame_terms
     x = result.x.copy()
     for i, (model, sub, own_sub) in enumerate(zip(system.models, problem.rods, own.rods, strict=True)):
         own_sub._row_scale = sub._row_scale
