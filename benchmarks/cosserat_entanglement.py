@@ -35,7 +35,14 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sim.cosserat import ConvergenceError, PointConstraint, Smoothing, build_model, solve_statics  # noqa: E402
+from sim.cosserat import (  # noqa: E402
+    ConvergenceError,
+    NewtonSettings,
+    PointConstraint,
+    Smoothing,
+    build_model,
+    solve_statics,
+)
 from sim.cosserat.model import initial_state  # noqa: E402
 from sim.cosserat.multirod import (  # noqa: E402
     PairContact,
@@ -85,8 +92,9 @@ def build_scene(n: int, m: int, mu: float, smoothing: str):
     return rod, system, initial_system_state(system, states), bases
 
 
-def run(n: int, m: int, dt_s: float, mu: float, smoothing: str, direction: float) -> dict:
+def run(n: int, m: int, dt_s: float, mu: float, smoothing: str, direction: float, frame_terms: bool = False) -> dict:
     _, system, state, bases = build_scene(n, m, mu, smoothing)
+    settings = NewtonSettings(contact_frame_terms=frame_terms)
     target = np.radians(MARKS_DEG[-1])
     n_steps = int(np.ceil(target / (TURN_RATE_RAD_S * dt_s)))
     loads: dict[str, list[float]] = {}
@@ -104,7 +112,7 @@ def run(n: int, m: int, dt_s: float, mu: float, smoothing: str, direction: float
             rod_state.q[0] = previous - turns
         alpha = [np.concatenate([[psi - turns, 0.0, 0.0], _rx(psi) @ b]) for b in bases]
         try:
-            info = step_rods(system, state, dt_s, base_alpha_next=alpha)
+            info = step_rods(system, state, dt_s, settings, base_alpha_next=alpha)
         except ConvergenceError as exc:
             error = str(exc)
             break
@@ -124,6 +132,7 @@ def run(n: int, m: int, dt_s: float, mu: float, smoothing: str, direction: float
         "dt_s": dt_s,
         "friction_coefficient": mu,
         "direction": direction,
+        "contact_frame_terms": frame_terms,
         "smoothing": smoothing,
         "angle_reached_deg": round(float(np.degrees(reached)), 3),
         "stalled": error is not None,
@@ -155,9 +164,15 @@ def main() -> int:
     parser.add_argument(
         "--direction", type=float, default=-1.0, choices=(1.0, -1.0), help="sense of the base plate's turn about +x"
     )
+    parser.add_argument(
+        "--frame-terms", action="store_true", help="NewtonSettings(contact_frame_terms=True): pair frame turning"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = [run(n, args.contact_sections, args.dt, args.mu, args.smoothing, args.direction) for n in args.sections]
+    results = [
+        run(n, args.contact_sections, args.dt, args.mu, args.smoothing, args.direction, args.frame_terms)
+        for n in args.sections
+    ]
     if args.json:
         print(json.dumps({"runs": results}))
     else:

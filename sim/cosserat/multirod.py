@@ -197,6 +197,53 @@ class PairQuery:
     jac_contact_b: np.ndarray  # (k,3,N_B) of c_B + r_B n (rigid within the segment ends)
     gap_grad_a: np.ndarray  # (k,N_A) ∂gap/∂q_A
     gap_grad_b: np.ndarray  # (k,N_B) ∂gap/∂q_B
+    geometry: _PairGeometry
+
+
+@dataclass
+class _PairGeometry:
+    """What the frame's derivatives need: distance, c′, c″, ∂c′/∂q_B (t held), ∂t/∂q_A, ∂t/∂q_B."""
+
+    dist: np.ndarray
+    c_t: np.ndarray
+    c_tt: np.ndarray
+    jac_ct_b: np.ndarray
+    dt_a: np.ndarray
+    dt_b: np.ndarray
+
+
+def pair_frame_derivatives(q: PairQuery) -> tuple[np.ndarray, ...]:
+    """∂n, ∂t1, ∂t2 with respect to q_A (k,3,N_A) and q_B (k,3,N_B), exact for the query's frame:
+    n = (p_A − c)/‖·‖ with c = c(t(q), q_B); t1 = normalised projection of B's unit tangent T = c′/‖c′‖ on the
+    plane ⟂ n (`_tangent_basis`), t2 = n × t1."""
+    g = q.geometry
+    n, t1 = q.normal, q.t1
+    proj_n = np.eye(3)[None] - n[:, :, None] * n[:, None, :]
+    dd_a = q.jac_position_a - g.c_t[:, :, None] * g.dt_a[:, None, :]
+    dd_b = -q.jac_position_b - g.c_t[:, :, None] * g.dt_b[:, None, :]
+    dn_a = np.einsum("kij,kjn->kin", proj_n, dd_a) / g.dist[:, None, None]
+    dn_b = np.einsum("kij,kjn->kin", proj_n, dd_b) / g.dist[:, None, None]
+    speed = np.linalg.norm(g.c_t, axis=1)
+    tangent = g.c_t / speed[:, None]
+    proj_t = np.eye(3)[None] - tangent[:, :, None] * tangent[:, None, :]
+    dT_a = np.einsum("kij,kj,kn->kin", proj_t, g.c_tt, g.dt_a) / speed[:, None, None]
+    dT_b = np.einsum("kij,kjn->kin", proj_t, g.jac_ct_b + g.c_tt[:, :, None] * g.dt_b[:, None, :])
+    dT_b /= speed[:, None, None]
+    u = tangent - np.sum(tangent * n, axis=1)[:, None] * n
+    u_norm = np.linalg.norm(u, axis=1)
+    proj_1 = np.eye(3)[None] - t1[:, :, None] * t1[:, None, :]
+    out = [dn_a, dn_b]
+    dt1 = []
+    for dT, dn in ((dT_a, dn_a), (dT_b, dn_b)):
+        du = dT - np.einsum("ki,kin->kn", n, dT)[:, None, :] * n[:, :, None]
+        du -= np.einsum("ki,kin->kn", tangent, dn)[:, None, :] * n[:, :, None]
+        du -= np.sum(tangent * n, axis=1)[:, None, None] * dn
+        dt1.append(np.einsum("kij,kjn->kin", proj_1, du) / u_norm[:, None, None])
+    out += dt1
+    for dn, d1 in ((dn_a, dt1[0]), (dn_b, dt1[1])):
+        out.append(np.cross(dn, t1[:, :, None], axis=1) + np.cross(n[:, :, None], d1, axis=1))
+    dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b = out
+    return dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b
 
 
 def _hermite(t: np.ndarray):
@@ -381,16 +428,17 @@ def pair_query(system: RodSystem, p: int, kin_a: Kinematics, kin_b: Kinematics) 
     gap_a = np.einsum("ki,kin->kn", normal, jp_a)
     gap_b = -np.einsum("ki,kin->kn", normal, jp_b)
     dr_dt = mb.rod.radius_m(x_b[seg + 1]) - mb.rod.radius_m(x_b[seg])  # linear taper: exact
-    interior = (t > 0.0) & (t < 1.0) & (dr_dt != 0.0)
-    if np.any(interior):
-        diff = foot - pa
-        g_t = np.sum(c_t * c_t, axis=1) + np.sum(diff * c_tt, axis=1)
-        dt_a = np.einsum("ki,kin->kn", c_t, jp_a) / g_t[:, None]
-        dt_b = -(np.einsum("ki,kin->kn", c_t, jp_b) + np.einsum("ki,kin->kn", diff, jct_b)) / g_t[:, None]
-        scale = np.where(interior, dr_dt, 0.0)[:, None]
-        gap_a -= scale * dt_a
-        gap_b -= scale * dt_b
-    return PairQuery(gap, normal, t1, t2, seg, t, jp_a, jc_a, jp_b, jc_b, gap_a, gap_b)
+    diff = foot - pa
+    g_t = np.sum(c_t * c_t, axis=1) + np.sum(diff * c_tt, axis=1)
+    moving = ((t > 0.0) & (t < 1.0))[:, None]  # at a clipped end (B's tip or base) t does not move
+    dt_a = np.where(moving, np.einsum("ki,kin->kn", c_t, jp_a) / g_t[:, None], 0.0)
+    dt_b = np.where(
+        moving, -(np.einsum("ki,kin->kn", c_t, jp_b) + np.einsum("ki,kin->kn", diff, jct_b)) / g_t[:, None], 0.0
+    )
+    gap_a -= dr_dt[:, None] * dt_a
+    gap_b -= dr_dt[:, None] * dt_b
+    geometry = _PairGeometry(dist, c_t, c_tt, jct_b, dt_a, dt_b)
+    return PairQuery(gap, normal, t1, t2, seg, t, jp_a, jc_a, jp_b, jc_b, gap_a, gap_b, geometry)
 
 
 def _regular_law(smoothing: Smoothing) -> Smoothing | None:
@@ -438,6 +486,7 @@ class SystemStepProblem:
         ).astype(int)
         self.size = int(self.pair_offset[-1])
         self.scales = [pair_scales(system, pair, dt_s) for pair in system.pairs]
+        self.frame_terms = False  # NewtonSettings.contact_frame_terms: pair frame turning in the matrix
         self._cache: tuple[bytes, tuple] | None = None
 
     # --- packing ---------------------------------------------------------------------------------------------
@@ -532,6 +581,8 @@ class SystemStepProblem:
                 jt = sign * np.einsum("kai,kin->kan", basis_t, jcf) / sc.slip_m_s
                 jac[np.ix_(cols + 1, rows)] = jt[:, 0]
                 jac[np.ix_(cols + 2, rows)] = jt[:, 1]
+            if self.frame_terms:
+                self._add_frame_turning(jac, p, ev, rods)
             jac[cols, cols] = -dgap_map
             dslip_dun = dslip_da * dbound_dun[:, None]
             for b in range(2):
@@ -539,6 +590,40 @@ class SystemStepProblem:
                 jac[cols + 1 + b, cols + 1] = -dslip_du[:, b, 0]
                 jac[cols + 1 + b, cols + 2] = -dslip_du[:, b, 1]
         return jac
+
+    def _add_frame_turning(self, jac: np.ndarray, p: int, ev: _PairEvaluation, rods: list) -> None:
+        """The turning of the pair frame (n, t1, t2) with the configuration, at touching nodes: in the force
+        F = σ(Λ_n n + Λ_t1 t1 + Λ_t2 t2) on both rods' dynamic rows and in the slip rows tᵀ(v_A,c − v_B,c)
+        (q = q_prev + h q̇, so ∂/∂q̇ = h ∂/∂q). `pair_frame_derivatives` is exact (test)."""
+        pair, q, h, sc = self.system.pairs[p], ev.query, self.h, self.scales[p]
+        lam_n, lam_t = ev.laws[0], ev.laws[5]
+        touching = (lam_n > 0.0).astype(float)
+        dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b = pair_frame_derivatives(q)
+        vel = np.einsum("kin,n->ki", q.jac_contact_a, rods[pair.a][3]) - np.einsum(
+            "kin,n->ki", q.jac_contact_b, rods[pair.b][3]
+        )
+        cols_pair = self.pair_offset[p] + 3 * np.arange(self.pair_k[p])
+        for col_rod, dn, dt1, dt2 in ((pair.a, dn_a, dt1_a, dt2_a), (pair.b, dn_b, dt1_b, dt2_b)):
+            col_sub = self.rods[col_rod]
+            cols = self.rod_offset[col_rod] + np.arange(col_sub.n_free)
+            free = col_sub.free
+            dforce = (
+                sc.force_n
+                * touching[:, None, None]
+                * (
+                    lam_n[:, None, None] * dn[:, :, free]
+                    + lam_t[:, 0, None, None] * dt1[:, :, free]
+                    + lam_t[:, 1, None, None] * dt2[:, :, free]
+                )
+            )
+            for row_rod, sign, jc in ((pair.a, 1.0, q.jac_contact_a), (pair.b, -1.0, q.jac_contact_b)):
+                row_sub = self.rods[row_rod]
+                rows = self.rod_offset[row_rod] + np.arange(row_sub.n_free)
+                geo = np.einsum("kin,kim->nm", jc[:, :, row_sub.free], dforce)
+                jac[np.ix_(rows, cols)] += -sign * h * h * row_sub._row_scale[:, None] * geo
+            for b, dt in enumerate((dt1, dt2)):
+                slip_turn = np.einsum("ki,kin->kn", vel * touching[:, None], dt[:, :, free])
+                jac[np.ix_(cols_pair + 1 + b, cols)] += h * slip_turn / sc.slip_m_s
 
     def residual_and_lazy_jacobian(self, x: np.ndarray):
         return self.residual(x), lambda: self.jacobian(x)
@@ -624,6 +709,7 @@ def _from_regular(smoothing: Smoothing, mu: float, slack: np.ndarray) -> np.ndar
 def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> SystemStepInfo:
     regular = _uses_regular_coordinates(system, settings)
     problem = SystemStepProblem(system, state, dt_s, base_alpha_next, regular)
+    problem.frame_terms = settings.contact_frame_terms
     for sub in problem.rods:
         sub.frame_terms = settings.contact_frame_terms
     rod_x, guesses = [], []

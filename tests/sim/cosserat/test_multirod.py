@@ -24,6 +24,8 @@ from sim.cosserat.multirod import (
     closest_points_on_centreline_reference,
     initial_system_state,
     pair_contact_points,
+    pair_frame_derivatives,
+    pair_query,
     pair_scales,
     step_rods,
 )
@@ -312,3 +314,48 @@ def test_rod_across_a_rod_on_a_plane_shares_its_weight_and_the_plane_carries_bot
     np.testing.assert_allclose(plane_up + pair, [0, 0, weight], atol=1e-3 * weight)  # measured 4e-6 W
     np.testing.assert_allclose(plane_low - pair, [0, 0, weight], atol=1e-3 * weight)
     assert 0.3 * weight < pair[2] < 0.9 * weight  # measured 0.645 W on the lower rod, 0.355 W on the plane
+
+
+def test_pair_frame_derivatives_match_central_differences():
+    """∂n, ∂t1, ∂t2 (the opt-in `contact_frame_terms` of the pair) for two bent, tapered rods."""
+    m = 4
+    rod = RodDescription(L, 0.006, 0.003, Material(1e7, 0.3, 1000.0))
+    a = build_model(rod, 4, base="free", extra_points_m=pair_contact_points(L, m))
+    b = build_model(rod, 4, base="free")
+    system = build_system([a, b], [PairContact(0, 1, 0.4, m)])
+    rng = np.random.default_rng(1)
+    qa = initial_state(a, base_rotation_vector=(0, 0, np.pi / 2), base_position_m=(0.1, -L / 2, 2 * R + 1e-3)).q
+    qb = initial_state(b, base_rotation_vector=(0.0, 0.1, 0.0)).q
+    qa[6:] = 0.01 * rng.normal(size=qa[6:].shape)
+    qb[6:] = 0.01 * rng.normal(size=qb[6:].shape)
+
+    def frame(qa, qb):
+        q = pair_query(system, 0, kinematics(a, qa), kinematics(b, qb))
+        return np.stack([q.normal, q.t1, q.t2])
+
+    query = pair_query(system, 0, kinematics(a, qa), kinematics(b, qb))
+    assert np.all((query.param > 0) & (query.param < 1))
+    dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b = pair_frame_derivatives(query)
+    eps = 1e-7
+    for analytic, moved in (((dn_a, dt1_a, dt2_a), "a"), ((dn_b, dt1_b, dt2_b), "b")):
+        q_ref = qa if moved == "a" else qb
+        fd = np.zeros((3, *analytic[0].shape))
+        for j in range(len(q_ref)):
+            e = np.zeros(len(q_ref))
+            e[j] = eps
+            plus = frame(qa + e, qb) if moved == "a" else frame(qa, qb + e)
+            minus = frame(qa - e, qb) if moved == "a" else frame(qa, qb - e)
+            fd[..., j] = (plus - minus) / (2 * eps)
+        for f in range(3):
+            np.testing.assert_allclose(analytic[f], fd[f], rtol=0, atol=1e-7 * np.abs(fd).max())
+
+
+def test_frame_terms_change_only_the_newton_matrix_not_the_step():
+    runs = []
+    for frame_terms in (False, True):
+        _, system, state = _crossing(n=6, m=10)
+        for _ in range(40):  # through the impact
+            step_rods(system, state, 0.005, NewtonSettings(contact_frame_terms=frame_terms))
+        runs.append(state)
+    for a, b in zip(runs[0].rods, runs[1].rods, strict=True):
+        np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-9)
