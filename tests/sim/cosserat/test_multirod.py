@@ -359,3 +359,31 @@ def test_frame_terms_change_only_the_newton_matrix_not_the_step():
         runs.append(state)
     for a, b in zip(runs[0].rods, runs[1].rods, strict=True):
         np.testing.assert_allclose(a.q, b.q, rtol=0, atol=1e-9)
+
+
+def test_three_rods_two_pairs_a_rod_resting_across_two_held_rods():
+    """Several pairs sharing a rod: a free rod lies across two parallel held rods (clamped at x = 0, fixed at
+    x = L, 12 cm apart); by symmetry each carries half its weight."""
+    rod = uniform_rod(L, R, 1e8, 1000.0, damping_time_s=0.02)
+    m, d = 20, 0.06  # the free rod's pair nodes 6 and 14 sit over the held rods
+    held = [build_model(rod, 8, constraints=(PointConstraint(L, "fixed", (L, y, 0.0)),)) for y in (-d, d)]
+    free = build_model(rod, 8, base="free", extra_points_m=pair_contact_points(L, m))
+    law = Smoothing("sigmoid", 50.0)
+    system = build_system([*held, free], [PairContact(2, 0, 0.5, m, law), PairContact(2, 1, 0.5, m, law)])
+    states = [
+        initial_state(held[0], base_position_m=(0, -d, 0)),
+        initial_state(held[1], base_position_m=(0, d, 0)),
+        initial_state(free, base_rotation_vector=(0, 0, np.pi / 2), base_position_m=(L / 2, -L / 2, 2 * R + 5e-4)),
+    ]
+    state = initial_system_state(system, states)
+    for _ in range(200):
+        info = step_rods(system, state, 0.005)
+    weight = rod.mass_kg() * G
+    on_free = [p.force_n.sum(axis=0) for p in info.pairs]
+    np.testing.assert_allclose(on_free[0] + on_free[1], [0, 0, weight], atol=1e-3 * weight)
+    for force, held_info in zip(on_free, info.rods[:2], strict=True):
+        assert force[2] == pytest.approx(0.5 * weight, rel=1e-3)
+        support = held_info.base_wrench[3:6] + held_info.constraint_multipliers[0:3]
+        np.testing.assert_allclose(support - [0, 0, weight], force, atol=1e-4 * weight)
+    # the sagging free rod pulls the held rods inwards by friction (measured ±0.0195 W), symmetrically
+    assert on_free[0][1] == pytest.approx(-on_free[1][1], rel=1e-6)
