@@ -122,8 +122,11 @@ def test_swapping_which_rod_carries_the_contact_nodes_gives_the_same_collision()
         assert np.max(np.abs(p01 - p10)) < 3e-5
 
 
-def test_frictionless_contact_never_gains_energy_and_undamped_free_motion_neither():
-    rod, system, state = _crossing(mu=0.0, smoothing=Smoothing("heaviside"), damping_time_s=0.0)
+@pytest.mark.parametrize("mu", [0.0, 0.5])
+def test_contact_never_gains_energy_and_undamped_free_motion_neither(mu):
+    """Frictionless contact does no work and friction only dissipates: with implicit Euler the total energy of
+    the undamped rods never grows (measured max per step: −6.7e-7 W L at μ = 0, −8.7e-10 W L at μ = 0.5)."""
+    rod, system, state = _crossing(mu=mu, smoothing=Smoothing("heaviside"), damping_time_s=0.0)
 
     def total():
         return sum(energy(m, s.q, s.v)["total"] for m, s in zip(system.models, state.rods, strict=True))
