@@ -366,6 +366,16 @@ def closest_points_on_centreline_reference(
     return seg, ts, c[rows, seg], dc / np.linalg.norm(dc, axis=1)[:, None]
 
 
+def _cross_columns(w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """w[:, :, n] × v for every column n: (k,3,N) × (k,3) -> (k,3,N) (np.cross's axis handling cost more than
+    the product here)."""
+    out = np.empty_like(w)
+    out[:, 0] = w[:, 1] * v[:, 2, None] - w[:, 2] * v[:, 1, None]
+    out[:, 1] = w[:, 2] * v[:, 0, None] - w[:, 0] * v[:, 2, None]
+    out[:, 2] = w[:, 0] * v[:, 1, None] - w[:, 1] * v[:, 0, None]
+    return out
+
+
 def _centreline_point_jacobians(kin_b: Kinematics, seg: np.ndarray, t: np.ndarray, jp0, jp1):
     """Velocity Jacobians (k,3,N) of the Hermite point c(t) and of its tangent c′(t), t held, and c′, c″ (k,3).
 
@@ -378,8 +388,8 @@ def _centreline_point_jacobians(kin_b: Kinematics, seg: np.ndarray, t: np.ndarra
     e = (P1 - P0) / chord[:, None]
     w0 = np.einsum("kij,kjn->kin", R0, kin_b.J[seg, 0:3])
     w1 = np.einsum("kij,kjn->kin", R1, kin_b.J[seg + 1, 0:3])
-    dT0 = -np.cross(T0[:, :, None], w0, axis=1)  # ω × T = −T × ω
-    dT1 = -np.cross(T1[:, :, None], w1, axis=1)
+    dT0 = _cross_columns(w0, T0)  # ∂T = ω × T
+    dT1 = _cross_columns(w1, T1)
     dchord = np.einsum("ki,kin->kn", e, jp1 - jp0)
 
     def combine(b00, b10, b01, b11):
@@ -564,23 +574,24 @@ class SystemStepProblem:
             dgap_map, dbound_dun, dslip_da, dslip_du = laws[3], laws[4], laws[8], laws[10]
             df_dun, df_dut = laws[12], laws[13]
             cols = self.pair_offset[p] + 3 * np.arange(self.pair_k[p])
+            c0, c1 = self.pair_offset[p], self.pair_offset[p + 1]
             basis_t = np.stack([q.t1, q.t2], axis=1)  # (k,2,3)
             for rod, sign, jc, gap_grad in (
                 (pair.a, 1.0, q.jac_contact_a, q.gap_grad_a),
                 (pair.b, -1.0, q.jac_contact_b, q.gap_grad_b),
             ):
                 sub = self.rods[rod]
-                rows = self.rod_offset[rod] + np.arange(sub.n_free)
+                rows = slice(self.rod_offset[rod], self.rod_offset[rod] + sub.n_free)
                 jcf = jc[:, :, sub.free]
                 scale = -sign * h * sub._row_scale[:, None]
-                jac[np.ix_(rows, cols)] = scale * np.einsum("kin,ki->nk", jcf, df_dun)
+                jac[rows, c0:c1:3] = scale * np.einsum("kin,ki->nk", jcf, df_dun)
                 jtd = np.einsum("kin,kib->nkb", jcf, df_dut)
-                jac[np.ix_(rows, cols + 1)] = scale * jtd[:, :, 0]
-                jac[np.ix_(rows, cols + 2)] = scale * jtd[:, :, 1]
-                jac[np.ix_(cols, rows)] = h * gap_grad[:, sub.free] / sc.gap_m
+                jac[rows, c0 + 1 : c1 : 3] = scale * jtd[:, :, 0]
+                jac[rows, c0 + 2 : c1 : 3] = scale * jtd[:, :, 1]
+                jac[c0:c1:3, rows] = h * gap_grad[:, sub.free] / sc.gap_m
                 jt = sign * np.einsum("kai,kin->kan", basis_t, jcf) / sc.slip_m_s
-                jac[np.ix_(cols + 1, rows)] = jt[:, 0]
-                jac[np.ix_(cols + 2, rows)] = jt[:, 1]
+                jac[c0 + 1 : c1 : 3, rows] = jt[:, 0]
+                jac[c0 + 2 : c1 : 3, rows] = jt[:, 1]
             if self.frame_terms:
                 self._add_frame_turning(jac, p, ev, rods)
             jac[cols, cols] = -dgap_map
