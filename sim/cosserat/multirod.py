@@ -120,7 +120,15 @@ def build_system(models: Sequence[RodModel], pairs: Sequence[PairContact] = ()) 
     if not models:
         raise RodParameterError("a rod system needs at least one rod")
     index, radius = [], []
+    seen = set()
     for pair in pairs:
+        if (pair.b, pair.a) in seen or (pair.a, pair.b) in seen:
+            raise RodParameterError(
+                f"rods {pair.a} and {pair.b} already have a pair contact: one pair per two rods (a two-pass pair "
+                "(a, b) + (b, a) makes the two node-to-curve constraints of a crossing redundant, and Newton's matrix "
+                "singular once both touch: measured ConvergenceError at the first contact)"
+            )
+        seen.add((pair.a, pair.b))
         for which in (pair.a, pair.b):
             if not 0 <= which < len(models):
                 raise RodParameterError(f"pair rod index {which} is out of range 0..{len(models) - 1}")

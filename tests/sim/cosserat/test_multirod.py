@@ -241,6 +241,9 @@ def test_bad_pairs_are_rejected_with_the_reason():
         PairContact(1, 1)
     with pytest.raises(RodParameterError, match="out of range"):
         build_system([plain, plain], [PairContact(0, 2)])
+    with pytest.raises(RodParameterError, match="one pair per two rods"):
+        lined = build_model(rod, 4, extra_points_m=pair_contact_points(L, 4))
+        build_system([lined, lined], [PairContact(0, 1, m_sections=4), PairContact(1, 0, m_sections=4)])
     with pytest.raises(RodParameterError, match="pair_contact_points"):
         build_system([plain, plain], [PairContact(0, 1, m_sections=7)])
 
