@@ -2,12 +2,22 @@
 
 Model/state split: `build_model(RodDescription, ...)` -> `RodModel`; `initial_state(model)` -> `RodState`;
 `step(model, state, dt_s)` advances one implicit-Euler step; `solve_statics` finds equilibria.
-`PointConstraint`s hold points along the rod (pins, clamps).
+`PointConstraint`s hold points along the rod (pins, clamps). Several rods with rod–rod contact:
+`build_system(models, [PairContact(a, b, ...)])`, `initial_system_state`, `step_rods` (sim.cosserat.multirod).
 """
 
 from sim.cosserat.constraints import PointConstraint
 from sim.cosserat.dynamics import NewtonIterate, StepInfo, energy, kinematics, mass_matrix, step
 from sim.cosserat.model import ContactSettings, RodModel, RodState, build_model, initial_state
+from sim.cosserat.multirod import (
+    PairContact,
+    RodSystem,
+    RodSystemState,
+    build_system,
+    initial_system_state,
+    pair_contact_points,
+    step_rods,
+)
 from sim.cosserat.newton import ConvergenceError, NewtonSettings
 from sim.cosserat.observer import ObserverResult, observe_strains
 from sim.cosserat.obstacles import CurvedTube, Cylinder, Plane
@@ -18,6 +28,13 @@ from sim.cosserat.statics import StaticsResult, solve_statics
 
 __all__ = [
     "BaseMotion",
+    "PairContact",
+    "RodSystem",
+    "RodSystemState",
+    "build_system",
+    "initial_system_state",
+    "pair_contact_points",
+    "step_rods",
     "ObserverResult",
     "Scenario",
     "SimulationResult",

@@ -1,0 +1,822 @@
+"""Several Cosserat rods in one implicit-Euler Newton system per step, with frictional rod–rod contact.
+
+Why one system: the paper solves one nonlinear system per step; splitting the rods (solve A with B's force
+frozen, then B) would lag the contact impulse by an iteration and lose Newton's third law within the step.
+Here the unknowns are every rod's own step unknowns (its free q̇, its obstacle slacks, its constraint
+multipliers: exactly `dynamics.StepProblem`'s x) followed by the slacks [u_n, u_t1, u_t2] of each rod–rod pair.
+
+Rod–rod contact (`PairContact(a, b)`), sphere-swept centrelines: for each pair node of rod A at centreline
+point p_A, the closest point c_B of rod B's centreline, taken as the C¹ cubic Hermite curve through all of
+B's sweep points with the sweep's tangents (segment-wise; the parameter t on the segment is a function of the
+configuration; see `closest_points_on_centreline` for why not the polyline). Then
+
+  gap = ‖p_A − c_B‖ − r_A(x) − r_B(x'),   n = (p_A − c_B)/‖p_A − c_B‖ (from B into A),
+  F = σ_λ (f(u_n) n + [t1 t2] W(u_t) u_t) on A at its contact point p_A − r_A n, and −F on B at c_B + r_B n,
+  slip = [t1 t2]ᵀ (v_A,c − v_B,c), the relative velocity of the two contact points,
+
+with the same slack maps, friction bound and scale rules as the obstacle contact (`_slack_kernels.
+contact_laws`). Both rods' dynamic rows get their share through their own point Jacobians (J_cAᵀF, −J_cBᵀF):
+Newton's third law holds within the step. At an interior closest point c′ ⟂ n, so ∂gap/∂q = nᵀ(J_pA − J_c)
+(envelope theorem) minus, for a tapered B, r_B′·∂x′/∂q with ∂t/∂q from the stationarity (c − p)·c′ = 0. The
+turning of the contact frame (∂n/∂q, ∂t/∂q) in the force and slip is dropped from the Newton matrix, like the
+other geometry terms of the quasi-Newton matrix (`dynamics` module docstring). The pair blocks are analytic;
+`tests/sim/cosserat/test_multirod.py` checks them against central differences.
+
+Pair nodes: the sweep points of A at x_j = jL_A/m (`pair_contact_points`); rod A must have them in its sweep
+(`build_model(..., contact=ContactSettings(m_sections=m))` or `extra_points_m=pair_contact_points(L, m)`).
+The contact is one-sided (A's nodes against B's centreline): choose as A the rod whose nodes are the denser
+ones relative to the radii (node spacing ≲ r_A + r_B, else B can pass between A's nodes).
+
+Smoothing: sigmoid and Heaviside are iterated in their own slacks. A trigonometric smoothing (of a pair or of
+a rod's obstacles) is iterated, as in the single-rod step (`NewtonSettings.regular_slack_coordinates`), on the
+Heaviside maps in the regular slack coordinates y = φ(u) and mapped back; the step is accepted only if the
+trigonometric residual at the mapped slacks meets the tolerance.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from sim.cosserat._slack_kernels import (
+    contact_laws,
+    regular_from_slack,
+    smoothing_arguments,
+    trigonometric_slack_from_regular,
+)
+from sim.cosserat.constraints import constraint_residual
+from sim.cosserat.dynamics import (
+    Kinematics,
+    StepInfo,
+    StepProblem,
+    _contact_point_jacobians,
+    _predicted_slack,
+    base_wrench,
+)
+from sim.cosserat.model import RodModel, RodState
+from sim.cosserat.newton import ConvergenceError, NewtonResult, NewtonSettings, solve
+from sim.cosserat.obstacles import _tangent_basis
+from sim.cosserat.rod import RodParameterError
+from sim.cosserat.slack import Smoothing
+
+log = logging.getLogger(__name__)
+
+_DEFAULT_NEWTON = NewtonSettings()
+
+
+def pair_contact_points(length_m: float, m_sections: int) -> tuple[float, ...]:
+    """Arc lengths of the pair nodes x_j = jL/m (pass as `extra_points_m` to `build_model` for a rod A that
+    has no obstacle contact with the same m)."""
+    return tuple(float(x) for x in np.linspace(0.0, length_m, m_sections + 1))
+
+
+@dataclass(frozen=True)
+class PairContact:
+    """Frictional contact of rod `a`'s pair nodes (m_sections + 1) against rod `b`'s centreline.
+
+    force_scale_n (σ_λ) defaults to the weight of one of A's node shares, m_A/m·max(|g|, 1); gap_scale_m and
+    slip_scale_m_s default to the inertial rule σ_δ = σ_λh²/m_node, σ_v = σ_λh/m_node (as `ContactSettings`)."""
+
+    a: int
+    b: int
+    friction_coefficient: float = 0.0
+    m_sections: int = 20
+    smoothing: Smoothing = field(default_factory=Smoothing)
+    force_scale_n: float | None = None
+    gap_scale_m: float | None = None
+    slip_scale_m_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.a == self.b:
+            raise RodParameterError(f"pair contact needs two different rods, got a = b = {self.a}")
+        if not self.friction_coefficient >= 0:
+            raise RodParameterError(f"pair friction_coefficient must be >= 0, got {self.friction_coefficient!r}")
+        if not (isinstance(self.m_sections, int) and self.m_sections >= 1):
+            raise RodParameterError(f"pair m_sections must be an integer >= 1, got {self.m_sections!r}")
+        for key in ("force_scale_n", "gap_scale_m", "slip_scale_m_s"):
+            value = getattr(self, key)
+            if value is not None and not value > 0:
+                raise RodParameterError(f"pair {key} must be > 0 (or None for the default), got {value!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class RodSystem:
+    """Immutable description of several rods (each with its own base, obstacles, constraints) and the
+    contacts between them."""
+
+    models: tuple[RodModel, ...]
+    pairs: tuple[PairContact, ...] = ()
+    pair_index: tuple[np.ndarray, ...] = ()  # per pair: sweep-point index of A's pair nodes
+    pair_radius_m: tuple[np.ndarray, ...] = ()  # per pair: r_A at the pair nodes
+
+
+def build_system(models: Sequence[RodModel], pairs: Sequence[PairContact] = ()) -> RodSystem:
+    """Check the pairs against the rods and locate A's pair nodes in A's sweep."""
+    models = tuple(models)
+    if not models:
+        raise RodParameterError("a rod system needs at least one rod")
+    index, radius = [], []
+    seen = set()
+    for pair in pairs:
+        if (pair.b, pair.a) in seen or (pair.a, pair.b) in seen:
+            raise RodParameterError(
+                f"rods {pair.a} and {pair.b} already have a pair contact: one pair per two rods (a two-pass pair "
+                "(a, b) + (b, a) makes the two node-to-curve constraints of a crossing redundant, and Newton's matrix "
+                "singular once both touch: measured ConvergenceError at the first contact)"
+            )
+        seen.add((pair.a, pair.b))
+        for which in (pair.a, pair.b):
+            if not 0 <= which < len(models):
+                raise RodParameterError(f"pair rod index {which} is out of range 0..{len(models) - 1}")
+        ma = models[pair.a]
+        xs = np.asarray(pair_contact_points(ma.rod.length_m, pair.m_sections))
+        grid = ma.grid
+        idx = np.searchsorted(grid.x_points, xs - 1e-12 * ma.rod.length_m)
+        idx = np.clip(idx, 0, len(grid.x_points) - 1)
+        if not np.allclose(grid.x_points[idx], xs, rtol=0.0, atol=1e-10 * ma.rod.length_m):
+            raise RodParameterError(
+                f"rod {pair.a} has no sweep points at its pair nodes x = jL/{pair.m_sections}: build it with "
+                f"contact m_sections = {pair.m_sections} or extra_points_m=pair_contact_points(L, {pair.m_sections})"
+            )
+        index.append(idx.astype(np.int64))
+        radius.append(ma.rod.radius_m(xs))
+    return RodSystem(models, tuple(pairs), tuple(index), tuple(radius))
+
+
+@dataclass
+class RodSystemState:
+    """Mutable state: one `RodState` per rod (its own t_s kept equal) and the slacks of each pair."""
+
+    t_s: float
+    rods: list[RodState]
+    pair_slack: list[np.ndarray]  # per pair (m+1, 3)
+
+    def copy(self) -> RodSystemState:
+        return RodSystemState(self.t_s, [s.copy() for s in self.rods], [s.copy() for s in self.pair_slack])
+
+
+def initial_system_state(system: RodSystem, rods: Sequence[RodState]) -> RodSystemState:
+    """The given rod states (from `initial_state`) and separated pair slacks."""
+    if len(rods) != len(system.models):
+        raise RodParameterError(f"{len(system.models)} rods need {len(system.models)} states, got {len(rods)}")
+    slacks = []
+    for pair in system.pairs:
+        s = np.zeros((pair.m_sections + 1, 3))
+        s[:, 0] = -1.0
+        slacks.append(s)
+    t = float(rods[0].t_s)
+    return RodSystemState(t, [r.copy() for r in rods], slacks)
+
+
+@dataclass(frozen=True)
+class PairScales:
+    force_n: float
+    gap_m: float
+    slip_m_s: float
+
+
+def pair_scales(system: RodSystem, pair: PairContact, dt_s: float) -> PairScales:
+    ma = system.models[pair.a]
+    node_mass = ma.rod.mass_kg() / pair.m_sections
+    g_ref = max(float(np.linalg.norm(ma.gravity_m_s2)), 1.0)
+    force = pair.force_scale_n if pair.force_scale_n is not None else node_mass * g_ref
+    gap = pair.gap_scale_m if pair.gap_scale_m is not None else force * dt_s**2 / node_mass
+    slip = pair.slip_scale_m_s if pair.slip_scale_m_s is not None else force * dt_s / node_mass
+    return PairScales(force, gap, slip)
+
+
+@dataclass
+class PairQuery:
+    """Geometry of one pair at one configuration: per A node the gap, frame, and the point Jacobians."""
+
+    gap_m: np.ndarray  # (k,)
+    normal: np.ndarray  # (k,3) from B into A
+    t1: np.ndarray
+    t2: np.ndarray
+    segment: np.ndarray  # (k,) index of B's closest segment (sweep points i, i+1)
+    param: np.ndarray  # (k,) t ∈ [0, 1] on it
+    jac_position_a: np.ndarray  # (k,3,N_A)
+    jac_contact_a: np.ndarray  # (k,3,N_A)
+    jac_position_b: np.ndarray  # (k,3,N_B) of c_B (t held)
+    jac_contact_b: np.ndarray  # (k,3,N_B) of c_B + r_B n (rigid within the segment ends)
+    gap_grad_a: np.ndarray  # (k,N_A) ∂gap/∂q_A
+    gap_grad_b: np.ndarray  # (k,N_B) ∂gap/∂q_B
+    geometry: _PairGeometry
+
+
+@dataclass
+class _PairGeometry:
+    """What the frame's derivatives need: distance, c′, c″, ∂c′/∂q_B (t held), ∂t/∂q_A, ∂t/∂q_B."""
+
+    dist: np.ndarray
+    c_t: np.ndarray
+    c_tt: np.ndarray
+    jac_ct_b: np.ndarray
+    dt_a: np.ndarray
+    dt_b: np.ndarray
+
+
+def pair_frame_derivatives(q: PairQuery) -> tuple[np.ndarray, ...]:
+    """∂n, ∂t1, ∂t2 with respect to q_A (k,3,N_A) and q_B (k,3,N_B), exact for the query's frame:
+    n = (p_A − c)/‖·‖ with c = c(t(q), q_B); t1 = normalised projection of B's unit tangent T = c′/‖c′‖ on the
+    plane ⟂ n (`_tangent_basis`), t2 = n × t1."""
+    g = q.geometry
+    n, t1 = q.normal, q.t1
+    proj_n = np.eye(3)[None] - n[:, :, None] * n[:, None, :]
+    dd_a = q.jac_position_a - g.c_t[:, :, None] * g.dt_a[:, None, :]
+    dd_b = -q.jac_position_b - g.c_t[:, :, None] * g.dt_b[:, None, :]
+    dn_a = np.einsum("kij,kjn->kin", proj_n, dd_a) / g.dist[:, None, None]
+    dn_b = np.einsum("kij,kjn->kin", proj_n, dd_b) / g.dist[:, None, None]
+    speed = np.linalg.norm(g.c_t, axis=1)
+    tangent = g.c_t / speed[:, None]
+    proj_t = np.eye(3)[None] - tangent[:, :, None] * tangent[:, None, :]
+    dT_a = np.einsum("kij,kj,kn->kin", proj_t, g.c_tt, g.dt_a) / speed[:, None, None]
+    dT_b = np.einsum("kij,kjn->kin", proj_t, g.jac_ct_b + g.c_tt[:, :, None] * g.dt_b[:, None, :])
+    dT_b /= speed[:, None, None]
+    u = tangent - np.sum(tangent * n, axis=1)[:, None] * n
+    u_norm = np.linalg.norm(u, axis=1)
+    proj_1 = np.eye(3)[None] - t1[:, :, None] * t1[:, None, :]
+    out = [dn_a, dn_b]
+    dt1 = []
+    for dT, dn in ((dT_a, dn_a), (dT_b, dn_b)):
+        du = dT - np.einsum("ki,kin->kn", n, dT)[:, None, :] * n[:, :, None]
+        du -= np.einsum("ki,kin->kn", tangent, dn)[:, None, :] * n[:, :, None]
+        du -= np.sum(tangent * n, axis=1)[:, None, None] * dn
+        dt1.append(np.einsum("kij,kjn->kin", proj_1, du) / u_norm[:, None, None])
+    out += dt1
+    for dn, d1 in ((dn_a, dt1[0]), (dn_b, dt1[1])):
+        out.append(np.cross(dn, t1[:, :, None], axis=1) + np.cross(n[:, :, None], d1, axis=1))
+    dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b = out
+    return dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b
+
+
+def _hermite(t: np.ndarray):
+    """Cubic Hermite basis (h00, h10, h01, h11) and its first and second derivatives at t."""
+    t2, t3 = t * t, t * t * t
+    h = (2 * t3 - 3 * t2 + 1, t3 - 2 * t2 + t, -2 * t3 + 3 * t2, t3 - t2)
+    dh = (6 * t2 - 6 * t, 3 * t2 - 4 * t + 1, -6 * t2 + 6 * t, 3 * t2 - 2 * t)
+    ddh = (12 * t - 6, 6 * t - 4, -12 * t + 6, 6 * t - 2)
+    return h, dh, ddh
+
+
+@numba.njit(cache=True)
+def _closest_points_kernel(points, vertices, tangents, newton_iterations):
+    """Loop form of `closest_points_on_centreline_reference` (same iteration per segment): the numpy version
+    spent ≈ 1.4 ms per evaluation on (k × S × 3) temporaries, a third of a twisted-rods step."""
+    k = points.shape[0]
+    n_seg = vertices.shape[0] - 1
+    seg_out = np.zeros(k, dtype=np.int64)
+    t_out = np.zeros(k)
+    c_out = np.zeros((k, 3))
+    tan_out = np.zeros((k, 3))
+    c = np.empty(3)
+    dc = np.empty(3)
+    best_c = np.empty(3)
+    best_dc = np.empty(3)
+    for a in range(k):
+        best = np.inf
+        for s in range(n_seg):
+            chord2 = 0.0
+            proj = 0.0
+            for i in range(3):
+                e = vertices[s + 1, i] - vertices[s, i]
+                chord2 += e * e
+                proj += (points[a, i] - vertices[s, i]) * e
+            chord = np.sqrt(chord2)
+            t = min(max(proj / max(chord2, 1e-300), 0.0), 1.0)
+            for it in range(newton_iterations + 1):
+                t2 = t * t
+                t3 = t2 * t
+                h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1, t3 - 2 * t2 + t, -2 * t3 + 3 * t2, t3 - t2
+                d00, d10, d01, d11 = 6 * t2 - 6 * t, 3 * t2 - 4 * t + 1, -6 * t2 + 6 * t, 3 * t2 - 2 * t
+                e00, e10, e01, e11 = 12 * t - 6, 6 * t - 4, -12 * t + 6, 6 * t - 2
+                grad = 0.0
+                dcdc = 0.0
+                diffddc = 0.0
+                d2 = 0.0
+                for i in range(3):
+                    p0, p1 = vertices[s, i], vertices[s + 1, i]
+                    m0, m1 = chord * tangents[s, i], chord * tangents[s + 1, i]
+                    c[i] = h00 * p0 + h10 * m0 + h01 * p1 + h11 * m1
+                    dc[i] = d00 * p0 + d10 * m0 + d01 * p1 + d11 * m1
+                    ddc = e00 * p0 + e10 * m0 + e01 * p1 + e11 * m1
+                    diff = c[i] - points[a, i]
+                    grad += diff * dc[i]
+                    dcdc += dc[i] * dc[i]
+                    diffddc += diff * ddc
+                    d2 += diff * diff
+                if it == newton_iterations:
+                    break
+                curv = dcdc + diffddc
+                t = min(max(t - grad / (curv if curv > 0 else dcdc), 0.0), 1.0)
+            if d2 < best:
+                best = d2
+                seg_out[a] = s
+                t_out[a] = t
+                for i in range(3):
+                    best_c[i] = c[i]
+                    best_dc[i] = dc[i]
+        norm = np.sqrt(best_dc[0] ** 2 + best_dc[1] ** 2 + best_dc[2] ** 2)
+        for i in range(3):
+            c_out[a, i] = best_c[i]
+            tan_out[a, i] = best_dc[i] / norm
+    return seg_out, t_out, c_out, tan_out
+
+
+def closest_points_on_centreline(
+    points: np.ndarray, vertices: np.ndarray, tangents: np.ndarray, newton_iterations: int = 6
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`closest_points_on_centreline_reference` as a numba kernel (the tests compare the two)."""
+    return _closest_points_kernel(
+        np.ascontiguousarray(points), np.ascontiguousarray(vertices), np.ascontiguousarray(tangents), newton_iterations
+    )
+
+
+def closest_points_on_centreline_reference(
+    points: np.ndarray, vertices: np.ndarray, tangents: np.ndarray, newton_iterations: int = 6
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For each point, the closest point of the C¹ centreline through `vertices` with unit `tangents`
+    (cubic Hermite per segment, c(t) = h00 P_i + h10 ℓ T_i + h01 P_i+1 + h11 ℓ T_i+1, ℓ = |P_i+1 − P_i|).
+
+    Why not the polyline: a rod lying across a bent rod sits in a "valley" vertex of the polyline, where the
+    distance is the minimum of two segments' distances — a kink at which the normal jumps and Newton
+    oscillates between the segments (measured: the rod-on-rod step stalled at ‖r‖ ≈ 2e-4 even with the exact
+    Jacobian). The Hermite curve is C¹ with the sweep's own tangents, so the closest point moves smoothly.
+    Returns (segment, t ∈ [0, 1], closest point c, unit tangent c′/‖c′‖)."""
+    P0, P1 = vertices[:-1], vertices[1:]
+    chord = np.linalg.norm(P1 - P0, axis=1)  # (S,)
+    M0 = chord[:, None] * tangents[:-1]
+    M1 = chord[:, None] * tangents[1:]
+    e = P1 - P0
+    rel = points[:, None, :] - P0[None, :, :]  # (k,S,3)
+    t = np.clip(np.einsum("ksi,si->ks", rel, e) / np.maximum(chord**2, 1e-300), 0.0, 1.0)
+    for _ in range(newton_iterations):  # minimise ½|c(t) − p|² on each segment
+        (h00, h10, h01, h11), (d00, d10, d01, d11), (e00, e10, e01, e11) = _hermite(t)
+        c = h00[..., None] * P0 + h10[..., None] * M0 + h01[..., None] * P1 + h11[..., None] * M1
+        dc = d00[..., None] * P0 + d10[..., None] * M0 + d01[..., None] * P1 + d11[..., None] * M1
+        ddc = e00[..., None] * P0 + e10[..., None] * M0 + e01[..., None] * P1 + e11[..., None] * M1
+        diff = c - points[:, None, :]
+        grad = np.einsum("ksi,ksi->ks", diff, dc)
+        curv = np.einsum("ksi,ksi->ks", dc, dc) + np.einsum("ksi,ksi->ks", diff, ddc)
+        t = np.clip(t - grad / np.where(curv > 0, curv, np.einsum("ksi,ksi->ks", dc, dc)), 0.0, 1.0)
+    (h00, h10, h01, h11), (d00, d10, d01, d11), _ = _hermite(t)
+    c = h00[..., None] * P0 + h10[..., None] * M0 + h01[..., None] * P1 + h11[..., None] * M1
+    d2 = np.sum((points[:, None, :] - c) ** 2, axis=2)
+    seg = np.argmin(d2, axis=1)
+    rows = np.arange(points.shape[0])
+    ts = t[rows, seg]
+    (_, _, _, _), (d00, d10, d01, d11), _ = _hermite(ts)
+    dc = d00[:, None] * P0[seg] + d10[:, None] * M0[seg] + d01[:, None] * P1[seg] + d11[:, None] * M1[seg]
+    return seg, ts, c[rows, seg], dc / np.linalg.norm(dc, axis=1)[:, None]
+
+
+def _cross_columns(w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """w[:, :, n] × v for every column n: (k,3,N) × (k,3) -> (k,3,N) (np.cross's axis handling cost more than
+    the product here)."""
+    out = np.empty_like(w)
+    out[:, 0] = w[:, 1] * v[:, 2, None] - w[:, 2] * v[:, 1, None]
+    out[:, 1] = w[:, 2] * v[:, 0, None] - w[:, 0] * v[:, 2, None]
+    out[:, 2] = w[:, 0] * v[:, 1, None] - w[:, 1] * v[:, 0, None]
+    return out
+
+
+def _centreline_point_jacobians(kin_b: Kinematics, seg: np.ndarray, t: np.ndarray, jp0, jp1):
+    """Velocity Jacobians (k,3,N) of the Hermite point c(t) and of its tangent c′(t), t held, and c′, c″ (k,3).
+
+    c = Σ h·P + ℓ h·T with ∂P = J_P, ∂T = ω × T (ω = R J_ω) and ∂ℓ = eᵀ(J_P,i+1 − J_P,i) (e the unit chord)."""
+    (h00, h10, h01, h11), (d00, d10, d01, d11), (e00, e10, e01, e11) = _hermite(t)
+    R0, R1 = kin_b.R[seg], kin_b.R[seg + 1]
+    T0, T1 = R0[:, :, 0], R1[:, :, 0]
+    P0, P1 = kin_b.p[seg], kin_b.p[seg + 1]
+    chord = np.linalg.norm(P1 - P0, axis=1)
+    e = (P1 - P0) / chord[:, None]
+    w0 = np.einsum("kij,kjn->kin", R0, kin_b.J[seg, 0:3])
+    w1 = np.einsum("kij,kjn->kin", R1, kin_b.J[seg + 1, 0:3])
+    dT0 = _cross_columns(w0, T0)  # ∂T = ω × T
+    dT1 = _cross_columns(w1, T1)
+    dchord = np.einsum("ki,kin->kn", e, jp1 - jp0)
+
+    def combine(b00, b10, b01, b11):
+        jac = b00[:, None, None] * jp0 + b01[:, None, None] * jp1
+        jac += (chord * b10)[:, None, None] * dT0 + (chord * b11)[:, None, None] * dT1
+        jac += (b10[:, None] * T0 + b11[:, None] * T1)[:, :, None] * dchord[:, None, :]
+        vec = b00[:, None] * P0 + b01[:, None] * P1 + chord[:, None] * (b10[:, None] * T0 + b11[:, None] * T1)
+        return jac, vec
+
+    jac_c, _ = combine(h00, h10, h01, h11)
+    jac_ct, c_t = combine(d00, d10, d01, d11)
+    _, c_tt = combine(e00, e10, e01, e11)
+    return jac_c, jac_ct, c_t, c_tt
+
+
+def pair_query(system: RodSystem, p: int, kin_a: Kinematics, kin_b: Kinematics) -> PairQuery:
+    pair = system.pairs[p]
+    ma, mb = system.models[pair.a], system.models[pair.b]
+    idx = system.pair_index[p]
+    pa = kin_a.p[idx]
+    seg, t, foot, tangent_b = closest_points_on_centreline(pa, kin_b.p, kin_b.R[:, :, 0])
+    d = pa - foot
+    dist = np.linalg.norm(d, axis=1)
+    small = dist < 1e-14
+    # degenerate (centrelines intersect): any direction normal to B's tangent
+    fallback = np.cross(tangent_b, np.array([0.0, 0.0, 1.0]))
+    normal = np.where(small[:, None], fallback, d / np.where(small, 1.0, dist)[:, None])
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    t1, t2 = _tangent_basis(normal, tangent_b)
+    x_b = mb.grid.x_points
+    r_b = mb.rod.radius_m((1.0 - t) * x_b[seg] + t * x_b[seg + 1])
+    gap = dist - system.pair_radius_m[p] - r_b
+    jp_a, jc_a = _contact_point_jacobians(
+        kin_a.R, kin_a.J, idx, -system.pair_radius_m[p][:, None] * normal, ma.grid.section_of_point
+    )
+    offset_b = r_b[:, None] * normal
+    seg64 = seg.astype(np.int64)
+    jp0, jc0 = _contact_point_jacobians(kin_b.R, kin_b.J, seg64, offset_b, mb.grid.section_of_point)
+    jp1, jc1 = _contact_point_jacobians(kin_b.R, kin_b.J, seg64 + 1, offset_b, mb.grid.section_of_point)
+    jp_b, jct_b, c_t, c_tt = _centreline_point_jacobians(kin_b, seg, t, jp0, jp1)
+    # contact point c + r_B n: the centreline point's velocity plus the section's (interpolated) ω × r_B n
+    w0, w1 = (1.0 - t)[:, None, None], t[:, None, None]
+    jc_b = jp_b + w0 * (jc0 - jp0) + w1 * (jc1 - jp1)
+    # ∂gap/∂q: nᵀ(J_pA − J_c) exactly at an interior closest point (c′ ⟂ n), minus the taper term
+    # r_B′·∂x′/∂q for a tapered B, with ∂t from the stationarity (c − p)·c′ = 0 (implicit function theorem)
+    gap_a = np.einsum("ki,kin->kn", normal, jp_a)
+    gap_b = -np.einsum("ki,kin->kn", normal, jp_b)
+    dr_dt = mb.rod.radius_m(x_b[seg + 1]) - mb.rod.radius_m(x_b[seg])  # linear taper: exact
+    diff = foot - pa
+    g_t = np.sum(c_t * c_t, axis=1) + np.sum(diff * c_tt, axis=1)
+    moving = ((t > 0.0) & (t < 1.0))[:, None]  # at a clipped end (B's tip or base) t does not move
+    dt_a = np.where(moving, np.einsum("ki,kin->kn", c_t, jp_a) / g_t[:, None], 0.0)
+    dt_b = np.where(
+        moving, -(np.einsum("ki,kin->kn", c_t, jp_b) + np.einsum("ki,kin->kn", diff, jct_b)) / g_t[:, None], 0.0
+    )
+    gap_a -= dr_dt[:, None] * dt_a
+    gap_b -= dr_dt[:, None] * dt_b
+    geometry = _PairGeometry(dist, c_t, c_tt, jct_b, dt_a, dt_b)
+    return PairQuery(gap, normal, t1, t2, seg, t, jp_a, jc_a, jp_b, jc_b, gap_a, gap_b, geometry)
+
+
+def _regular_law(smoothing: Smoothing) -> Smoothing | None:
+    """The Heaviside law that a trigonometric smoothing is iterated on (None: iterate the smoothing itself)."""
+    if smoothing.kind != "trigonometric":
+        return None
+    return Smoothing("heaviside", tangent_epsilon=smoothing.tangent_epsilon)
+
+
+@dataclass
+class _PairEvaluation:
+    query: PairQuery
+    force: np.ndarray  # (k,3) on A (B gets −force)
+    slip: np.ndarray  # (k,2)
+    r_gap: np.ndarray
+    r_slip: np.ndarray
+    laws: tuple
+
+
+class SystemStepProblem:
+    """The one nonlinear system of a step of all rods: per-rod `StepProblem`s plus the pair contacts."""
+
+    def __init__(self, system: RodSystem, state: RodSystemState, dt_s: float, base_alpha_next, regular: bool = False):
+        """`regular`: exact (trigonometric) smoothings are replaced by the Heaviside maps, whose slacks are the
+        regular coordinates of the trigonometric ones (see `_single_system_step`)."""
+        self.system, self.h = system, dt_s
+        self.rods = [
+            StepProblem(
+                model,
+                rod_state,
+                dt_s,
+                None if base_alpha_next is None else base_alpha_next[i],
+                _regular_law(model.contact.smoothing) if regular and model.contact is not None else None,
+            )
+            for i, (model, rod_state) in enumerate(zip(system.models, state.rods, strict=True))
+        ]
+        self.pair_laws = [
+            (_regular_law(pair.smoothing) if regular else None) or pair.smoothing for pair in system.pairs
+        ]
+        sizes = [r.n_free + 3 * r.k + r.n_c for r in self.rods]
+        self.rod_offset = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        self.pair_k = [pair.m_sections + 1 for pair in system.pairs]
+        self.pair_offset = (
+            self.rod_offset[-1] + np.concatenate([[0], np.cumsum([3 * k for k in self.pair_k])])
+        ).astype(int)
+        self.size = int(self.pair_offset[-1])
+        self.scales = [pair_scales(system, pair, dt_s) for pair in system.pairs]
+        self.frame_terms = False  # NewtonSettings.contact_frame_terms: pair frame turning in the matrix
+        self._cache: tuple[bytes, tuple] | None = None
+
+    # --- packing ---------------------------------------------------------------------------------------------
+    def rod_x(self, x: np.ndarray, i: int) -> np.ndarray:
+        return x[self.rod_offset[i] : self.rod_offset[i + 1]]
+
+    def pair_slack(self, x: np.ndarray, p: int) -> np.ndarray:
+        return x[self.pair_offset[p] : self.pair_offset[p + 1]].reshape(-1, 3)
+
+    def pack(self, rod_x: Sequence[np.ndarray], pair_slacks: Sequence[np.ndarray]) -> np.ndarray:
+        return np.concatenate([*rod_x, *(s.reshape(-1) for s in pair_slacks), np.zeros(0)])
+
+    # --- evaluation ------------------------------------------------------------------------------------------
+    def evaluate(self, x: np.ndarray) -> tuple:
+        """Per rod (r_dyn with the pair forces, contact, kin, v), per pair `_PairEvaluation`; cached."""
+        key = x.tobytes()
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        rods = []
+        for i, sub in enumerate(self.rods):
+            xi = self.rod_x(x, i)
+            r_dyn, contact, kin = sub.evaluate(xi)
+            rods.append([r_dyn.copy(), contact, kin, sub.unpack(xi)[0]])
+        pairs = []
+        for p, pair in enumerate(self.system.pairs):
+            sc = self.scales[p]
+            a, b = rods[pair.a], rods[pair.b]
+            q = pair_query(self.system, p, a[2], b[2])
+            slack = self.pair_slack(x, p)
+            kind, sharpness, eps = smoothing_arguments(self.pair_laws[p])
+            laws = contact_laws(
+                kind, sharpness, eps, pair.friction_coefficient, sc.force_n, slack, q.normal, q.t1, q.t2
+            )
+            force = laws[11]
+            vel = np.einsum("kin,n->ki", q.jac_contact_a, a[3]) - np.einsum("kin,n->ki", q.jac_contact_b, b[3])
+            slip = np.column_stack([np.sum(q.t1 * vel, axis=1), np.sum(q.t2 * vel, axis=1)])
+            a[0] -= self.h * np.einsum("kin,ki->n", q.jac_contact_a, force)
+            b[0] += self.h * np.einsum("kin,ki->n", q.jac_contact_b, force)
+            pairs.append(
+                _PairEvaluation(q, force, slip, q.gap_m / sc.gap_m - laws[2], slip / sc.slip_m_s - laws[7], laws)
+            )
+        out = (rods, pairs)
+        self._cache = (key, out)
+        return out
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        rods, pairs = self.evaluate(x)
+        parts = []
+        for sub, (r_dyn, contact, kin, _) in zip(self.rods, rods, strict=True):
+            if sub._row_scale is None:
+                sub._iteration_matrix(kin)
+            parts.append(r_dyn[sub.free] * sub._row_scale)
+            if contact is not None:
+                parts.append(np.column_stack([contact["r_gap"], contact["r_slip"]]).reshape(-1))
+            if sub.n_c:
+                m = sub.model
+                parts.append(
+                    constraint_residual(m.constraints, m.constraint_index, kin.R, kin.p) * sub.constraint_row_scale
+                )
+        for ev in pairs:
+            parts.append(np.column_stack([ev.r_gap, ev.r_slip]).reshape(-1))
+        return np.concatenate(parts)
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """Block-diagonal per-rod Newton matrices plus the analytic pair rows and columns."""
+        rods, pairs = self.evaluate(x)
+        jac = np.zeros((self.size, self.size))
+        for i, sub in enumerate(self.rods):
+            sl = slice(self.rod_offset[i], self.rod_offset[i + 1])
+            jac[sl, sl] = sub.jacobian(self.rod_x(x, i))
+        h = self.h
+        for p, (pair, ev) in enumerate(zip(self.system.pairs, pairs, strict=True)):
+            sc, q = self.scales[p], ev.query
+            laws = ev.laws
+            dgap_map, dbound_dun, dslip_da, dslip_du = laws[3], laws[4], laws[8], laws[10]
+            df_dun, df_dut = laws[12], laws[13]
+            cols = self.pair_offset[p] + 3 * np.arange(self.pair_k[p])
+            c0, c1 = self.pair_offset[p], self.pair_offset[p + 1]
+            basis_t = np.stack([q.t1, q.t2], axis=1)  # (k,2,3)
+            for rod, sign, jc, gap_grad in (
+                (pair.a, 1.0, q.jac_contact_a, q.gap_grad_a),
+                (pair.b, -1.0, q.jac_contact_b, q.gap_grad_b),
+            ):
+                sub = self.rods[rod]
+                rows = slice(self.rod_offset[rod], self.rod_offset[rod] + sub.n_free)
+                jcf = jc[:, :, sub.free]
+                scale = -sign * h * sub._row_scale[:, None]
+                jac[rows, c0:c1:3] = scale * np.einsum("kin,ki->nk", jcf, df_dun)
+                jtd = np.einsum("kin,kib->nkb", jcf, df_dut)
+                jac[rows, c0 + 1 : c1 : 3] = scale * jtd[:, :, 0]
+                jac[rows, c0 + 2 : c1 : 3] = scale * jtd[:, :, 1]
+                jac[c0:c1:3, rows] = h * gap_grad[:, sub.free] / sc.gap_m
+                jt = sign * np.einsum("kai,kin->kan", basis_t, jcf) / sc.slip_m_s
+                jac[c0 + 1 : c1 : 3, rows] = jt[:, 0]
+                jac[c0 + 2 : c1 : 3, rows] = jt[:, 1]
+            if self.frame_terms:
+                self._add_frame_turning(jac, p, ev, rods)
+            jac[cols, cols] = -dgap_map
+            dslip_dun = dslip_da * dbound_dun[:, None]
+            for b in range(2):
+                jac[cols + 1 + b, cols] = -dslip_dun[:, b]
+                jac[cols + 1 + b, cols + 1] = -dslip_du[:, b, 0]
+                jac[cols + 1 + b, cols + 2] = -dslip_du[:, b, 1]
+        return jac
+
+    def _add_frame_turning(self, jac: np.ndarray, p: int, ev: _PairEvaluation, rods: list) -> None:
+        """The turning of the pair frame (n, t1, t2) with the configuration, at touching nodes: in the force
+        F = σ(Λ_n n + Λ_t1 t1 + Λ_t2 t2) on both rods' dynamic rows and in the slip rows tᵀ(v_A,c − v_B,c)
+        (q = q_prev + h q̇, so ∂/∂q̇ = h ∂/∂q). `pair_frame_derivatives` is exact (test)."""
+        pair, q, h, sc = self.system.pairs[p], ev.query, self.h, self.scales[p]
+        lam_n, lam_t = ev.laws[0], ev.laws[5]
+        touching = (lam_n > 0.0).astype(float)
+        dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b = pair_frame_derivatives(q)
+        vel = np.einsum("kin,n->ki", q.jac_contact_a, rods[pair.a][3]) - np.einsum(
+            "kin,n->ki", q.jac_contact_b, rods[pair.b][3]
+        )
+        cols_pair = self.pair_offset[p] + 3 * np.arange(self.pair_k[p])
+        for col_rod, dn, dt1, dt2 in ((pair.a, dn_a, dt1_a, dt2_a), (pair.b, dn_b, dt1_b, dt2_b)):
+            col_sub = self.rods[col_rod]
+            cols = self.rod_offset[col_rod] + np.arange(col_sub.n_free)
+            free = col_sub.free
+            dforce = (
+                sc.force_n
+                * touching[:, None, None]
+                * (
+                    lam_n[:, None, None] * dn[:, :, free]
+                    + lam_t[:, 0, None, None] * dt1[:, :, free]
+                    + lam_t[:, 1, None, None] * dt2[:, :, free]
+                )
+            )
+            for row_rod, sign, jc in ((pair.a, 1.0, q.jac_contact_a), (pair.b, -1.0, q.jac_contact_b)):
+                row_sub = self.rods[row_rod]
+                rows = self.rod_offset[row_rod] + np.arange(row_sub.n_free)
+                geo = np.einsum("kin,kim->nm", jc[:, :, row_sub.free], dforce)
+                jac[np.ix_(rows, cols)] += -sign * h * h * row_sub._row_scale[:, None] * geo
+            for b, dt in enumerate((dt1, dt2)):
+                slip_turn = np.einsum("ki,kin->kn", vel * touching[:, None], dt[:, :, free])
+                jac[np.ix_(cols_pair + 1 + b, cols)] += h * slip_turn / sc.slip_m_s
+
+    def residual_and_lazy_jacobian(self, x: np.ndarray):
+        return self.residual(x), lambda: self.jacobian(x)
+
+
+@dataclass
+class PairInfo:
+    """Per pair node: the world force on rod A (rod B gets the opposite), gap and relative slip."""
+
+    force_n: np.ndarray  # (k,3)
+    gap_m: np.ndarray  # (k,)
+    slip_m_s: np.ndarray  # (k,2)
+    segment_b: np.ndarray  # (k,) closest segment of B (sweep points i, i+1)
+
+
+@dataclass
+class SystemStepInfo:
+    iterations: int
+    residual: float
+    rods: list[StepInfo]  # base wrench includes the pair forces
+    pairs: list[PairInfo]
+    substeps: int = 1
+
+
+def step_rods(
+    system: RodSystem,
+    state: RodSystemState,
+    dt_s: float,
+    settings: NewtonSettings = _DEFAULT_NEWTON,
+    base_alpha_next: Sequence[np.ndarray | None] | None = None,
+    max_halvings: int = 5,
+) -> SystemStepInfo:
+    """Advance all rods by one implicit-Euler step (in place); halve on non-convergence as `dynamics.step`,
+    then raise `ConvergenceError` with the state untouched."""
+    if not dt_s > 0:
+        raise ValueError(f"dt_s must be > 0, got {dt_s!r}")
+    if base_alpha_next is not None and len(base_alpha_next) != len(system.models):
+        raise ValueError(f"base_alpha_next needs one entry (or None) per rod: {len(system.models)} expected")
+    try:
+        return _single_system_step(system, state, dt_s, settings, base_alpha_next)
+    except ConvergenceError:
+        if max_halvings <= 0:
+            raise
+    log.debug("t=%.4f s: system step %.2e s did not converge; two half steps", state.t_s, dt_s)
+    backup = state.copy()
+    mid = None
+    if base_alpha_next is not None:
+        mid = [
+            None if target is None else 0.5 * (s.q[0:6] + np.asarray(target, float))
+            for s, target in zip(state.rods, base_alpha_next, strict=True)
+        ]
+    try:
+        first = step_rods(system, state, 0.5 * dt_s, settings, mid, max_halvings - 1)
+        second = step_rods(system, state, 0.5 * dt_s, settings, base_alpha_next, max_halvings - 1)
+    except ConvergenceError:
+        state.t_s = backup.t_s
+        for rod_state, saved in zip(state.rods, backup.rods, strict=True):  # in place: callers hold these
+            rod_state.t_s, rod_state.q, rod_state.v, rod_state.slack = saved.t_s, saved.q, saved.v, saved.slack
+        for p, saved in enumerate(backup.pair_slack):
+            state.pair_slack[p] = saved
+        raise
+    second.iterations += first.iterations
+    second.substeps += first.substeps
+    return second
+
+
+def _uses_regular_coordinates(system: RodSystem, settings: NewtonSettings) -> bool:
+    kinds = [m.contact.smoothing.kind for m in system.models if m.contact is not None]
+    kinds += [pair.smoothing.kind for pair in system.pairs]
+    return settings.regular_slack_coordinates and "trigonometric" in kinds
+
+
+def _to_regular(smoothing: Smoothing, mu: float, slack: np.ndarray) -> np.ndarray:
+    return regular_from_slack(smoothing, mu, slack) if smoothing.kind == "trigonometric" else slack
+
+
+def _from_regular(smoothing: Smoothing, mu: float, slack: np.ndarray) -> np.ndarray:
+    if smoothing.kind != "trigonometric":
+        return slack
+    return trigonometric_slack_from_regular(smoothing.sharpness, mu, np.ascontiguousarray(slack))
+
+
+def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> SystemStepInfo:
+    regular = _uses_regular_coordinates(system, settings)
+    problem = SystemStepProblem(system, state, dt_s, base_alpha_next, regular)
+    problem.frame_terms = settings.contact_frame_terms
+    for sub in problem.rods:
+        sub.frame_terms = settings.contact_frame_terms
+    rod_x, guesses = [], []
+    for model, sub, rod_state in zip(system.models, problem.rods, state.rods, strict=True):
+        v_guess = rod_state.v.copy()
+        if model.base == "clamped":
+            v_guess[0:6] = sub.v_fixed[0:6]
+        guesses.append(v_guess)
+        slack = rod_state.slack
+        if regular and model.contact is not None:
+            slack = _to_regular(model.contact.smoothing, model.contact.friction_coefficient, slack)
+        rod_x.append(sub.pack(v_guess, _predicted_slack(model, slack, v_guess, dt_s, sub)))
+    pair_slacks = []
+    for p, pair in enumerate(system.pairs):
+        slack = state.pair_slack[p].copy()
+        if regular:
+            slack = _to_regular(pair.smoothing, pair.friction_coefficient, slack)
+        separated = slack[:, 0] < 0
+        if np.any(separated):  # as `_predicted_slack`: gap at q + h q̇ for separated nodes
+            ka = problem.rods[pair.a].kinematics_at(guesses[pair.a])
+            kb = problem.rods[pair.b].kinematics_at(guesses[pair.b])
+            gap = pair_query(system, p, ka, kb).gap_m
+            slack[separated, 0] = -gap[separated] / problem.scales[p].gap_m
+        pair_slacks.append(slack)
+    x0 = problem.pack(rod_x, pair_slacks)
+    # no finite-difference / Levenberg–Marquardt fallback for systems (a dense FD Jacobian of ~300 unknowns per
+    # stalled step); halving and ConvergenceError remain
+    settings_plain = NewtonSettings(
+        tolerance=settings.tolerance,
+        max_iterations=settings.max_iterations,
+        line_search_steps=settings.line_search_steps,
+        nonmonotone_steps=settings.nonmonotone_steps,
+    )
+    result = solve(problem.residual_and_lazy_jacobian, x0, settings_plain)
+    if regular:
+        problem, result = _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result, settings)
+    rods, pairs = problem.evaluate(result.x)
+    infos = []
+    for i, (model, sub, rod_state) in enumerate(zip(system.models, problem.rods, state.rods, strict=True)):
+        xi = problem.rod_x(result.x, i)
+        v, slack = sub.unpack(xi)
+        r_dyn, contact, kin, _ = rods[i]
+        rod_state.q = rod_state.q + dt_s * v
+        rod_state.v = v
+        rod_state.slack = slack.copy()
+        rod_state.t_s += dt_s
+        k = model.n_contact_nodes
+        infos.append(
+            StepInfo(
+                iterations=result.iterations,
+                residual=result.residual_norm,
+                used_fallback=result.used_fallback,
+                base_wrench=base_wrench(model, rod_state.q, r_dyn / dt_s, kin),
+                contact_force_n=contact["force"] if contact else np.zeros((k, 3)),
+                contact_gap_m=contact["query"].gap_m if contact else np.zeros(k),
+                contact_slip_m_s=contact["slip"] if contact else np.zeros((k, 2)),
+                constraint_multipliers=sub.multipliers(xi),
+            )
+        )
+    pair_infos = []
+    for p, ev in enumerate(pairs):
+        state.pair_slack[p] = problem.pair_slack(result.x, p).copy()
+        pair_infos.append(PairInfo(ev.force.copy(), ev.query.gap_m.copy(), ev.slip.copy(), ev.query.segment.copy()))
+    state.t_s += dt_s
+    return SystemStepInfo(result.iterations, result.residual_norm, infos, pair_infos)
+
+
+def _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result, settings):
+    """Map a regular-coordinate solution to the model's (trigonometric) slacks and accept it only if the
+    system's own residual there, with the same row scales, meets the tolerance (as `dynamics._single_step`)."""
+    own = SystemStepProblem(system, state, dt_s, base_alpha_next)
+    for sub in own.rods:
+        sub.frame_terms = settings.contact_frame_terms
+    x = result.x.copy()
+    for i, (model, sub, own_sub) in enumerate(zip(system.models, problem.rods, own.rods, strict=True)):
+        own_sub._row_scale = sub._row_scale
+        if model.contact is None:
+            continue
+        sl = slice(problem.rod_offset[i] + sub.n_free, problem.rod_offset[i] + sub.n_free + 3 * sub.k)
+        c = model.contact
+        x[sl] = _from_regular(c.smoothing, c.friction_coefficient, x[sl].reshape(-1, 3)).reshape(-1)
+    for p, pair in enumerate(system.pairs):
+        sl = slice(problem.pair_offset[p], problem.pair_offset[p + 1])
+        x[sl] = _from_regular(pair.smoothing, pair.friction_coefficient, x[sl].reshape(-1, 3)).reshape(-1)
+    residual = float(np.max(np.abs(own.residual(x))))
+    if residual > settings.tolerance:
+        raise ConvergenceError(
+            f"the trigonometric residual at the mapped regular-coordinate solution is {residual:.3e} > "
+            f"tolerance {settings.tolerance:.1e}"
+        )
+    return own, NewtonResult(x, result.iterations, residual, result.used_fallback)
