@@ -389,14 +389,21 @@ class ContactScales:
     slip_m_s: float
 
 
-def contact_scales(model: RodModel, dt_s: float) -> ContactScales:
-    c = model.contact
-    node_mass = model.rod.mass_kg() / c.m_sections
+def slack_scales(model: RodModel, settings, dt_s: float) -> ContactScales:
+    """Scale factors σ_λ, σ_δ, σ_v of the contact nodes of `model` under `settings` (a `ContactSettings` or a
+    pair contact: anything with m_sections and the three optional scales). Defaults are inertial: one node's
+    weight, and the gap and slip that force produces on one node in one step (σ_λh²/m, σ_λh/m), so one slack
+    unit moves every row comparably."""
+    node_mass = model.rod.mass_kg() / settings.m_sections
     g_ref = max(float(np.linalg.norm(model.gravity_m_s2)), 1.0)
-    force = c.force_scale_n if c.force_scale_n is not None else node_mass * g_ref
-    gap = c.gap_scale_m if c.gap_scale_m is not None else force * dt_s**2 / node_mass
-    slip = c.slip_scale_m_s if c.slip_scale_m_s is not None else force * dt_s / node_mass
+    force = settings.force_scale_n if settings.force_scale_n is not None else node_mass * g_ref
+    gap = settings.gap_scale_m if settings.gap_scale_m is not None else force * dt_s**2 / node_mass
+    slip = settings.slip_scale_m_s if settings.slip_scale_m_s is not None else force * dt_s / node_mass
     return ContactScales(force, gap, slip)
+
+
+def contact_scales(model: RodModel, dt_s: float) -> ContactScales:
+    return slack_scales(model, model.contact, dt_s)
 
 
 @dataclass

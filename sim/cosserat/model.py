@@ -43,14 +43,19 @@ class ContactSettings:
     def __post_init__(self) -> None:
         if not self.obstacles:
             raise RodParameterError("contact needs at least one obstacle")
-        if not self.friction_coefficient >= 0:
-            raise RodParameterError(f"friction_coefficient must be >= 0, got {self.friction_coefficient!r}")
-        if not (isinstance(self.m_sections, int) and self.m_sections >= 1):
-            raise RodParameterError(f"contact m_sections must be an integer >= 1, got {self.m_sections!r}")
-        for key in ("force_scale_n", "gap_scale_m", "slip_scale_m_s"):
-            value = getattr(self, key)
-            if value is not None and not value > 0:
-                raise RodParameterError(f"contact {key} must be > 0 (or None for the default), got {value!r}")
+        check_contact_law("contact", self)
+
+
+def check_contact_law(what: str, law) -> None:
+    """Validate the fields an obstacle contact and a rod–rod pair share (friction, m, the slack scales)."""
+    if not law.friction_coefficient >= 0:
+        raise RodParameterError(f"{what} friction_coefficient must be >= 0, got {law.friction_coefficient!r}")
+    if not (isinstance(law.m_sections, int) and law.m_sections >= 1):
+        raise RodParameterError(f"{what} m_sections must be an integer >= 1, got {law.m_sections!r}")
+    for key in ("force_scale_n", "gap_scale_m", "slip_scale_m_s"):
+        value = getattr(law, key)
+        if value is not None and not value > 0:
+            raise RodParameterError(f"{what} {key} must be > 0 (or None for the default), got {value!r}")
 
 
 @dataclass(frozen=True, eq=False)

@@ -50,14 +50,16 @@ from sim.cosserat._slack_kernels import (
 )
 from sim.cosserat.constraints import constraint_residual
 from sim.cosserat.dynamics import (
+    ContactScales,
     Kinematics,
     StepInfo,
     StepProblem,
     _contact_point_jacobians,
     _predicted_slack,
     base_wrench,
+    slack_scales,
 )
-from sim.cosserat.model import RodModel, RodState
+from sim.cosserat.model import RodModel, RodState, check_contact_law
 from sim.cosserat.newton import ConvergenceError, NewtonResult, NewtonSettings, solve
 from sim.cosserat.obstacles import _tangent_basis
 from sim.cosserat.rod import RodParameterError
@@ -93,14 +95,7 @@ class PairContact:
     def __post_init__(self) -> None:
         if self.a == self.b:
             raise RodParameterError(f"pair contact needs two different rods, got a = b = {self.a}")
-        if not self.friction_coefficient >= 0:
-            raise RodParameterError(f"pair friction_coefficient must be >= 0, got {self.friction_coefficient!r}")
-        if not (isinstance(self.m_sections, int) and self.m_sections >= 1):
-            raise RodParameterError(f"pair m_sections must be an integer >= 1, got {self.m_sections!r}")
-        for key in ("force_scale_n", "gap_scale_m", "slip_scale_m_s"):
-            value = getattr(self, key)
-            if value is not None and not value > 0:
-                raise RodParameterError(f"pair {key} must be > 0 (or None for the default), got {value!r}")
+        check_contact_law("pair", self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,21 +167,9 @@ def initial_system_state(system: RodSystem, rods: Sequence[RodState]) -> RodSyst
     return RodSystemState(t, [r.copy() for r in rods], slacks)
 
 
-@dataclass(frozen=True)
-class PairScales:
-    force_n: float
-    gap_m: float
-    slip_m_s: float
-
-
-def pair_scales(system: RodSystem, pair: PairContact, dt_s: float) -> PairScales:
-    ma = system.models[pair.a]
-    node_mass = ma.rod.mass_kg() / pair.m_sections
-    g_ref = max(float(np.linalg.norm(ma.gravity_m_s2)), 1.0)
-    force = pair.force_scale_n if pair.force_scale_n is not None else node_mass * g_ref
-    gap = pair.gap_scale_m if pair.gap_scale_m is not None else force * dt_s**2 / node_mass
-    slip = pair.slip_scale_m_s if pair.slip_scale_m_s is not None else force * dt_s / node_mass
-    return PairScales(force, gap, slip)
+def pair_scales(system: RodSystem, pair: PairContact, dt_s: float) -> ContactScales:
+    """The pair's slack scales, set from rod A (whose nodes carry the pair's contact) as for an obstacle."""
+    return slack_scales(system.models[pair.a], pair, dt_s)
 
 
 @dataclass
