@@ -923,12 +923,17 @@ def _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterat
     state.v = v
     state.slack = slack.copy()
     state.t_s += dt_s
+    return step_info(model, state.q, result, r_dyn, dt_s, kin, contact, multipliers)
+
+
+def step_info(model: RodModel, q, result, r_dyn, dt_s: float, kin, contact, multipliers) -> StepInfo:
+    """What a converged step reports (one rod): Newton's numbers, the base wrench, the contact field."""
     k = model.n_contact_nodes
     return StepInfo(
         iterations=result.iterations,
         residual=result.residual_norm,
         used_fallback=result.used_fallback,
-        base_wrench=base_wrench(model, state.q, r_dyn / dt_s, kin),
+        base_wrench=base_wrench(model, q, r_dyn / dt_s, kin),
         contact_force_n=contact["force"] if contact else np.zeros((k, 3)),
         contact_gap_m=contact["query"].gap_m if contact else np.zeros(k),
         contact_slip_m_s=contact["slip"] if contact else np.zeros((k, 2)),

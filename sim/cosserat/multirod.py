@@ -56,8 +56,8 @@ from sim.cosserat.dynamics import (
     StepProblem,
     _contact_point_jacobians,
     _predicted_slack,
-    base_wrench,
     slack_scales,
+    step_info,
 )
 from sim.cosserat.model import RodModel, RodState, check_contact_law
 from sim.cosserat.newton import ConvergenceError, NewtonResult, NewtonSettings, solve
@@ -758,19 +758,7 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
         rod_state.v = v
         rod_state.slack = slack.copy()
         rod_state.t_s += dt_s
-        k = model.n_contact_nodes
-        infos.append(
-            StepInfo(
-                iterations=result.iterations,
-                residual=result.residual_norm,
-                used_fallback=result.used_fallback,
-                base_wrench=base_wrench(model, rod_state.q, r_dyn / dt_s, kin),
-                contact_force_n=contact["force"] if contact else np.zeros((k, 3)),
-                contact_gap_m=contact["query"].gap_m if contact else np.zeros(k),
-                contact_slip_m_s=contact["slip"] if contact else np.zeros((k, 2)),
-                constraint_multipliers=sub.multipliers(xi),
-            )
-        )
+        infos.append(step_info(model, rod_state.q, result, r_dyn, dt_s, kin, contact, sub.multipliers(xi)))
     pair_infos = []
     for p, ev in enumerate(pairs):
         state.pair_slack[p] = problem.pair_slack(result.x, p).copy()
