@@ -106,3 +106,16 @@ def test_exact_jacobian_matches_central_differences_where_the_quasi_newton_matri
     scale = np.max(np.abs(reference))
     assert np.max(np.abs(problem.exact_jacobian(x) - reference)) <= 1e-5 * scale
     assert np.max(np.abs(problem.jacobian(x) - reference)) > 1e-2 * scale
+
+
+def test_a_failed_rescue_raises_with_both_reasons_and_leaves_the_state_untouched():
+    """Never an unconverged step: the rescue limited to 2 iterations (it needs 15) does not converge, so the
+    step raises, naming the halvings' and the rescue's failure, and the state stays bitwise as it was."""
+    sc = load_rod_experiment(EXPERIMENT)
+    state = _held_states()[1.0].copy()
+    q, v, slack, t = state.q.copy(), state.v.copy(), state.slack.copy(), state.t_s
+    settings = dataclasses.replace(sc.newton, rescue_iterations=2)
+    with pytest.raises(ConvergenceError, match="Newton did not converge.*exact-Jacobian rescue at the full step"):
+        step(_free(sc), state, sc.dt_s, settings, None, 2)
+    assert np.array_equal(state.q, q) and np.array_equal(state.v, v) and np.array_equal(state.slack, slack)
+    assert state.t_s == t
