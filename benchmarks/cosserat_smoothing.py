@@ -237,7 +237,8 @@ def same_state_iterations(
     if duration_s is not None:
         overrides["run.duration_s"] = duration_s
     sc = load_rod_experiment(ROOT / "experiments/rod" / paper_file, overrides)
-    own = dataclasses.replace(sc.newton, regular_slack_coordinates=False)
+    # the plain Newton iteration of each law (its iterates are what Fig. 16 shows): no exact-Jacobian rescue
+    own = dataclasses.replace(sc.newton, regular_slack_coordinates=False, exact_jacobian_rescue=False)
     free = dataclasses.replace(sc.model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64))
     contact_x_m = free.grid.x_points[free.grid.contact_index]
     probe = int(np.argmin(np.abs(contact_x_m - PROBE_X_M)))

@@ -51,7 +51,14 @@ from sim.cosserat.constraints import (
 )
 from sim.cosserat.kinematics import forward_sweep, forward_sweep_with_rates
 from sim.cosserat.model import RodModel, RodState
-from sim.cosserat.newton import ConvergenceError, NewtonResult, NewtonSettings, finite_difference_jacobian, solve
+from sim.cosserat.newton import (
+    ConvergenceError,
+    NewtonResult,
+    NewtonSettings,
+    finite_difference_jacobian,
+    solve,
+    solve_error_oriented,
+)
 from sim.cosserat.obstacles import Plane
 from sim.cosserat.slack import Smoothing, friction_map, normal_map
 
@@ -740,6 +747,23 @@ class StepProblem:
             self._add_frame_rotation_terms(jac, contact, kin, self.unpack(x)[0])
         return jac
 
+    def exact_jacobian(self, x: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
+        """The Newton matrix with its velocity columns replaced by forward differences of the scaled residual
+        (`r` = residual(x) if known): adds all the quasi-Newton matrix omits — h·∂(Cq̇)/∂q̇, h·∂M/∂q·Δq̇, the
+        geometric stiffness of gravity, contact and constraint forces, the turning of J_c in the slip rows.
+        The slack and multiplier columns are exact already and stay analytic (a difference across the friction
+        map's ε = 1e-9 corner at u_t = 0 would be wrong there). Costs n_free residual evaluations: the rescue
+        of a step that failed with halvings only (`dynamics.step`)."""
+        jac = self.jacobian(x).copy()
+        r0 = self.residual(x) if r is None else r
+        for j in range(self.n_free):
+            # sqrt(machine epsilon) relative step: truncation and rounding errors both ~1e-8 of the column
+            delta = 1.5e-8 * max(1.0, abs(float(x[j])))
+            shifted = x.copy()
+            shifted[j] += delta
+            jac[:, j] = (self.residual(shifted) - r0) / delta
+        return jac
+
     def _obstacle_frame_derivatives(self, kin: Kinematics):
         """∂n/∂p, ∂t1/∂p, ∂t2/∂p (K,3,3) of the obstacles' contact frames at the centreline points, by central
         differences of the obstacle queries (cheap: 6 queries of k points)."""
@@ -833,11 +857,27 @@ def step(
     """Advance `state` by one implicit-Euler step of dt_s (in place).
 
     When Newton does not converge the step is retried as two half steps (recursively, at most
-    `max_halvings` times); if even that fails, ConvergenceError is raised and the state is left untouched.
+    `max_halvings` times). If even that fails and `settings.exact_jacobian_rescue` is on, the step is solved
+    once more at the full dt_s by the error-oriented Newton with the exact Jacobian (`newton.solve_error_oriented`,
+    `StepProblem.exact_jacobian`); if that fails too, ConvergenceError is raised and the state is left untouched.
     `on_newton_iterate` (off by default) sees every Newton iterate, also of attempts that were then halved.
     """
     if not dt_s > 0:
         raise ValueError(f"dt_s must be > 0, got {dt_s!r}")
+    try:
+        return _step_or_halve(model, state, dt_s, settings, base_alpha_next, max_halvings, on_newton_iterate)
+    except ConvergenceError as failure:
+        if not settings.exact_jacobian_rescue:
+            raise
+        log.debug("t=%.4f s: step %.2e s failed with halvings (%s); exact-Jacobian rescue", state.t_s, dt_s, failure)
+        try:
+            return _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterate, rescue=True)
+        except ConvergenceError as rescue_failure:
+            raise ConvergenceError(f"{failure}; exact-Jacobian rescue at the full step: {rescue_failure}") from None
+
+
+def _step_or_halve(model, state, dt_s, settings, base_alpha_next, max_halvings, on_newton_iterate) -> StepInfo:
+    """The quasi-Newton step, else two half steps (recursively); the state is untouched on ConvergenceError."""
     try:
         return _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterate)
     except ConvergenceError:
@@ -847,8 +887,10 @@ def step(
     backup = state.copy()
     mid = None if base_alpha_next is None else 0.5 * (state.q[0:6] + np.asarray(base_alpha_next, float))
     try:
-        first = step(model, state, 0.5 * dt_s, settings, mid, max_halvings - 1, on_newton_iterate)
-        second = step(model, state, 0.5 * dt_s, settings, base_alpha_next, max_halvings - 1, on_newton_iterate)
+        first = _step_or_halve(model, state, 0.5 * dt_s, settings, mid, max_halvings - 1, on_newton_iterate)
+        second = _step_or_halve(
+            model, state, 0.5 * dt_s, settings, base_alpha_next, max_halvings - 1, on_newton_iterate
+        )
     except ConvergenceError:
         state.t_s, state.q, state.v, state.slack = backup.t_s, backup.q, backup.v, backup.slack
         raise
@@ -893,7 +935,9 @@ def _iterate_reporter(problem: StepProblem, t_s: float, dt_s: float, callback):
     return report
 
 
-def _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterate=None) -> StepInfo:
+def _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterate=None, rescue=False) -> StepInfo:
+    """One implicit-Euler step by the quasi-Newton `solve`, or (`rescue`) by the error-oriented Newton with the
+    exact Jacobian; the state is advanced only on success."""
     regular = _uses_regular_coordinates(model, settings)
     law, start_slack = None, state.slack
     if regular:
@@ -912,7 +956,10 @@ def _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterat
     if settings.exact_jacobian_fallback:
         fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731
     report = _iterate_reporter(problem, state.t_s, dt_s, on_newton_iterate)
-    result = solve(problem.residual_and_lazy_jacobian, x0, settings, fallback, report)
+    if rescue:
+        result = solve_error_oriented(problem.residual, problem.exact_jacobian, x0, settings, report)
+    else:
+        result = solve(problem.residual_and_lazy_jacobian, x0, settings, fallback, report)
     v, slack = problem.unpack(result.x)
     multipliers = problem.multipliers(result.x)
     if regular:

@@ -62,13 +62,16 @@ def test_trigonometric_drop_is_the_heaviside_drop():
 
 def test_trigonometric_drop_in_its_own_slacks_fails_at_the_impact():
     """The paper's formulation, Newton in the trigonometric slacks (regular coordinates off), does not get
-    through the impact at w = 2 within the halving budget (see docs/cosserat.md, smoothing comparison)."""
+    through the impact at w = 2 within the halving budget (see docs/cosserat.md, smoothing comparison). The
+    exact-Jacobian rescue (on by default) does get it through the first impact; it fails later (measured:
+    at t = 0.19 s)."""
     scenario = load_rod_experiment(
         EXPERIMENTS / "rod_on_plane.toml", {"contact.smoothing": "trigonometric", "contact.sharpness": 2.0}
     )
-    settings = dataclasses.replace(scenario.newton, regular_slack_coordinates=False)
-    state = scenario.initial_state.copy()
-    with pytest.raises(ConvergenceError):
-        while state.t_s < 0.2:
-            step(scenario.model, state, scenario.dt_s, settings)
-    assert 0.08 < state.t_s < 0.12  # the first impact
+    for rescue, first_failure in ((False, (0.08, 0.12)), (True, (0.12, 0.3))):
+        settings = dataclasses.replace(scenario.newton, regular_slack_coordinates=False, exact_jacobian_rescue=rescue)
+        state = scenario.initial_state.copy()
+        with pytest.raises(ConvergenceError):
+            while state.t_s < 0.3:
+                step(scenario.model, state, scenario.dt_s, settings)
+        assert first_failure[0] < state.t_s < first_failure[1]  # the first impact is at ≈ 0.1 s
