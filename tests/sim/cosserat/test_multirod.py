@@ -20,16 +20,18 @@ from sim.cosserat.multirod import (
     PairContact,
     SystemStepProblem,
     build_system,
-    closest_points_on_centreline,
-    closest_points_on_centreline_reference,
     initial_system_state,
     pair_contact_points,
-    pair_frame_derivatives,
-    pair_query,
     pair_scales,
     step_rods,
 )
 from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian
+from sim.cosserat.pair_geometry import (
+    closest_points_on_centreline,
+    closest_points_on_centreline_reference,
+    pair_frame_derivatives,
+    pair_query,
+)
 from sim.cosserat.rod import RodParameterError
 
 G = 9.81
