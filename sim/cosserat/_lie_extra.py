@@ -130,6 +130,23 @@ def ad_inverse_pose(R, p):
 
 
 @numba.njit(cache=True)
+def se3_tangent_coefficients(theta_sq):
+    """The two coefficients of T_Ω beyond `_so3_coefficients`, (θ² + 2cosθ − 2)/(2θ⁴) and
+    (2θ − 3sinθ + θcosθ)/(2θ⁵) — analytic in θ² (complex-step safe)."""
+    t2 = theta_sq
+    if abs(t2.real) < _SMALL_ANGLE_SQ:
+        c2 = 1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0
+        c3 = 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0
+    else:
+        t = np.sqrt(t2)
+        s = np.sin(t)
+        co = np.cos(t)
+        c2 = (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2)
+        c3 = (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t)
+    return c2, c3
+
+
+@numba.njit(cache=True)
 def se3_tangent(xi):
     """T_Ω = Σ ad_Ω^k/(k+1)! in closed form (Barfoot's SE(3) left Jacobian, reordered angular-first).
 
@@ -142,17 +159,8 @@ def se3_tangent(xi):
     Jl = so3_left_jacobian(w)
     W = skew(w)
     P = skew(rho)
-    if abs(t2.real) < _SMALL_ANGLE_SQ:
-        c1 = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
-        c2 = 1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0
-        c3 = 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0
-    else:
-        t = np.sqrt(t2)
-        s = np.sin(t)
-        co = np.cos(t)
-        c1 = (t - s) / (t2 * t)
-        c2 = (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2)
-        c3 = (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t)
+    _, _, c1 = _so3_coefficients(t2)
+    c2, c3 = se3_tangent_coefficients(t2)
     WP = mm(W, P)
     PW = mm(P, W)
     WPW = mm(WP, W)
