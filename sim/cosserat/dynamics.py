@@ -915,6 +915,13 @@ def _predicted_slack(model: RodModel, slack: np.ndarray, v_guess: np.ndarray, dt
     return slack
 
 
+def regular_law(smoothing: Smoothing) -> Smoothing | None:
+    """The Heaviside law that a trigonometric smoothing is iterated on (None: iterate the smoothing itself)."""
+    if smoothing.kind != "trigonometric":
+        return None
+    return Smoothing("heaviside", tangent_epsilon=smoothing.tangent_epsilon)
+
+
 def _uses_regular_coordinates(model: RodModel, settings: NewtonSettings) -> bool:
     c = model.contact
     return c is not None and settings.regular_slack_coordinates and c.smoothing.kind == "trigonometric"
@@ -944,7 +951,7 @@ def _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterat
         # Iterate on the Heaviside maps in y = (Λ_n − δ_n, v_t − Λ_t): the same forces, gaps and slips as the
         # trigonometric maps (see `slack.regular_slack`) without their singular columns at the corners.
         smoothing, mu = model.contact.smoothing, model.contact.friction_coefficient
-        law = Smoothing("heaviside", tangent_epsilon=smoothing.tangent_epsilon)
+        law = regular_law(smoothing)
         start_slack = regular_from_slack(smoothing, mu, state.slack)
     problem = StepProblem(model, state, dt_s, base_alpha_next, law)
     problem.frame_terms = settings.contact_frame_terms

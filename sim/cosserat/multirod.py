@@ -53,6 +53,7 @@ from sim.cosserat.dynamics import (
     StepInfo,
     StepProblem,
     _predicted_slack,
+    regular_law,
     slack_scales,
     step_info,
 )
@@ -173,13 +174,6 @@ def pair_scales(system: RodSystem, pair: PairContact, dt_s: float) -> ContactSca
     return slack_scales(system.models[pair.a], pair, dt_s)
 
 
-def _regular_law(smoothing: Smoothing) -> Smoothing | None:
-    """The Heaviside law that a trigonometric smoothing is iterated on (None: iterate the smoothing itself)."""
-    if smoothing.kind != "trigonometric":
-        return None
-    return Smoothing("heaviside", tangent_epsilon=smoothing.tangent_epsilon)
-
-
 @dataclass
 class _PairEvaluation:
     query: PairQuery
@@ -203,13 +197,11 @@ class SystemStepProblem:
                 rod_state,
                 dt_s,
                 None if base_alpha_next is None else base_alpha_next[i],
-                _regular_law(model.contact.smoothing) if regular and model.contact is not None else None,
+                regular_law(model.contact.smoothing) if regular and model.contact is not None else None,
             )
             for i, (model, rod_state) in enumerate(zip(system.models, state.rods, strict=True))
         ]
-        self.pair_laws = [
-            (_regular_law(pair.smoothing) if regular else None) or pair.smoothing for pair in system.pairs
-        ]
+        self.pair_laws = [(regular_law(pair.smoothing) if regular else None) or pair.smoothing for pair in system.pairs]
         sizes = [r.n_free + 3 * r.k + r.n_c for r in self.rods]
         self.rod_offset = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.pair_k = [pair.m_sections + 1 for pair in system.pairs]
