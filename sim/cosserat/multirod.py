@@ -461,14 +461,9 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
         pair_slacks.append(slack)
     x0 = problem.pack(rod_x, pair_slacks)
     # no finite-difference / Levenberg–Marquardt fallback for systems (a dense FD Jacobian of ~300 unknowns per
-    # stalled step); halving and ConvergenceError remain
-    settings_plain = NewtonSettings(
-        tolerance=settings.tolerance,
-        max_iterations=settings.max_iterations,
-        line_search_steps=settings.line_search_steps,
-        nonmonotone_steps=settings.nonmonotone_steps,
-    )
-    result = solve(problem.residual_and_lazy_jacobian, x0, settings_plain)
+    # stalled step): without a fallback_jacobian `solve` raises where the quasi-Newton iteration stalls; halving
+    # and ConvergenceError remain
+    result = solve(problem.residual_and_lazy_jacobian, x0, settings)
     if regular:
         problem, result = _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result, settings)
     rods, pairs = problem.evaluate(result.x)
