@@ -45,9 +45,18 @@ def test_bad_constraint_tables_are_rejected(table, match):
         scenario_from_dict(_with(table), "x.toml")
 
 
-def test_release_drops_the_constraints_and_max_halvings_reaches_the_scenario():
-    """A pinned rod released at 0.02 s: held (pin reaction ≈ weight) before, falling freely after; the
-    release needs a clamped base or a constraint, and max_halvings is read and range-checked."""
+def test_release_drops_the_constraints_and_max_halvings_reaches_the_scenario(monkeypatch):
+    """A pinned rod released at 0.02 s: pinned before, free after; the release needs a clamped base or a
+    constraint, and max_halvings is read, range-checked and handed to every step."""
+    import sim.cosserat.scenario as scenario_module
+
+    real_step, halvings = scenario_module.step, []
+
+    def recording_step(model, state, dt_s, settings, alpha_next, max_halvings, on_newton_iterate):
+        halvings.append(max_halvings)
+        return real_step(model, state, dt_s, settings, alpha_next, max_halvings, on_newton_iterate)
+
+    monkeypatch.setattr(scenario_module, "step", recording_step)
     pinned = {
         **_with({"type": "position", "x_m": 1.0, "position_m": [1.0, 0.0, 0.0]}),
         "model": {"n_sections": 4, "base": "free"},
@@ -59,6 +68,7 @@ def test_release_drops_the_constraints_and_max_halvings_reaches_the_scenario():
     simulate(sc, lambda s: seen.append((s.t_s, len(s.model.constraints), s.model.base)))
     assert [c for t, c, _ in seen if t < 0.02 - 1e-9] == [1, 1]  # t = 0 and 0.01
     assert all(c == 0 and base == "free" for t, c, base in seen if t > 0.02 + 1e-9)
+    assert halvings == [7] * 5
     with pytest.raises(ConfigError, match="release_at_s"):
         scenario_from_dict({**BASE, "model": {"n_sections": 4, "base": "free"}, "run": {"release_at_s": 0.1}})
     with pytest.raises(ConfigError, match="max_halvings"):
