@@ -178,6 +178,7 @@ def pair_scales(system: RodSystem, pair: PairContact, dt_s: float) -> ContactSca
 class _PairEvaluation:
     query: PairQuery
     force: np.ndarray  # (k,3) on A (B gets −force)
+    velocity: np.ndarray  # (k,3) of A's contact point relative to B's
     slip: np.ndarray  # (k,2)
     r_gap: np.ndarray
     r_slip: np.ndarray
@@ -250,7 +251,7 @@ class SystemStepProblem:
             a[0] -= self.h * np.einsum("kin,ki->n", q.jac_contact_a, force)
             b[0] += self.h * np.einsum("kin,ki->n", q.jac_contact_b, force)
             pairs.append(
-                _PairEvaluation(q, force, slip, q.gap_m / sc.gap_m - laws[2], slip / sc.slip_m_s - laws[7], laws)
+                _PairEvaluation(q, force, vel, slip, q.gap_m / sc.gap_m - laws[2], slip / sc.slip_m_s - laws[7], laws)
             )
         out = (rods, pairs)
         self._cache = (key, out)
@@ -307,7 +308,7 @@ class SystemStepProblem:
                 jac[c0 + 1 : c1 : 3, rows] = jt[:, 0]
                 jac[c0 + 2 : c1 : 3, rows] = jt[:, 1]
             if self.frame_terms:
-                self._add_frame_turning(jac, p, ev, rods)
+                self._add_frame_turning(jac, p, ev)
             jac[cols, cols] = -dgap_map
             dslip_dun = dslip_da * dbound_dun[:, None]
             for b in range(2):
@@ -316,7 +317,7 @@ class SystemStepProblem:
                 jac[cols + 1 + b, cols + 2] = -dslip_du[:, b, 1]
         return jac
 
-    def _add_frame_turning(self, jac: np.ndarray, p: int, ev: _PairEvaluation, rods: list) -> None:
+    def _add_frame_turning(self, jac: np.ndarray, p: int, ev: _PairEvaluation) -> None:
         """The turning of the pair frame (n, t1, t2) with the configuration, at touching nodes: in the force
         F = σ(Λ_n n + Λ_t1 t1 + Λ_t2 t2) on both rods' dynamic rows and in the slip rows tᵀ(v_A,c − v_B,c)
         (q = q_prev + h q̇, so ∂/∂q̇ = h ∂/∂q). `pair_frame_derivatives` is exact (test)."""
@@ -324,9 +325,6 @@ class SystemStepProblem:
         lam_n, lam_t = ev.laws[0], ev.laws[5]
         touching = (lam_n > 0.0).astype(float)
         dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b = pair_frame_derivatives(q)
-        vel = np.einsum("kin,n->ki", q.jac_contact_a, rods[pair.a][3]) - np.einsum(
-            "kin,n->ki", q.jac_contact_b, rods[pair.b][3]
-        )
         cols_pair = self.pair_offset[p] + 3 * np.arange(self.pair_k[p])
         for col_rod, dn, dt1, dt2 in ((pair.a, dn_a, dt1_a, dt2_a), (pair.b, dn_b, dt1_b, dt2_b)):
             col_sub = self.rods[col_rod]
@@ -347,7 +345,7 @@ class SystemStepProblem:
                 geo = np.einsum("kin,kim->nm", jc[:, :, row_sub.free], dforce)
                 jac[np.ix_(rows, cols)] += -sign * h * h * row_sub._row_scale[:, None] * geo
             for b, dt in enumerate((dt1, dt2)):
-                slip_turn = np.einsum("ki,kin->kn", vel * touching[:, None], dt[:, :, free])
+                slip_turn = np.einsum("ki,kin->kn", ev.velocity * touching[:, None], dt[:, :, free])
                 jac[np.ix_(cols_pair + 1 + b, cols)] += h * slip_turn / sc.slip_m_s
 
     def residual_and_lazy_jacobian(self, x: np.ndarray):
