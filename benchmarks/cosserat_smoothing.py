@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiko.rod_experiment import load_rod_experiment  # noqa: E402
 from sim.cosserat import ConvergenceError, step  # noqa: E402
-from sim.cosserat.scenario import simulate  # noqa: E402
+from sim.cosserat.scenario import released_model, simulate  # noqa: E402
 from sim.cosserat.slack import Smoothing, slack_from_regular  # noqa: E402
 
 SHARPNESS = {"sigmoid": 50.0, "trigonometric": 2.0, "heaviside": 1.0}
@@ -143,9 +143,7 @@ def run(
             first = simulate(held, on_sample, on_newton_iterate=on_iterate)
             fall = dataclasses.replace(
                 sc,
-                model=dataclasses.replace(
-                    model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64)
-                ),
+                model=released_model(model),
                 initial_state=first.final_state,
                 duration_s=sc.duration_s - sc.release_at_s,
                 release_at_s=None,
@@ -239,7 +237,7 @@ def same_state_iterations(
     sc = load_rod_experiment(ROOT / "experiments/rod" / paper_file, overrides)
     # the plain Newton iteration of each law (its iterates are what Fig. 16 shows): no exact-Jacobian rescue
     own = dataclasses.replace(sc.newton, regular_slack_coordinates=False, exact_jacobian_rescue=False)
-    free = dataclasses.replace(sc.model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64))
+    free = released_model(sc.model)
     contact_x_m = free.grid.x_points[free.grid.contact_index]
     probe = int(np.argmin(np.abs(contact_x_m - PROBE_X_M)))
     weight_n = free.rod.mass_kg() * float(np.linalg.norm(free.gravity_m_s2))

@@ -82,6 +82,11 @@ class SimulationResult:
     final_info: StepInfo | None
 
 
+def released_model(model: RodModel) -> RodModel:
+    """The model after `Scenario.release_at_s`: free base, no point constraints (same rod, grid, contact)."""
+    return replace(model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64))
+
+
 def simulate(
     scenario: Scenario,
     on_sample: Callable[[Sample], None] | None = None,
@@ -92,9 +97,7 @@ def simulate(
     `on_newton_iterate` every Newton iterate (see `dynamics.step`)."""
     model = scenario.model
     state = scenario.initial_state.copy()
-    free_model = None
-    if scenario.release_at_s is not None:
-        free_model = replace(model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64))
+    free_model = released_model(model) if scenario.release_at_s is not None else None
     n_steps = int(round(scenario.duration_s / scenario.dt_s))
     times, tips, iterations, substeps = [], [], [], []
     info = None

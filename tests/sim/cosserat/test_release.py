@@ -13,6 +13,7 @@ from aiko.rod_experiment import load_rod_experiment
 from sim.cosserat import ConvergenceError, step
 from sim.cosserat.dynamics import StepProblem, _predicted_slack, energy
 from sim.cosserat.newton import NewtonSettings, finite_difference_jacobian, solve_error_oriented
+from sim.cosserat.scenario import released_model
 
 EXPERIMENT = Path(__file__).resolve().parents[3] / "experiments" / "rod" / "smoothing_ixc.toml"
 RELEASES_S = (0.5, 0.8, 1.0)
@@ -57,7 +58,7 @@ def _held_states() -> dict[float, object]:
 
 
 def _free(sc):
-    return dataclasses.replace(sc.model, base="free", constraints=(), constraint_index=np.zeros(0, dtype=np.int64))
+    return released_model(sc.model)
 
 
 @pytest.mark.parametrize("release_s", RELEASES_S)
