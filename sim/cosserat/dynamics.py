@@ -901,17 +901,17 @@ def _step_or_halve(model, state, dt_s, settings, base_alpha_next, max_halvings, 
     return second
 
 
-def _predicted_slack(model: RodModel, slack: np.ndarray, v_guess: np.ndarray, dt_s: float, problem) -> np.ndarray:
+def _predicted_slack(problem: StepProblem, slack: np.ndarray, v_guess: np.ndarray) -> np.ndarray:
     """Warm start of the slacks: nodes separated at the last step get u_n = −δ_pred/σ_δ from the gap predicted
     at q + h q̇. That is exact while they stay separated and, for a node about to hit, the slack of the force
     that stops the predicted penetration in one step (σ_δ = σ_λ h²/m_node) — Newton then starts with the
     right active set at an impact instead of discovering it node by node."""
     slack = slack.copy()
-    if model.contact is None:
+    if problem.model.contact is None:
         return slack
     separated = slack[:, 0] < 0
     if np.any(separated):
-        cq = contact_query(model, problem.kinematics_at(v_guess))
+        cq = contact_query(problem.model, problem.kinematics_at(v_guess))
         slack[separated, 0] = -cq.gap_m[separated] / problem.scales.gap_m
     return slack
 
@@ -959,7 +959,7 @@ def _single_step(model, state, dt_s, settings, base_alpha_next, on_newton_iterat
     v_guess = state.v.copy()
     if model.base == "clamped":
         v_guess[0:6] = problem.v_fixed[0:6]
-    x0 = problem.pack(v_guess, _predicted_slack(model, start_slack, v_guess, dt_s, problem))
+    x0 = problem.pack(v_guess, _predicted_slack(problem, start_slack, v_guess))
     fallback = None
     if settings.exact_jacobian_fallback:
         fallback = lambda x: finite_difference_jacobian(problem.residual, x)  # noqa: E731

@@ -444,7 +444,7 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
         slack = rod_state.slack
         if regular and model.contact is not None:
             slack = _to_regular(model.contact.smoothing, model.contact.friction_coefficient, slack)
-        rod_x.append(sub.pack(v_guess, _predicted_slack(model, slack, v_guess, dt_s, sub)))
+        rod_x.append(sub.pack(v_guess, _predicted_slack(sub, slack, v_guess)))
     pair_slacks = []
     for p, pair in enumerate(system.pairs):
         slack = state.pair_slack[p].copy()

@@ -82,7 +82,7 @@ def test_separated_nodes_carry_no_friction_and_keep_the_newton_matrix_well_scale
     model, state = scenario.model, scenario.initial_state.copy()
     problem = StepProblem(model, state, scenario.dt_s, scenario.base_motion.alpha(scenario.dt_s))
     v = problem.v_fixed.copy()
-    x = problem.pack(v, _predicted_slack(model, state.slack, v, scenario.dt_s, problem))
+    x = problem.pack(v, _predicted_slack(problem, state.slack, v))
     _, contact, _ = problem.evaluate(x)
     separated = contact["lam_n"] <= 0
     assert np.any(separated)

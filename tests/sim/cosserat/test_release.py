@@ -100,7 +100,7 @@ def test_exact_jacobian_matches_central_differences_where_the_quasi_newton_matri
     state = held.copy()
     step(free, state, sc.dt_s, sc.newton, None, sc.max_halvings)
     problem = StepProblem(free, held, sc.dt_s, None)
-    problem.residual(problem.pack(held.v, _predicted_slack(free, held.slack, held.v, sc.dt_s, problem)))
+    problem.residual(problem.pack(held.v, _predicted_slack(problem, held.slack, held.v)))
     x = problem.pack(state.v, state.slack)
     assert np.max(np.abs(problem.residual(x))) <= sc.newton.tolerance
     reference = finite_difference_jacobian(problem.residual, x)
