@@ -904,8 +904,9 @@ def _step_or_halve(model, state, dt_s, settings, base_alpha_next, max_halvings, 
 def _predicted_slack(problem: StepProblem, slack: np.ndarray, v_guess: np.ndarray) -> np.ndarray:
     """Warm start of the slacks: nodes separated at the last step get u_n = −δ_pred/σ_δ from the gap predicted
     at q + h q̇. That is exact while they stay separated and, for a node about to hit, the slack of the force
-    that stops the predicted penetration in one step (σ_δ = σ_λ h²/m_node) — Newton then starts with the
-    right active set at an impact instead of discovering it node by node."""
+    that stops the predicted penetration in one step when σ_δ is the inertial default σ_λ h²/m_node (a set
+    `gap_scale_m` makes that a rougher start) — Newton then starts with the right active set at an impact
+    instead of discovering it node by node."""
     slack = slack.copy()
     if problem.model.contact is None:
         return slack
