@@ -152,9 +152,11 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
             c.string("smoothing", "sigmoid", choices=SMOOTHINGS),
             c.number("sharpness", 50.0, min=0, min_exclusive=True),
         )
-        force_scale = c.number("force_scale_n", None, min=0, min_exclusive=True)
-        gap_scale = c.number("gap_scale_m", None, min=0, min_exclusive=True)
-        slip_scale = c.number("slip_scale_m_s", None, min=0, min_exclusive=True)
+        # Upper bounds: a scale beyond these makes the smoothed laws so wide that contact silently stops acting
+        # (the sigmoid lets a node penetrate 0.28·σ_δ/c and creep at 0.28·σ_v·|u_t|/c).
+        force_scale = c.number("force_scale_n", None, min=0, max=1e6, min_exclusive=True)
+        gap_scale = c.number("gap_scale_m", None, min=0, max=1.0, min_exclusive=True)
+        slip_scale = c.number("slip_scale_m_s", None, min=0, max=100.0, min_exclusive=True)
         c.finish()
         obstacles = tuple(_obstacle(raw, i, source) for i, raw in enumerate(obstacles_raw))
         if not obstacles:

@@ -98,3 +98,24 @@ def test_the_plot_views_the_plane_the_rod_moves_in():
     dropped_in_xz = np.stack([s, 1e-6 * s, 0.5 - 0.4 * s], axis=1)
     assert _view_axes([straight, bent_in_xy]) == (0, 1)
     assert _view_axes([straight, dropped_in_xz]) == (0, 2)
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("gap_scale_m", 1e300), ("gap_scale_m", 0.0), ("slip_scale_m_s", 1e3), ("force_scale_n", 1e9)],
+)
+def test_slack_scales_outside_a_physical_range_are_rejected(key, value):
+    """A scale so wide that contact would silently stop acting is a config error naming the key and its range."""
+    from aiko.errors import ConfigError
+    from aiko.rod_experiment import scenario_from_dict
+
+    table = {
+        "rod": {"length_m": 1.0, "radius_base_m": 0.01, "young_modulus_pa": 1e7, "density_kg_m3": 1000.0},
+        "model": {"n_sections": 4},
+        "contact": {key: value},
+        "obstacle": [{"type": "plane"}],
+    }
+    with pytest.raises(ConfigError, match=key):
+        scenario_from_dict(table, "x.toml")
+    table["contact"][key] = 1e-3
+    scenario_from_dict(table, "x.toml")  # a sane value passes
