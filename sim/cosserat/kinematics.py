@@ -34,6 +34,19 @@ _SQRT3 = np.sqrt(3.0)
 
 
 @numba.njit(cache=True)
+def _gauss_parameters(x_points, x_nodes, k, i):
+    """Sub-step i of the sweep (from point i − 1 to i, inside section k): its length h and the two
+    Gauss–Legendre points as fractions t of the section, where the linear strain is sampled (Magnus, 4th order)."""
+    xa = x_points[i - 1]
+    xb = x_points[i]
+    h = xb - xa
+    length = x_nodes[k + 1] - x_nodes[k]
+    mid = 0.5 * (xa + xb)
+    half = 0.5 * h / _SQRT3
+    return h, (mid - half - x_nodes[k]) / length, (mid + half - x_nodes[k]) / length
+
+
+@numba.njit(cache=True)
 def forward_sweep(q, xi_ref_nodes, x_nodes, x_points, section_of_point):
     """Poses and Jacobians at the sorted output points x_points (x_points[0] must be 0).
 
@@ -61,14 +74,7 @@ def forward_sweep(q, xi_ref_nodes, x_nodes, x_points, section_of_point):
     eye6 = np.eye(6)
     for i in range(1, n_points):
         k = section_of_point[i]
-        xa = x_points[i - 1]
-        xb = x_points[i]
-        h = xb - xa
-        length = x_nodes[k + 1] - x_nodes[k]
-        mid = 0.5 * (xa + xb)
-        half = 0.5 * h / _SQRT3
-        t1 = (mid - half - x_nodes[k]) / length
-        t2 = (mid + half - x_nodes[k]) / length
+        h, t1, t2 = _gauss_parameters(x_points, x_nodes, k, i)
         strain_k = xi_ref_nodes[k] + q[6 + 6 * k : 12 + 6 * k]
         strain_k1 = xi_ref_nodes[k + 1] + q[12 + 6 * k : 18 + 6 * k]
         xi1 = (1.0 - t1) * strain_k + t1 * strain_k1
@@ -302,14 +308,7 @@ def forward_sweep_with_rates(q, v, xi_ref_nodes, x_nodes, x_points, section_of_p
     R_new = np.empty((3, 3))
     for i in range(1, n_points):
         k = section_of_point[i]
-        xa = x_points[i - 1]
-        xb = x_points[i]
-        h = xb - xa
-        length = x_nodes[k + 1] - x_nodes[k]
-        mid = 0.5 * (xa + xb)
-        half = 0.5 * h / _SQRT3
-        t1 = (mid - half - x_nodes[k]) / length
-        t2 = (mid + half - x_nodes[k]) / length
+        h, t1, t2 = _gauss_parameters(x_points, x_nodes, k, i)
         c = _SQRT3 * h * h / 12.0
         for j in range(6):
             sk = xi_ref_nodes[k, j] + q[6 + 6 * k + j]
