@@ -51,6 +51,17 @@ class NewtonSettings:
     rescue_iterations: int = 40
 
 
+ErrorNorm = Callable[[np.ndarray, np.ndarray], float]
+"""error_norm(x, r): the number that must meet NewtonSettings.tolerance at x, where r = r(x). A caller whose rows
+are scaled once per solve can weigh them by magnitudes that only the iterate knows, so the tolerance stays
+relative to the solution instead of demanding more digits than double precision holds."""
+
+
+def max_norm(x: np.ndarray, r: np.ndarray) -> float:
+    """‖r‖∞, the default error norm."""
+    return float(np.max(np.abs(r)))
+
+
 @dataclass
 class NewtonResult:
     x: np.ndarray
@@ -83,24 +94,27 @@ def solve(
     settings: NewtonSettings = NewtonSettings(),
     fallback_jacobian: Callable[[np.ndarray], np.ndarray] | None = None,
     on_iterate: Callable[[np.ndarray, float], None] | None = None,
+    error_norm: ErrorNorm | None = None,
 ) -> NewtonResult:
     """Find x with ‖r(x)‖∞ ≤ tolerance, where fun(x) -> (r, dr/dx) and r is already scaled by the caller.
 
     The Jacobian may be approximate (quasi-Newton); `fallback_jacobian` (e.g. finite differences) is used
     by the Levenberg–Marquardt fallback when the plain iteration stalls. `on_iterate(x, ‖r‖∞)`, if given, sees
     the start point and every accepted iterate (a diagnostic: the iterate history of paper 004's Fig. 16).
+    `error_norm(x, r)` (default ‖r‖∞) is what must meet the tolerance (see `ErrorNorm`).
     """
+    norm = error_norm or max_norm
     x = np.array(x0, dtype=float)
     r, jac = fun(x)
     if on_iterate is not None:
-        on_iterate(x, float(np.max(np.abs(r))))
+        on_iterate(x, norm(x, r))
     iterations = 0
     free_steps = settings.nonmonotone_steps
     best = (x, r, jac)
     budget = settings.max_iterations if fallback_jacobian is None else settings.quasi_newton_iterations
     for iterations in range(1, budget + 1):
-        if np.max(np.abs(r)) <= settings.tolerance:
-            return NewtonResult(x, iterations - 1, float(np.max(np.abs(r))), False)
+        if norm(x, r) <= settings.tolerance:
+            return NewtonResult(x, iterations - 1, norm(x, r), False)
         try:
             dx = _solve_dense(_matrix(jac), -r)
         except (np.linalg.LinAlgError, ValueError):
@@ -127,14 +141,14 @@ def solve(
             break
         x, r, jac = accepted
         if on_iterate is not None:
-            on_iterate(x, float(np.max(np.abs(r))))
+            on_iterate(x, norm(x, r))
         if _merit(r) < _merit(best[1]):
             best = (x, r, jac)
-    if np.max(np.abs(r)) <= settings.tolerance:
-        return NewtonResult(x, iterations, float(np.max(np.abs(r))), False)
+    if norm(x, r) <= settings.tolerance:
+        return NewtonResult(x, iterations, norm(x, r), False)
     if fallback_jacobian is None:
         raise ConvergenceError(
-            f"Newton did not converge: |r|_inf = {np.max(np.abs(r)):.3e} > tolerance {settings.tolerance:.1e} "
+            f"Newton did not converge: |r|_inf = {norm(x, r):.3e} > tolerance {settings.tolerance:.1e} "
             f"after {iterations} iterations"
         )
     if _merit(best[1]) < _merit(r):
@@ -142,27 +156,35 @@ def solve(
     if fallback_jacobian is not None:
         # The quasi-Newton matrix was not good enough: restart from the warm start with the exact
         # (finite-difference) Jacobian before resorting to Levenberg-Marquardt.
-        log.debug("quasi-Newton stalled at |r|=%.3e after %d iterations", np.max(np.abs(r)), iterations)
+        log.debug("quasi-Newton stalled at |r|=%.3e after %d iterations", norm(x, r), iterations)
         try:
             result = solve(
-                lambda z: (fun(z)[0], fallback_jacobian(z)), np.array(x0, dtype=float), settings, None, on_iterate
+                lambda z: (fun(z)[0], fallback_jacobian(z)),
+                np.array(x0, dtype=float),
+                settings,
+                None,
+                on_iterate,
+                error_norm,
             )
             result.iterations += iterations
             result.used_fallback = True
             return result
         except ConvergenceError:
             pass
-    log.debug("Newton stalled at |r|=%.3e; Levenberg-Marquardt", np.max(np.abs(r)))
-    return _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations, on_iterate)
+    log.debug("Newton stalled at |r|=%.3e; Levenberg-Marquardt", norm(x, r))
+    return _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations, on_iterate, norm)
 
 
-def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far, on_iterate=None) -> NewtonResult:
+def _levenberg_marquardt(
+    fun, x, settings, fallback_jacobian, iterations_so_far, on_iterate=None, norm=None
+) -> NewtonResult:
+    norm = norm or max_norm
     r, jac = fun(x)
     jac = fallback_jacobian(x) if fallback_jacobian is not None else _matrix(jac)
     mu = 1e-3 * float(np.max(np.abs(np.diag(jac.T @ jac)))) + 1e-12
     for it in range(1, settings.max_lm_iterations + 1):
-        if np.max(np.abs(r)) <= settings.tolerance:
-            return NewtonResult(x, iterations_so_far + it - 1, float(np.max(np.abs(r))), True)
+        if norm(x, r) <= settings.tolerance:
+            return NewtonResult(x, iterations_so_far + it - 1, norm(x, r), True)
         jtj = jac.T @ jac
         g = jac.T @ r
         dx = scipy.linalg.solve(jtj + mu * np.diag(np.diag(jtj) + 1e-12), -g, assume_a="pos", check_finite=False)
@@ -171,15 +193,15 @@ def _levenberg_marquardt(fun, x, settings, fallback_jacobian, iterations_so_far,
             x = x + dx
             r = r_try
             if on_iterate is not None:
-                on_iterate(x, float(np.max(np.abs(r))))
+                on_iterate(x, norm(x, r))
             jac = fallback_jacobian(x) if fallback_jacobian is not None else _matrix(jac_try)
             mu = max(mu / 3.0, 1e-15)
         else:
             mu *= 4.0
-    if np.max(np.abs(r)) <= settings.tolerance:
-        return NewtonResult(x, iterations_so_far + settings.max_lm_iterations, float(np.max(np.abs(r))), True)
+    if norm(x, r) <= settings.tolerance:
+        return NewtonResult(x, iterations_so_far + settings.max_lm_iterations, norm(x, r), True)
     raise ConvergenceError(
-        f"nonlinear solve did not converge: |r|_inf = {np.max(np.abs(r)):.3e} > tolerance "
+        f"nonlinear solve did not converge: |r|_inf = {norm(x, r):.3e} > tolerance "
         f"{settings.tolerance:.1e} after {iterations_so_far} Newton and {settings.max_lm_iterations} "
         "Levenberg-Marquardt iterations; reduce the time step or use a smoother contact law"
     )
@@ -191,6 +213,7 @@ def solve_error_oriented(
     x0: np.ndarray,
     settings: NewtonSettings = NewtonSettings(),
     on_iterate: Callable[[np.ndarray, float], None] | None = None,
+    error_norm: ErrorNorm | None = None,
 ) -> NewtonResult:
     """Find x with ‖r(x)‖∞ ≤ tolerance by Newton with an exact `jacobian(x, r(x))` and error-oriented damping.
 
@@ -201,17 +224,18 @@ def solve_error_oriented(
     warm start to the root crosses residuals 1e3–1e4 times the initial one (the velocity-quadratic inertia
     forces of the whipping held end), which a line search on ½‖r‖² refuses and this test accepts. λ starts at
     1 and grows fourfold after an accepted step. Hand-written: scipy's root finders have no affine-covariant
-    (error-oriented) globalisation.
+    (error-oriented) globalisation. `error_norm` as in `solve`.
     """
+    norm = error_norm or max_norm
     x = np.array(x0, dtype=float)
     r = residual(x)
     if on_iterate is not None:
-        on_iterate(x, float(np.max(np.abs(r))))
+        on_iterate(x, norm(x, r))
     lam = 1.0
     for iteration in range(settings.rescue_iterations + 1):
-        norm = float(np.max(np.abs(r)))
-        if norm <= settings.tolerance:
-            return NewtonResult(x, iteration, norm, True)
+        error = norm(x, r)
+        if error <= settings.tolerance:
+            return NewtonResult(x, iteration, error, True)
         if iteration == settings.rescue_iterations:
             break
         jac = jacobian(x, r)
@@ -236,10 +260,10 @@ def solve_error_oriented(
             break
         x, r = accepted
         if on_iterate is not None:
-            on_iterate(x, float(np.max(np.abs(r))))
+            on_iterate(x, norm(x, r))
         lam = min(1.0, 4.0 * lam)
     raise ConvergenceError(
-        f"exact-Jacobian Newton did not converge: |r|_inf = {np.max(np.abs(r)):.3e} > tolerance "
+        f"exact-Jacobian Newton did not converge: |r|_inf = {norm(x, r):.3e} > tolerance "
         f"{settings.tolerance:.1e} (damping factor {lam:.1e})"
     )
 
