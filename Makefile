@@ -4,12 +4,17 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test test-kernels lint lock bench clean
 
-$(STAMP): pyproject.toml
+# The exact versions CI tested (requirements/lock.txt, with hashes), then the project itself without resolving again.
+# pyproject.toml keeps the compatible ranges for installing the package into another environment. `make lock`
+# refreshes the lock (a reviewed change: run `make test` and `make test-kernels` on it before committing).
+$(STAMP): pyproject.toml requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing the locked dependencies into $(VENV) (first run only: about a minute)"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,gui]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements/lock.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
 ## run: the main job on the embedded default (no hardware needed)
@@ -17,8 +22,25 @@ run: $(STAMP)
 	$(BIN)/aiko run experiments/sidewinding_hil.toml --out runs/sidewinding.mcap --replay sim
 
 ## test: the whole suite (what CI runs)
+TEST_ENV := QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest
+	$(TEST_ENV) $(BIN)/python -m pytest
+
+## test-kernels: the physics tests (tests/sim) again under other OpenBLAS kernels, so a result that hangs on the
+## last bit of a BLAS sum fails here and not on a user's machine (CI runs it; SkylakeX only where the CPU has AVX-512)
+KERNELS ?= Haswell Sandybridge $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo SkylakeX)
+test-kernels: $(STAMP)
+	@for k in $(KERNELS); do \
+	  echo "== tests/sim under OPENBLAS_CORETYPE=$$k"; \
+	  OPENBLAS_CORETYPE=$$k $(TEST_ENV) $(BIN)/python -m pytest tests/sim || exit 1; \
+	done
+
+## lock: re-resolve requirements/lock.txt from pyproject.toml's ranges (newest versions, with hashes)
+lock:
+	@test -x $(VENV)/bin/uv || $(BIN)/python -m pip install --quiet uv
+	rm -f requirements/lock.txt
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra gui --generate-hashes --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_35 -o requirements/lock.txt
 
 ## bench: every speed and timing measurement, one JSON file each in runs/bench/ (takes a few minutes)
 BENCH_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 QT_QPA_PLATFORM=offscreen

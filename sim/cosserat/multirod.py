@@ -275,6 +275,13 @@ class SystemStepProblem:
             parts.append(np.column_stack([ev.r_gap, ev.r_slip]).reshape(-1))
         return np.concatenate(parts)
 
+    def error_norm(self, x: np.ndarray, r: np.ndarray) -> float:
+        """Each rod's rows measured as `StepProblem.error_norm` (dynamic rows relative to the rod's own speed),
+        the pair rows by ‖·‖∞."""
+        rods = [sub.error_norm(self.rod_x(x, i), self.rod_x(r, i)) for i, sub in enumerate(self.rods)]
+        pairs = float(np.max(np.abs(r[self.rod_offset[-1] :]))) if self.size > self.rod_offset[-1] else 0.0
+        return max([pairs, *rods])
+
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         """Block-diagonal per-rod Newton matrices plus the analytic pair rows and columns."""
         rods, pairs = self.evaluate(x)
@@ -461,7 +468,7 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
     # no finite-difference / Levenberg–Marquardt fallback for systems (a dense FD Jacobian of ~300 unknowns per
     # stalled step): without a fallback_jacobian `solve` raises where the quasi-Newton iteration stalls; halving
     # and ConvergenceError remain
-    result = solve(problem.residual_and_lazy_jacobian, x0, settings)
+    result = solve(problem.residual_and_lazy_jacobian, x0, settings, error_norm=problem.error_norm)
     if regular:
         problem, result = _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result, settings)
     rods, pairs = problem.evaluate(result.x)
@@ -485,7 +492,7 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
 
 def _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result, settings):
     """Map a regular-coordinate solution to the model's (trigonometric) slacks and accept it only if the
-    system's own residual there, with the same row scales, meets the tolerance (as `dynamics._single_step`)."""
+    system's own residual there, with the same row scales, meets the tolerance (as `dynamics._back_to_model_slacks`)."""
     own = SystemStepProblem(system, state, dt_s, base_alpha_next)
     for sub in own.rods:
         sub.frame_terms = settings.contact_frame_terms
@@ -500,7 +507,7 @@ def _back_to_model_slacks(system, state, dt_s, base_alpha_next, problem, result,
     for p, pair in enumerate(system.pairs):
         sl = slice(problem.pair_offset[p], problem.pair_offset[p + 1])
         x[sl] = _from_regular(pair.smoothing, pair.friction_coefficient, x[sl].reshape(-1, 3)).reshape(-1)
-    residual = float(np.max(np.abs(own.residual(x))))
+    residual = own.error_norm(x, own.residual(x))
     if residual > settings.tolerance:
         raise ConvergenceError(
             f"the trigonometric residual at the mapped regular-coordinate solution is {residual:.3e} > "

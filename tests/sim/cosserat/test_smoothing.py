@@ -60,18 +60,31 @@ def test_trigonometric_drop_is_the_heaviside_drop():
     assert np.max(np.abs(trig_state.slack - heav_state.slack)) > 1e-3
 
 
-def test_trigonometric_drop_in_its_own_slacks_fails_at_the_impact():
+def test_trigonometric_drop_in_its_own_slacks_fails_at_the_impact_unless_rescued():
     """The paper's formulation, Newton in the trigonometric slacks (regular coordinates off), does not get
-    through the impact at w = 2 within the halving budget (see docs/cosserat.md, smoothing comparison). The
-    exact-Jacobian rescue (on by default) does get it through the first impact; it fails later (measured:
-    at t = 0.19 s)."""
+    through the first impact (at ≈ 0.1 s) at w = 2 within the halving budget: the slack columns vanish at the
+    corners of the complementarity graphs. The property, not the step it fails at: it fails inside the impact
+    window. With the continuation rescue (on by default) it gets through both impacts (rescued steps at 0.10 and
+    0.195 s). Both slack coordinates are exact, so up to the impact the trajectory is the regular-coordinate one
+    to the Newton tolerance (measured 1e-13); from the impact on the two differ (measured 6.6 mm in the base
+    position at 0.3 s), because the own-slack run halves some impact steps, and a halved step is a different
+    discretisation: not asserted."""
     scenario = load_rod_experiment(
         EXPERIMENTS / "rod_on_plane.toml", {"contact.smoothing": "trigonometric", "contact.sharpness": 2.0}
     )
-    for rescue, first_failure in ((False, (0.08, 0.12)), (True, (0.12, 0.3))):
-        settings = dataclasses.replace(scenario.newton, regular_slack_coordinates=False, exact_jacobian_rescue=rescue)
-        state = scenario.initial_state.copy()
-        with pytest.raises(ConvergenceError):
-            while state.t_s < 0.3:
-                step(scenario.model, state, scenario.dt_s, settings)
-        assert first_failure[0] < state.t_s < first_failure[1]  # the first impact is at ≈ 0.1 s
+    own = dataclasses.replace(scenario.newton, regular_slack_coordinates=False)
+    state = scenario.initial_state.copy()
+    with pytest.raises(ConvergenceError):
+        while state.t_s < 0.3:
+            step(scenario.model, state, scenario.dt_s, dataclasses.replace(own, exact_jacobian_rescue=False))
+    assert 0.08 < state.t_s < 0.12  # the failing step starts inside the impact window
+
+    _, _, _, regular = _drop("trigonometric", 2.0, 0.3)
+    state, rescued, trajectory = scenario.initial_state.copy(), 0, []
+    for _ in range(len(regular)):
+        rescued += step(scenario.model, state, scenario.dt_s, own).continuation_stages > 1
+        trajectory.append(state.q.copy())
+    assert rescued >= 1
+    trajectory = np.array(trajectory)
+    before_impact = int(round(0.08 / scenario.dt_s))
+    np.testing.assert_allclose(trajectory[:before_impact], regular[:before_impact], rtol=0, atol=1e-8)

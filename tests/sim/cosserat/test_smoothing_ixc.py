@@ -67,9 +67,9 @@ def test_step_iterate_hook_sees_the_solution_and_changes_nothing(smoothing, shar
 @functools.cache
 def _paper_run(path: Path, smoothing: str, sharpness: float, duration_s: float = 1.0):
     """The paper setup to `duration_s` (cached: two tests read each run); returns the scenario, the last
-    step's info, per step after the release its end time, Newton iterations, substeps and the load of the node
-    6 cm from the held end (Fig. 16's node), and per Newton iterate after the release its (sub)step's start
-    time and that node's load."""
+    step's info, per step after the release its end time, Newton iterations, substeps, the load of the node
+    6 cm from the held end (Fig. 16's node) and its gap, and per Newton iterate after the release its (sub)step's
+    start time and that node's load."""
     sc = _scenario(smoothing, sharpness, path, **{"run.duration_s": duration_s})
     x = sc.model.grid.x_points[sc.model.grid.contact_index]
     probe = int(np.argmin(np.abs(x - 0.06)))
@@ -78,7 +78,9 @@ def _paper_run(path: Path, smoothing: str, sharpness: float, duration_s: float =
     def on_sample(sample):
         if sample.info is not None and sample.t_s > RELEASE_S:
             info = sample.info
-            steps.append((sample.t_s, info.iterations, info.substeps, info.contact_force_n[probe, 2]))
+            steps.append(
+                (sample.t_s, info.iterations, info.substeps, info.contact_force_n[probe, 2], info.contact_gap_m[probe])
+            )
 
     def on_iterate(it):
         if it.t_s >= RELEASE_S - 1e-9:
@@ -119,28 +121,40 @@ def test_paper_setup_rests_with_every_contact_node_loaded(path, smoothing, sharp
 
 
 @pytest.mark.parametrize("path", [EXPERIMENT, PINNED], ids=["clamp", "pin"])
-def test_six_cm_node_lands_smoothly_with_the_sigmoid_and_overshoots_with_heaviside(path):
-    """Fig. 16 read as the load of the node 6 cm from the left end over the time steps: with the sigmoid it
-    rises to its resting value without overshoot (measured peak 1.00 × rest), with Heaviside it jumps to
-    3.1 (clamp) / 4.9 (pin) × rest for one step at the landing. Measured here, not explained: the runs differ
-    in more than the law (the sigmoid halves 19–23 steps, Heaviside 2–4), and on the free drop of
-    rod_on_plane.toml this node lands with a spike under every law (docs/cosserat.md)."""
-    peak_over_rest = {}
+def test_six_cm_node_landing_impulse_is_the_same_for_both_laws_and_its_peak_is_bounded_by_the_fall(path):
+    """Fig. 16 read as the load of the node 6 cm from the left end over the time steps. The paper's claim, that
+    the sigmoid node lands without overshoot, is not reproduced robustly: the peak is set by the step in which
+    the node lands, and whether that step converges whole or is halved decides it (measured peak / rest: sigmoid
+    2.1–6.9 across BLAS kernels, Heaviside 3.1 clamp / 4.9 pin on every kernel; before halved steps reported
+    impulse / dt, the sigmoid's was 1.00 on one kernel and 23.8 on another). What the physics fixes instead:
+    - the impulse: what stops the node's fall and then carries its share of the weight over [0.5, 1] s does not
+      depend on the contact law (measured 7.4–8.1 mN·s for both laws, both holds, every kernel): within 10 %;
+    - the peak: the step that stops the node takes at most its momentum in one step, m·v/dt with v ≤ √(2 g δ₀)
+      for a fall from the gap δ₀ at the release (the rod pivots about its resting tip: slower than free fall), on
+      top of its resting load m·g: peak / rest ≤ 1 + √(2 g δ₀)/(g dt) (10.2 here)."""
+    impulses = {}
     for smoothing, sharpness in (("heaviside", 1.0), ("sigmoid", 50.0)):
-        _, _, steps, _ = _paper_run(path, smoothing, sharpness)
-        load = steps[:, 3]
-        peak_over_rest[smoothing] = load.max() / load[-1]
-    assert peak_over_rest["sigmoid"] < 1.05
-    assert peak_over_rest["heaviside"] > 2.0
+        sc, _, steps, _ = _paper_run(path, smoothing, sharpness)
+        load, gap_at_release = steps[:, 3], steps[0, 4]
+        g = float(np.linalg.norm(sc.model.gravity_m_s2))
+        bound = 1.0 + np.sqrt(2.0 * g * gap_at_release) / (g * sc.dt_s)
+        assert 5.0 < bound < 15.0  # the node falls a few cm
+        assert load.max() / load[-1] <= bound
+        impulses[smoothing] = float(np.sum(load) * sc.dt_s)
+    assert impulses["sigmoid"] == pytest.approx(impulses["heaviside"], rel=0.10)
 
 
-def test_paper_newton_in_the_trigonometric_slacks_fails_before_the_release():
+def test_paper_newton_in_the_trigonometric_slacks_fails_before_the_release_unless_rescued():
     """The paper's formulation (Newton in the trigonometric slacks, w = 2) does not get through the held
-    phase, where the sagging rod's tip lands on the plane; the sigmoid and Heaviside runs do (test above)."""
+    phase, where the sagging rod's tip lands on the plane, with halvings alone; the continuation rescue (on by
+    default) carries it to the release."""
     sc = _scenario("trigonometric", 2.0)
     settings = dataclasses.replace(sc.newton, regular_slack_coordinates=False)
     state = sc.initial_state.copy()
     with pytest.raises(ConvergenceError):
         while state.t_s < RELEASE_S:
-            step(sc.model, state, sc.dt_s, settings)
-    assert 0.1 < state.t_s < RELEASE_S
+            step(sc.model, state, sc.dt_s, dataclasses.replace(settings, exact_jacobian_rescue=False))
+    assert 0.05 < state.t_s < RELEASE_S
+    state = sc.initial_state.copy()
+    while state.t_s < RELEASE_S - 1e-9:
+        step(sc.model, state, sc.dt_s, settings)
