@@ -62,7 +62,7 @@ def _deg(x: float) -> float:
     return math.radians(x)
 
 
-# The paper's three runs (Sec. VIII-B, VIII-D, VIII-E; parameters in shared/notes/seed-000-001.md).
+# The paper's three runs (Sec. VIII-B, VIII-D, VIII-E; parameters and errata: docs/snake3d.md).
 PRESETS: dict[str, SerpenoidParams] = {
     "lateral_undulation_orthotropic": SerpenoidParams(_deg(30), _deg(80), _deg(-50)),
     "lateral_undulation_isotropic": SerpenoidParams(_deg(40), _deg(80), _deg(-50)),

@@ -776,13 +776,19 @@ class StepProblem:
         map's ε = 1e-9 corner at u_t = 0 would be wrong there). Costs n_free residual evaluations: the rescue
         of a step that failed with halvings only (`dynamics.step`)."""
         jac = self.jacobian(x).copy()
-        r0 = self.residual(x) if r is None else r
+        # Central differences with the step scaled to the iterate's largest speed: the residual's rounding is
+        # relative to its largest terms, so a step relative to |x_j| alone (1.5e-8 for a velocity near 0 beside
+        # strain rates of 1e4) made columns of noise (measured: the released IX-C rod, where the matrix's
+        # condition is ~1e8, then stalled on some BLAS kernels and not others). eps^(1/3) balances truncation
+        # and rounding of a central difference.
+        speed = float(np.max(np.abs(x[: self.n_free]))) if self.n_free else 1.0
         for j in range(self.n_free):
-            # sqrt(machine epsilon) relative step: truncation and rounding errors both ~1e-8 of the column
-            delta = 1.5e-8 * max(1.0, abs(float(x[j])))
+            delta = 6e-6 * max(abs(float(x[j])), 1e-3 * speed, 1e-6)
             shifted = x.copy()
             shifted[j] += delta
-            jac[:, j] = (self.residual(shifted) - r0) / delta
+            plus = self.residual(shifted)
+            shifted[j] -= 2.0 * delta
+            jac[:, j] = (plus - self.residual(shifted)) / (2.0 * delta)
         return jac
 
     def _obstacle_frame_derivatives(self, kin: Kinematics):
@@ -899,7 +905,7 @@ def step(
         log.debug("t=%.4f s: step %.2e s failed with halvings (%s); continuation rescue", state.t_s, dt_s, failure)
         stepper = _StepSolver(model, state, dt_s, dt_s, settings, base_alpha_next, on_newton_iterate)
         try:
-            problem, result, stages = _continued_step(stepper, max_halvings)
+            problem, result, stages = _continued_rescue(stepper, max(max_halvings, settings.continuation_depth))
         except ConvergenceError as rescue_failure:
             raise ConvergenceError(f"{failure}; continuation rescue at the full step: {rescue_failure}") from None
         info = stepper.commit(problem, result)
@@ -1011,17 +1017,33 @@ class _StepSolver:
         return step_info(self.model, state.q, result, r_dyn, dt_s, kin, contact, multipliers)
 
 
-def _continued_step(stepper: _StepSolver, max_halvings: int) -> tuple[StepProblem, NewtonResult, int]:
-    """Solve the full step by continuation in its length: stages h = s·dt, s = i/2^max_halvings, the increment
+def _continued_rescue(stepper: _StepSolver, depth: int) -> tuple[StepProblem, NewtonResult, int]:
+    """`_continued_step` from the last step's slacks, else once more with the tangential slacks zeroed (every node
+    starts stuck without friction force). Why: a held rod has nodes at the edge of the friction cone (|u_t| ≈ μu_n,
+    the corner of the Coulomb graph); measured on the released IX-C rod, perturbed by 1e-14, 1 start in 35 made
+    both Newton iterations stall there at the first stage, however small, while the zeroed start converged."""
+    try:
+        return _continued_step(stepper, depth)
+    except ConvergenceError as failure:
+        stepper.start_slack = stepper.start_slack.copy()
+        stepper.start_slack[:, 1:] = 0.0
+        try:
+            return _continued_step(stepper, depth)
+        except ConvergenceError as again:
+            raise ConvergenceError(f"{failure}; from zero tangential slacks: {again}") from None
+
+
+def _continued_step(stepper: _StepSolver, depth: int) -> tuple[StepProblem, NewtonResult, int]:
+    """Solve the full step by continuation in its length: stages h = s·dt, s = i/2^depth, the increment
     of s doubled after a converged stage and halved after a failed one; each stage starts from the last converged
     one (the solution moves continuously with h, from the state's own velocity at h = 0). A stage that fails
     the quasi-Newton iteration gets the exact-Jacobian error-oriented Newton (`settings.exact_jacobian_rescue`).
     Returns the accepted full-length (problem, result) and the number of converged stages."""
     settings = stepper.settings
-    finest = 2**max_halvings  # s in units of 1/finest
+    finest = 2**depth  # s in units of 1/finest
     s, ds = 0, finest // 2
     v, slack, multipliers = stepper.state.v, stepper.start_slack, None
-    stages, iterations, last_failure = 0, 0, "no stage tried (max_halvings = 0)"
+    stages, iterations, last_failure = 0, 0, "no stage tried (depth 0)"
     while ds >= 1:
         s_try = min(finest, s + ds)
         problem = stepper.problem(stepper.dt_s * s_try / finest)

@@ -44,10 +44,13 @@ class NewtonSettings:
     # but no singular columns where a node sits at a corner (u_n = 0 or |u_t| = μΛ_n): there the trigonometric
     # maps are cubic in u. False iterates in the trigonometric slacks themselves (the paper's formulation).
     regular_slack_coordinates: bool = True
-    # Rod step only: when a step fails even after its halvings, solve it once more at the full dt by
-    # `solve_error_oriented` with the exact Jacobian (`StepProblem.exact_jacobian`) before raising. Cost only on
-    # such steps (the IX-C release: ≈ 0.5 s at n = 30); steps that converged before are not affected.
+    # Rod step only: when a step fails even after its halvings, solve the full step by continuation in its length
+    # (stages h = s·dt, each by the quasi-Newton and then `solve_error_oriented` with the exact Jacobian) before
+    # raising. Cost only on such steps (the IX-C release: 2–6 stages, ≈ 1–4 s at n = 30).
     exact_jacobian_rescue: bool = True
+    # the rescue's smallest stage is dt / 2**continuation_depth: a released stiff rod relaxes its held bend in far
+    # less than dt / 32, so the first stage must be able to get that small
+    continuation_depth: int = 10
     rescue_iterations: int = 40
 
 
