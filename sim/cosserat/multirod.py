@@ -35,6 +35,7 @@ trigonometric residual at the mapped slacks meets the tolerance.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from sim.cosserat.dynamics import (
     ContactScales,
     StepInfo,
     StepProblem,
+    _joined,
     _predicted_slack,
     regular_law,
     slack_scales,
@@ -386,8 +388,8 @@ def step_rods(
     base_alpha_next: Sequence[np.ndarray | None] | None = None,
     max_halvings: int = 5,
 ) -> SystemStepInfo:
-    """Advance all rods by one implicit-Euler step (in place); halve on non-convergence as `dynamics.step`,
-    then raise `ConvergenceError` with the state untouched."""
+    """Advance all rods by one implicit-Euler step (in place); halve on non-convergence as `dynamics.step` (a
+    halved step reports impulse / dt), then raise `ConvergenceError` with the state untouched."""
     if not dt_s > 0:
         raise ValueError(f"dt_s must be > 0, got {dt_s!r}")
     if base_alpha_next is not None and len(base_alpha_next) != len(system.models):
@@ -415,9 +417,23 @@ def step_rods(
         for p, saved in enumerate(backup.pair_slack):
             state.pair_slack[p] = saved
         raise
-    second.iterations += first.iterations
-    second.substeps += first.substeps
-    return second
+    return _joined_system(first, second)
+
+
+def _joined_system(first: SystemStepInfo, second: SystemStepInfo) -> SystemStepInfo:
+    """Two equal half steps as one, as `dynamics._joined`: every rod's and pair's forces averaged over the step
+    (impulse / dt, what one full step reports), the end state's gaps and slips."""
+    pairs = [
+        dataclasses.replace(b, force_n=0.5 * (a.force_n + b.force_n))
+        for a, b in zip(first.pairs, second.pairs, strict=True)
+    ]
+    return SystemStepInfo(
+        iterations=first.iterations + second.iterations,
+        residual=second.residual,
+        rods=[_joined(a, b) for a, b in zip(first.rods, second.rods, strict=True)],
+        pairs=pairs,
+        substeps=first.substeps + second.substeps,
+    )
 
 
 def _uses_regular_coordinates(system: RodSystem, settings: NewtonSettings) -> bool:
