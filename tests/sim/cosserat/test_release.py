@@ -133,14 +133,19 @@ def test_exact_jacobian_matches_central_differences_where_the_quasi_newton_matri
     assert np.max(np.abs(problem.jacobian(x) - reference)) > 1e-2 * scale
 
 
-def test_a_failed_rescue_raises_with_both_reasons_and_leaves_the_state_untouched():
-    """Never an unconverged step: the rescue limited to 2 exact-Jacobian iterations per stage does not converge, so
-    the step raises, naming the halvings' and the rescue's failure, and the state stays bitwise as it was."""
+def test_a_failed_rescue_raises_with_every_reason_and_leaves_the_state_untouched():
+    """Never an unconverged step: with 2 quasi-Newton and 1 exact-Jacobian iteration per attempt and continuation
+    stages no smaller than dt/4, the released step cannot converge (it needs 2–10 stages of up to 20 iterations),
+    so the step raises, naming the halvings', the continuation's and its restart's failure, and the state stays
+    bitwise as it was, also after the stages that did converge."""
     sc = load_rod_experiment(EXPERIMENT)
     state = _held_states()[1.0].copy()
     q, v, slack, t = state.q.copy(), state.v.copy(), state.slack.copy(), state.t_s
-    settings = dataclasses.replace(sc.newton, rescue_iterations=2)
-    with pytest.raises(ConvergenceError, match="Newton did not converge.*continuation rescue at the full step"):
+    settings = dataclasses.replace(sc.newton, max_iterations=2, rescue_iterations=1, continuation_depth=2)
+    with pytest.raises(
+        ConvergenceError,
+        match="Newton did not converge.*continuation rescue at the full step.*from zero tangential slacks",
+    ):
         step(_free(sc), state, sc.dt_s, settings, None, 2)
     assert np.array_equal(state.q, q) and np.array_equal(state.v, v) and np.array_equal(state.slack, slack)
     assert state.t_s == t
