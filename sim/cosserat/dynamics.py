@@ -891,19 +891,26 @@ def step(
        landing force 20-fold.)
     3. Else, if `settings.exact_jacobian_rescue`, the full step by continuation in its length
        (`_continued_step`: stages h = s·dt from the state, each by the quasi-Newton and then the exact-Jacobian
-       error-oriented Newton), which the whipping release of a held rod needs.
-    If nothing converges, ConvergenceError is raised and the state is left untouched.
+       error-oriented Newton), which the whipping release of a held rod needs. Its answer is the root of the
+       full-step equations, the same to 2e-9 of the step whatever path reached it
+       (benchmarks/cosserat_release_reproducibility.py). It is not the first resort: the IX-C landing has folds
+       in the step length that continuation cannot pass, and its exact Jacobian made the rod_on_plane drop 4×
+       slower.
+    If nothing converges, ConvergenceError is raised and the state is left untouched. What remains rounding-
+    sensitive is the decision to halve: a step that converges whole on one machine and halved on another is a
+    different discretisation (measured: the IX-C pinned sigmoid run, 1 of 4 runs from 1e-14-perturbed states
+    halved 22 instead of 18 steps and rested 1.9 mm away; rod_on_plane: 1e-14 m).
     `on_newton_iterate` (off by default) sees every Newton iterate, also of attempts that were then halved.
     """
     if not dt_s > 0:
         raise ValueError(f"dt_s must be > 0, got {dt_s!r}")
     try:
-        return _step_or_halve(model, state, dt_s, dt_s, settings, base_alpha_next, max_halvings, on_newton_iterate)
+        return _step_or_halve(model, state, dt_s, settings, base_alpha_next, max_halvings, on_newton_iterate)
     except ConvergenceError as failure:
         if not settings.exact_jacobian_rescue:
             raise
         log.debug("t=%.4f s: step %.2e s failed with halvings (%s); continuation rescue", state.t_s, dt_s, failure)
-        stepper = _StepSolver(model, state, dt_s, dt_s, settings, base_alpha_next, on_newton_iterate)
+        stepper = _StepSolver(model, state, dt_s, settings, base_alpha_next, on_newton_iterate)
         try:
             problem, result, stages = _continued_rescue(stepper, max(max_halvings, settings.continuation_depth))
         except ConvergenceError as rescue_failure:
@@ -913,11 +920,10 @@ def step(
         return info
 
 
-def _step_or_halve(
-    model, state, dt_s, scale_dt_s, settings, base_alpha_next, max_halvings, on_newton_iterate
-) -> StepInfo:
-    """The quasi-Newton step, else two half steps (recursively); the state is untouched on ConvergenceError."""
-    stepper = _StepSolver(model, state, dt_s, scale_dt_s, settings, base_alpha_next, on_newton_iterate)
+def _step_or_halve(model, state, dt_s, settings, base_alpha_next, max_halvings, on_newton_iterate) -> StepInfo:
+    """The quasi-Newton step, else two half steps (recursively); the state is untouched on ConvergenceError. Each
+    half step has the inertial slack scales of its own length, as the step solved whole would."""
+    stepper = _StepSolver(model, state, dt_s, settings, base_alpha_next, on_newton_iterate)
     try:
         return stepper.commit(*stepper.accept(stepper.direct()))
     except ConvergenceError:
@@ -926,7 +932,7 @@ def _step_or_halve(
     log.debug("t=%.4f s: step %.2e s did not converge; two half steps", state.t_s, dt_s)
     backup = state.copy()
     mid = None if base_alpha_next is None else 0.5 * (state.q[0:6] + np.asarray(base_alpha_next, float))
-    halves = (0.5 * dt_s, 0.5 * scale_dt_s, settings)
+    halves = (0.5 * dt_s, settings)
     try:
         first = _step_or_halve(model, state, *halves, mid, max_halvings - 1, on_newton_iterate)
         second = _step_or_halve(model, state, *halves, base_alpha_next, max_halvings - 1, on_newton_iterate)
@@ -950,12 +956,12 @@ def _joined(first: StepInfo, second: StepInfo) -> StepInfo:
 
 
 class _StepSolver:
-    """The pieces of one step of dt_s: the step problem at any length h ≤ dt_s (slack scales of scale_dt_s), its
-    warm start, its solution by either Newton, and the commit of the full-length solution to the state."""
+    """The pieces of one step of dt_s: the step problem at any length h ≤ dt_s (with the slack scales of dt_s, so a
+    continuation stage has the full step's contact law), its warm start, its solution by either Newton, and the
+    commit of the full-length solution to the state."""
 
-    def __init__(self, model, state, dt_s, scale_dt_s, settings, base_alpha_next, on_newton_iterate):
+    def __init__(self, model, state, dt_s, settings, base_alpha_next, on_newton_iterate):
         self.model, self.state, self.dt_s, self.settings = model, state, dt_s, settings
-        self.scale_dt_s = scale_dt_s
         self.base_alpha_next = None if base_alpha_next is None else np.asarray(base_alpha_next, float)
         self.on_newton_iterate = on_newton_iterate
         self.regular = _uses_regular_coordinates(model, settings)
@@ -973,7 +979,7 @@ class _StepSolver:
         alpha = self.base_alpha_next
         if alpha is not None and h_s != self.dt_s:
             alpha = self.state.q[0:6] + (h_s / self.dt_s) * (alpha - self.state.q[0:6])
-        problem = StepProblem(self.model, self.state, h_s, alpha, self.law, scale_dt_s=self.scale_dt_s)
+        problem = StepProblem(self.model, self.state, h_s, alpha, self.law, scale_dt_s=self.dt_s)
         problem.frame_terms = self.settings.contact_frame_terms
         return problem
 
@@ -1145,9 +1151,7 @@ def _back_to_model_slacks(stepper: _StepSolver, problem: StepProblem, result: Ne
     regular = problem.unpack(result.x)[1]
     c, settings = stepper.model.contact, stepper.settings
     slack = trigonometric_slack_from_regular(c.smoothing.sharpness, c.friction_coefficient, regular)
-    own = StepProblem(
-        stepper.model, stepper.state, stepper.dt_s, stepper.base_alpha_next, scale_dt_s=stepper.scale_dt_s
-    )
+    own = StepProblem(stepper.model, stepper.state, stepper.dt_s, stepper.base_alpha_next)
     own._row_scale = problem._row_scale
     x = result.x.copy()  # same velocities and (scaled) constraint multipliers
     x[own.n_free : own.n_free + 3 * own.k] = slack.reshape(-1)
