@@ -154,7 +154,7 @@ def test_paper_newton_in_the_trigonometric_slacks_fails_before_the_release_unles
     with pytest.raises(ConvergenceError):
         while state.t_s < RELEASE_S:
             step(sc.model, state, sc.dt_s, dataclasses.replace(settings, exact_jacobian_rescue=False))
-    assert 0.05 < state.t_s < RELEASE_S
+    assert 0.1 < state.t_s < RELEASE_S  # measured: 0.17 s on three kernels
     state = sc.initial_state.copy()
     while state.t_s < RELEASE_S - 1e-9:
         step(sc.model, state, sc.dt_s, settings)
