@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --require-hashes -r requirements/lock.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m aiko.warmup
 	@touch $(STAMP)
 
 ## run: the main job on the embedded default (no hardware needed)
