@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import aiko._blas_threads  # noqa: F401  (before numpy loads)
 from aiko import __version__
-from aiko.errors import AikoError
+from aiko.errors import AikoError, RunStopped
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -85,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AikoError as exc:
         sys.stderr.write(f"aiko: {exc}\n")
         return EXIT_USAGE
+    except RunStopped as exc:
+        sys.stderr.write(f"aiko: {exc}\n")
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         sys.stderr.write("aiko: interrupted\n")
         return 130

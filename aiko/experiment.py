@@ -33,6 +33,8 @@ class RunSettings:
     duration_s: float
     reference_rate_hz: float
     feedback_rate_hz: float
+    # keep running when a module reports ESTOP, WATCHDOG or a fault (default: such a run stops at once)
+    allow_degraded: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ def experiment_from_dict(
         duration_s=run_table.number("duration_s", 15.0, min=0.0, min_exclusive=True, max=86400.0),
         reference_rate_hz=run_table.number("reference_rate_hz", 10.0, min=0.0, min_exclusive=True, max=1000.0),
         feedback_rate_hz=run_table.number("feedback_rate_hz", 100.0, min=0.0, min_exclusive=True, max=10000.0),
+        allow_degraded=run_table.boolean("allow_degraded", False),
     )
     run_table.finish()
 

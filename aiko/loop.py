@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from aiko.clock import Clock
+from aiko.errors import RunStopped
 from aiko.gait import Gait
-from aiko.interfaces import JointFeedback, JointInterface, Recorder
+from aiko.interfaces import JointFeedback, JointInterface, JointStatus, Recorder
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class LoopResult:
     tracked_point_end_m: list[float] | None
     backend_summary: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
+    deadlines_missed: int = 0
 
 
 class ControlLoop:
@@ -66,6 +68,7 @@ class ControlLoop:
         feedback_rate_hz: float,
         tracked_link: int = 6,
         progress: ProgressCallback | None = None,
+        allow_degraded: bool = False,
     ) -> None:
         self.gait = gait
         self.backend = backend
@@ -73,6 +76,7 @@ class ControlLoop:
         self.clock = clock
         self.tracked_link = tracked_link
         self.progress = progress
+        self.allow_degraded = allow_degraded
         self.latest_feedback: JointFeedback | None = None
         self.tasks = [
             PeriodicTask("feedback", feedback_rate_hz, self._read_feedback, priority=10),
@@ -90,6 +94,25 @@ class ControlLoop:
         self.latest_feedback = feedback
         self._feedback_reads += 1
         self.recorder.record("/joint_feedback", self.clock.now_ns(), feedback.as_payload())
+        if not self.allow_degraded:
+            self._stop_if_unsafe(feedback)
+
+    _UNSAFE = JointStatus.FAULT | JointStatus.WATCHDOG  # the firmware reports an e-stop as FAULT (+ EStop)
+
+    def _stop_if_unsafe(self, feedback: JointFeedback) -> None:
+        """A module in ESTOP, WATCHDOG or fault has cut its drive: streaming on would move the others alone."""
+        status = np.asarray(feedback.status, dtype=np.int64)
+        bad = np.flatnonzero(status & int(self._UNSAFE))
+        if bad.size == 0:
+            return
+        modules = [int(i) + 1 for i in bad]  # joint modules, 1-based in chain order
+        reasons = sorted({"watchdog" if status[i] & JointStatus.WATCHDOG else "estop_or_fault" for i in bad})
+        raise RunStopped(
+            f"joint modules {modules} reported {' / '.join(r.upper().replace('_OR_', ' or ') for r in reasons)} "
+            f"at t = {feedback.t_s:.3f} s; run stopped, references no longer sent "
+            "(set run.allow_degraded = true to keep running)",
+            {"modules": modules, "reasons": reasons, "t_s": float(feedback.t_s)},
+        )
 
     def _send_references(self, t_s: float) -> None:
         refs = self.gait.references(t_s, self.latest_feedback)
@@ -129,6 +152,10 @@ class ControlLoop:
                     self.progress(t_next, duration_s)
                     last_progress = t_next
             backend.advance_to(duration_s)
+        except RunStopped as exc:
+            log.error("%s", exc)
+            self.recorder.event("run_stopped", clock.now_ns(), message=str(exc), **exc.fields)
+            raise
         except KeyboardInterrupt:
             interrupted = True
             log.warning("interrupted at t = %.3f s; deactivating", clock.now_s())

@@ -90,6 +90,7 @@ def run_experiment(
             feedback_rate_hz=experiment.run.feedback_rate_hz,
             tracked_link=options.tracked_link,
             progress=progress,
+            allow_degraded=experiment.run.allow_degraded,
         )
         for task in extra_tasks or []:
             loop.add_task(task)

@@ -54,9 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     estop.add_argument(
         "--repeat", type=int, default=3, help="frames to send, 10 ms apart while unconfirmed (default 3)"
     )
-    estop.add_argument(
-        "--nodes", default="1-10", help="modules that must confirm, e.g. 1-10 or 1,2,5 (default 1-10)"
-    )
+    estop.add_argument("--nodes", default="1-10", help="modules that must confirm, e.g. 1-10 or 1,2,5 (default 1-10)")
     estop.add_argument(
         "--timeout", type=float, default=0.2, metavar="S", help="wait this long for every ESTOP (default 0.2 s)"
     )

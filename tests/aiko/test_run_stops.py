@@ -1,0 +1,124 @@
+"""A run stops cleanly when a module reports ESTOP / WATCHDOG / fault (unless run.allow_degraded), and the loop
+skips missed deadlines instead of replaying them."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aiko.backends.can_bus import HilBackend
+from aiko.cli import main
+from aiko.errors import RunStopped
+from aiko.experiment import load_experiment
+from aiko.interfaces import JointFeedback, JointStatus
+from aiko.loop import ControlLoop, PeriodicTask
+from aiko.recording import MemoryRecorder
+from aiko.runner import RunOptions, run_experiment
+from firmware_protocol.dbc import ModuleState
+
+REPO = Path(__file__).resolve().parents[2]
+SIDEWINDING = REPO / "experiments" / "sidewinding.toml"
+
+
+def _estop_at(backend: HilBackend, t_stop: float) -> PeriodicTask:
+    def action(t_s: float) -> None:
+        if abs(t_s - t_stop) < 1e-9:
+            backend.emergency_stop()  # as if `aiko can estop` had been run from another shell
+
+    return PeriodicTask("estop", 100.0, action, priority=90)
+
+
+def test_a_module_in_estop_stops_the_run_with_an_event():
+    experiment = load_experiment(SIDEWINDING)
+    backend, recorder = HilBackend(), MemoryRecorder()
+    with pytest.raises(RunStopped, match=r"joint modules \[1, 2, 3, 4, 5, 6, 7, 8, 9, 10\] reported ESTOP"):
+        run_experiment(
+            experiment,
+            recorder,
+            RunOptions(backend="hil", duration_s=2.0),
+            backend=backend,
+            extra_tasks=[_estop_at(backend, 0.55)],
+        )
+    assert "run_stopped" in recorder.event_kinds() and recorder.event_kinds()[-1] == "stop"
+    stopped = next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
+    assert stopped["modules"] == list(range(1, 11)) and stopped["reasons"] == ["estop_or_fault"]
+    refs = [t for t, _ in recorder.channels["/references"]]
+    assert len(refs) == 6  # t = 0.0 .. 0.5: nothing after the stop
+    assert (backend.emulator.state == ModuleState.ESTOP).all()
+
+
+def test_a_degraded_run_is_allowed_when_the_experiment_says_so():
+    experiment = load_experiment(SIDEWINDING, {"run.allow_degraded": True})
+    backend, recorder = HilBackend(), MemoryRecorder()
+    run_experiment(
+        experiment,
+        recorder,
+        RunOptions(backend="hil", duration_s=1.0),
+        backend=backend,
+        extra_tasks=[_estop_at(backend, 0.55)],
+    )
+    assert "run_stopped" not in recorder.event_kinds()
+    assert len(recorder.channels["/references"]) == 11
+
+
+class _StatusBackend:
+    """A backend whose modules report a given status from t_bad on."""
+
+    def __init__(self, status_after: int, t_bad: float, n: int = 3) -> None:
+        self.status_after, self.t_bad, self.n = status_after, t_bad, n
+        self.t = 0.0
+        self.writes: list[float] = []
+        self.deactivated = 0
+
+    def activate(self):
+        pass
+
+    def advance_to(self, t_s):
+        self.t = t_s
+
+    def read(self):
+        status = np.full(self.n, self.status_after if self.t >= self.t_bad else int(JointStatus.ENABLED))
+        z = np.zeros(self.n)
+        return JointFeedback(self.t, z, z, z, z, status, z, z)
+
+    def write(self, refs):
+        self.writes.append(refs.t_s)
+
+    def deactivate(self):
+        self.deactivated += 1
+
+    def link_poses(self):
+        return None
+
+    def summary(self):
+        return {}
+
+
+@pytest.mark.parametrize("status", [int(JointStatus.WATCHDOG), int(JointStatus.FAULT)])
+def test_watchdog_or_fault_stops_the_loop_and_deactivates(status):
+    from aiko.clock import SimulatedClock
+
+    experiment = load_experiment(SIDEWINDING)
+    backend = _StatusBackend(status, 0.3)
+    recorder = MemoryRecorder()
+    loop = ControlLoop(
+        experiment.gait, backend, recorder, SimulatedClock(), reference_rate_hz=10.0, feedback_rate_hz=100.0
+    )
+    with pytest.raises(RunStopped):
+        loop.run(1.0)
+    assert backend.writes == pytest.approx([0.0, 0.1, 0.2]) and backend.deactivated >= 1
+    assert recorder.event_kinds()[-2:] == ["run_stopped", "stop"]
+
+
+def test_cli_exits_1_with_one_line_when_the_run_is_stopped(monkeypatch, capsys, tmp_path):
+    import aiko.commands.run as run_command
+
+    def stopped(*args, **kwargs):
+        raise RunStopped("joint modules [3] reported WATCHDOG at t = 1.000 s; run stopped")
+
+    monkeypatch.setattr("aiko.session.record_run", stopped)
+    argv = ["run", str(SIDEWINDING), "--backend", "hil", "--out", str(tmp_path / "x.mcap"), "--no-report"]
+    assert run_command is not None
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err == "aiko: joint modules [3] reported WATCHDOG at t = 1.000 s; run stopped\n"
