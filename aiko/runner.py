@@ -108,6 +108,7 @@ def run_experiment(
         "tracked_point_start_m": result.tracked_point_start_m,
         "tracked_point_end_m": result.tracked_point_end_m,
         "interrupted": result.interrupted,
+        "deadlines_missed": result.deadlines_missed,
     }
     summary.update(result.backend_summary)
     # `steps` counts the physics' time steps where a simulator ran (what the speed benchmarks count too).

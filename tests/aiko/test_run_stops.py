@@ -122,3 +122,79 @@ def test_cli_exits_1_with_one_line_when_the_run_is_stopped(monkeypatch, capsys, 
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err == "aiko: joint modules [3] reported WATCHDOG at t = 1.000 s; run stopped\n"
+
+
+# ------------------------------------------------------------------------------- missed deadlines
+class _StallingClock:
+    """Simulated time that jumps over [stall_at, stall_to) once, as a SIGSTOP/SIGCONT does to the wall clock."""
+
+    def __init__(self, stall_at: float, stall_to: float) -> None:
+        from aiko.clock import SimulatedClock
+
+        self._inner = SimulatedClock()
+        self.start_ns = self._inner.start_ns
+        self.stall_at, self.stall_to, self.stalled = stall_at, stall_to, False
+
+    def now_s(self) -> float:
+        return self._inner.now_s()
+
+    def now_ns(self) -> int:
+        return self._inner.now_ns()
+
+    def stamp_ns(self, t_s: float) -> int:
+        return self._inner.stamp_ns(t_s)
+
+    def sleep_until(self, t_s: float) -> None:
+        if not self.stalled and t_s >= self.stall_at:
+            self.stalled = True
+            t_s = self.stall_to
+        self._inner.sleep_until(t_s)
+
+
+def test_missed_deadlines_are_skipped_not_replayed():
+    experiment = load_experiment(SIDEWINDING)
+    backend = _StatusBackend(int(JointStatus.ENABLED), 99.0)
+    recorder = MemoryRecorder()
+    clock = _StallingClock(0.5, 2.03)  # 1.53 s stalled from just before the t = 0.5 deadline
+    loop = ControlLoop(experiment.gait, backend, recorder, clock, reference_rate_hz=10.0, feedback_rate_hz=100.0)
+    result = loop.run(3.0)
+    sent = np.array([t for t, _ in recorder.channels["/references"]], dtype=float) * 1e-9
+    sent -= clock.start_ns * 1e-9
+    assert np.all(np.diff(sent) >= 0.1 - 1e-9)  # no burst: never two references within one period
+    assert backend.writes == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4, 2.1, *[k / 10 for k in range(22, 31)]])
+    missed = {f["task"]: f for _, kind, f in recorder.events if kind == "deadline_missed"}
+    assert missed["references"]["count"] == 16 and missed["references"]["gap_s"] == pytest.approx(1.53)
+    assert missed["references"]["resume_t_s"] == pytest.approx(2.1)
+    assert result.deadlines_missed == missed["references"]["count"] + missed["feedback"]["count"]
+
+
+def test_a_slightly_late_deadline_still_runs():
+    from aiko.loop import PeriodicTask
+
+    task = PeriodicTask("x", 10.0, lambda t: None, late_fraction=0.1)
+    task.count = 5
+    assert task.skip_missed(0.5 + 0.009) is None  # 9 ms late: within 10 % of the period
+    assert task.skip_missed(0.5 + 0.011) == (1, pytest.approx(0.011)) and task.next_time() == pytest.approx(0.6)
+
+
+def test_slew_limit_counts_the_time_that_really_passed():
+    from aiko.can_driver.driver import CanDriverSettings, CanJointDriver
+
+    class _NullBus:
+        channel_info = "null"
+
+        def send(self, msg, timeout=None):
+            pass
+
+    now = {"t": 1.0}
+    settings = CanDriverSettings(nodes=(1,), limit_h_rad=1.0, limit_v_rad=1.0, slew_limit_rad_s=1.0)
+    driver = CanJointDriver(_NullBus(), settings, lambda: now["t"], use_notifier=False)
+    driver.shaper.reset(np.zeros((1, 2)), 1.0)
+    target = np.full((1, 2), 0.5)
+    # a stalled loop asking for the references of t = 1.1 .. 1.5 at one wall instant: no motion allowed
+    for t_nominal in (1.1, 1.2, 1.3, 1.4, 1.5):
+        driver.write(t_nominal, target, np.zeros((1, 2)))
+    assert np.all(driver.shaper._previous == 0.0)
+    now["t"] = 1.1
+    driver.write(1.6, target, np.zeros((1, 2)))
+    np.testing.assert_allclose(driver.shaper._previous, 0.1)  # 1 rad/s x 0.1 s of wall time
