@@ -40,7 +40,7 @@ from aiko.experiment import Experiment, register_section
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, RunContext
 from aiko.robot import RobotDescription
 from aiko.validation import Table
-from firmware_protocol.dbc import id_scheme
+from firmware_protocol.dbc import WATCHDOG_TIMEOUT_MAX_MS, WATCHDOG_TIMEOUT_MIN_MS, id_scheme
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
@@ -295,6 +295,14 @@ class CanBackend(JointInterface):
             raise ConfigError(
                 f"{robot.source}: joints.can_node_ids {list(unknown)} are not defined in aiko_joint.dbc "
                 f"(nodes {id_scheme().node_ids[0]}..{id_scheme().node_ids[-1]})"
+            )
+        rate_hz = ctx.experiment.run.reference_rate_hz
+        timeout_ms = section.watchdog_periods * 1e3 / rate_hz
+        if not WATCHDOG_TIMEOUT_MIN_MS <= timeout_ms <= WATCHDOG_TIMEOUT_MAX_MS:
+            raise ConfigError(
+                f"{ctx.experiment.path}: can.watchdog_periods = {section.watchdog_periods:g} at "
+                f"run.reference_rate_hz = {rate_hz:g} is a {timeout_ms:g} ms watchdog; the modules accept "
+                f"{WATCHDOG_TIMEOUT_MIN_MS:g}..{WATCHDOG_TIMEOUT_MAX_MS:g} ms"
             )
         settings = CanDriverSettings(
             nodes=nodes,

@@ -200,8 +200,12 @@ class CanJointDriver(can.Listener):
         }
 
     def write_module_parameters(self, wait: Callable[[float], None], timeout_s: float) -> None:
-        """Write the run's parameters to every module and check the replies; HardwareError if one is silent."""
+        """Write the run's parameters to every module and check the replies; HardwareError if one is silent.
+
+        The modules accept parameter writes only while disabled (an enabled one answers Locked), so a Disable
+        goes out first: a module left enabled by a crashed PC (until its watchdog) is configured all the same."""
         wanted = self.module_parameters()
+        self.send_command(Command.DISABLE)
         for node in self.settings.nodes:
             for parameter, value in wanted.items():
                 self.request_parameter(node, parameter, value)

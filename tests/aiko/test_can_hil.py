@@ -331,8 +331,9 @@ def test_a_module_that_goes_silent_is_reported_stale(experiment):
 
     backend, recorder, clock = _configured_hil(experiment)
     try:
+        # module 7 stops reporting (written before Enable: an enabled module refuses parameter writes)
+        backend.driver.request_parameter(7, Parameter.FEEDBACK_RATE_HZ, 0.0)
         backend.activate()
-        backend.driver.request_parameter(7, Parameter.FEEDBACK_RATE_HZ, 0.0)  # module 7 stops reporting
         for k in range(1, 11):
             t = k / 10
             clock.sleep_until(t)
