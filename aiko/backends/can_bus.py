@@ -304,6 +304,13 @@ class CanBackend(JointInterface):
                 f"run.reference_rate_hz = {rate_hz:g} is a {timeout_ms:g} ms watchdog; the modules accept "
                 f"{WATCHDOG_TIMEOUT_MIN_MS:g}..{WATCHDOG_TIMEOUT_MAX_MS:g} ms"
             )
+        peak_rate = getattr(ctx.gait, "peak_rate_rad_s", None)
+        if callable(peak_rate) and math.degrees(peak_rate()) > section.slew_limit_deg_s * (1 + 1e-9):
+            raise ConfigError(
+                f"{ctx.experiment.path}: the gait moves its joints at up to {math.degrees(peak_rate()):.4g} deg/s but "
+                f"can.slew_limit_deg_s = {section.slew_limit_deg_s:g}: the references would be rate limited into "
+                "a different gait; lower the gait's amplitude or frequency (or raise the slew limit)"
+            )
         settings = CanDriverSettings(
             nodes=nodes,
             limit_h_rad=robot.limit_h_rad,

@@ -50,37 +50,57 @@ def _pair(table: Table, key: str, default: Any) -> tuple[float, float]:
     return (values[0], values[1])
 
 
+MAX_OBSTACLES = 100_000  # far more than any lab floor; a lattice beyond it would exhaust the memory
+MAX_RANDOM_OBSTACLES = 10_000  # rejection sampling is quadratic in the count
+
+
 def parse_obstacles(table: Table, link_length_m: float) -> tuple[ObstacleField, float]:
     """``[sim.obstacles]`` → the field and the clearance required from the initial body."""
     kind = table.string("kind", "lattice", choices=["lattice", "random", "list", "none"])
     clearance = table.number("clearance_m", 0.002, min=0.0, max=1.0)
-    if kind == "lattice":
-        rows = table.number_list("rows_y_m")
-        offsets = table.number_list("row_offsets_m", [0.0] * len(rows), length=len(rows))
-        field = lattice_field(
-            _pair(table, "x_range_m", None),
-            rows,
-            table.number("spacing_x_m", min=0.0, min_exclusive=True, max=100.0),
-            table.number("radius_m", min=0.0, min_exclusive=True, max=10.0),
-            offsets,
-        )
-    elif kind == "random":
-        field = random_field(
-            table.integer("seed"),
-            _pair(table, "x_range_m", None),
-            _pair(table, "y_range_m", None),
-            table.integer("count", min=0, max=100_000),
-            _pair(table, "radius_range_m", None),
-            table.number("min_edge_distance_m", link_length_m * 1.0001, min=0.0),
-        )
-    elif kind == "list":
-        centres = np.array(table.raw("centres_m"), dtype=float).reshape(-1, 2)
-        radii = np.array(table.number_list("radii_m", min=0.0), dtype=float)
-        if centres.shape[0] != radii.size:
-            raise ConfigError(f"{table.path}: centres_m has {centres.shape[0]} points but radii_m {radii.size} values")
-        field = ObstacleField(centres, radii)
-    else:
-        field = ObstacleField(np.zeros((0, 2)), np.zeros(0))
+    try:
+        if kind == "lattice":
+            rows = table.number_list("rows_y_m", min=-1e4, max=1e4)
+            offsets = table.number_list("row_offsets_m", [0.0] * len(rows), length=len(rows), min=-1e4, max=1e4)
+            x_range = _pair(table, "x_range_m", None)
+            spacing = table.number("spacing_x_m", min=0.0, min_exclusive=True, max=100.0)
+            radius = table.number("radius_m", min=0.0, min_exclusive=True, max=10.0)
+            per_row = (x_range[1] - x_range[0]) / spacing + 1
+            if len(rows) * per_row > MAX_OBSTACLES:
+                raise ConfigError(
+                    f"{table.path}: {len(rows)} rows x {per_row:.0f} obstacles per row is more than "
+                    f"{MAX_OBSTACLES}; widen spacing_x_m or narrow x_range_m"
+                )
+            field = lattice_field(x_range, rows, spacing, radius, offsets)
+        elif kind == "random":
+            x_range, y_range = _pair(table, "x_range_m", None), _pair(table, "y_range_m", None)
+            radius_range = _pair(table, "radius_range_m", None)
+            if not 0 < radius_range[0] <= radius_range[1] <= 10.0:
+                raise ConfigError(f"{table.path}.radius_range_m: need 0 < low <= high <= 10 m, got {radius_range}")
+            if x_range[0] > x_range[1] or y_range[0] > y_range[1]:
+                raise ConfigError(f"{table.path}: x_range_m and y_range_m must be [low, high]")
+            field = random_field(
+                table.integer("seed", min=0, max=2**63 - 1),
+                x_range,
+                y_range,
+                table.integer("count", min=0, max=MAX_RANDOM_OBSTACLES),
+                radius_range,
+                table.number("min_edge_distance_m", link_length_m * 1.0001, min=0.0, max=100.0),
+            )
+        elif kind == "list":
+            centres = np.array(table.raw("centres_m"), dtype=float).reshape(-1, 2)
+            radii = np.array(table.number_list("radii_m", min=0.0), dtype=float)
+            if centres.shape[0] != radii.size:
+                raise ConfigError(
+                    f"{table.path}: centres_m has {centres.shape[0]} points but radii_m {radii.size} values"
+                )
+            if not np.isfinite(centres).all():
+                raise ConfigError(f"{table.path}.centres_m: every coordinate must be finite")
+            field = ObstacleField(centres, radii)
+        else:
+            field = ObstacleField(np.zeros((0, 2)), np.zeros(0))
+    except (PlanarSnakeError, ValueError, TypeError) as exc:  # a field that cannot be built is a config error
+        raise ConfigError(f"{table.path}: {exc}") from None
     table.finish()
     try:
         check_assumption_3(field, link_length_m)

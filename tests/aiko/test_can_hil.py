@@ -366,3 +366,16 @@ def test_streaming_asks_for_realtime_priority_on_the_wall_clock_only(experiment)
         finally:
             backend.deactivate()
             backend.close()
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"can.slew_limit_deg_s": 10.0}, "the gait moves its joints at up to 41.89 deg/s"),
+        ({"can.watchdog_periods": 100.0}, "is a 10000 ms watchdog; the modules accept 10..2000 ms"),
+    ],
+)
+def test_can_settings_the_modules_cannot_honour_are_config_errors(overrides, message):
+    experiment = load_experiment(SIDEWINDING, overrides)
+    with pytest.raises(ConfigError, match=message):
+        _configured_hil(experiment)
