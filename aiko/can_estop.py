@@ -148,10 +148,12 @@ def estop_slcan(
             now = time.monotonic()
             if now >= deadline:
                 break
-            if result.frames_sent < repeat and now >= next_repeat:
+            if now >= next_repeat:
+                # while unconfirmed: repeat the stop (up to --repeat) and re-send 'O', which reopens an adapter
+                # that the exiting run closed (python-can sends 'C' on shutdown) so that feedback keeps coming
                 try:
-                    ser.write(frame)
-                    result.frames_sent += 1
+                    ser.write(b"O\r" + (frame if result.frames_sent < repeat else b""))
+                    result.frames_sent += result.frames_sent < repeat
                 except (serial.SerialException, OSError):
                     pass
                 next_repeat = now + 0.01

@@ -222,6 +222,7 @@ class JointControllerEmulator:
         self.accepted_references = np.zeros(n, np.int64)
         self.ignored_while_disabled = np.zeros(n, np.int64)  # valid references to a disabled module
         self.watchdog_trips = np.zeros(n, np.int64)
+        self.parameter_writes_accepted = np.zeros(n, np.int64)
         self.rejected = {reason: np.zeros(n, np.int64) for reason in REJECTION_REASONS}
         self.unknown_id_frames = 0
         self.serial_garbage_lines = 0
@@ -572,6 +573,7 @@ class JointControllerEmulator:
                 self._reply_parameter(row, index, result, self._read_parameter(row, parameter))
                 return
             self._write_parameter(row, parameter, value)
+            self.parameter_writes_accepted[row] += 1
         self._reply_parameter(row, index, ParameterResult.OK, self._read_parameter(row, parameter))
 
     def _read_parameter(self, row: int, p: Parameter) -> float:
@@ -621,6 +623,10 @@ class JointControllerEmulator:
                 "accepted_references": self.accepted_references.tolist(),
                 "ignored_while_disabled": self.ignored_while_disabled.tolist(),
                 "watchdog_trips": self.watchdog_trips.tolist(),
+                "parameter_writes_accepted": self.parameter_writes_accepted.tolist(),
+                "state": [ModuleState(int(x)).name for x in self.state],
+                "last_valid_reference_s": self.last_valid_reference_s.tolist(),
+                "watchdog_trip_s": [None if math.isnan(x) else float(x) for x in self.watchdog_trip_s],
                 "rejected": {k: v.tolist() for k, v in self.rejected.items()},
                 "rejected_total": int(sum(v.sum() for v in self.rejected.values())),
                 "unknown_id_frames": self.unknown_id_frames,

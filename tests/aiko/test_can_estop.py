@@ -130,3 +130,41 @@ def test_bad_nodes_is_a_usage_error(capsys):
 def test_virtual_bus_is_process_local():
     with pytest.raises(can_estop.EstopRefused):
         can_estop.emergency_stop("virtual", "x")
+
+
+def test_estop_from_another_process_stops_a_running_aiko_run(tmp_path):
+    """The lab's case: `aiko run` streams over slcan, someone runs `aiko can estop` from another shell."""
+    from aiko.log import LogReader
+
+    proc, pty = _start_emulator()
+    log = tmp_path / "run.mcap"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    run_cmd = [_PY, "-m", "aiko.cli", "run", str(REPO / "experiments" / "sidewinding.toml"), "--backend", "can"]
+    run_cmd += ["--interface", "slcan", "--channel", pty, "--duration", "60", "--out", str(log), "--no-report"]
+    run_cmd += ["--set", "can.watchdog_periods=20"]  # a loaded machine must not trip the watchdog first
+    run = subprocess.Popen(run_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until the run streams (its log is readable while written)
+            assert run.poll() is None, run.communicate()[1]
+            try:
+                if log.exists() and len(LogReader(log).messages("/references")) >= 3:
+                    break
+            except Exception:  # noqa: BLE001 - not written yet
+                pass
+            time.sleep(0.2)
+        estop = [_PY, "-m", "aiko.cli", "can", "estop", "--interface", "slcan", "--channel", pty, "--timeout", "5"]
+        done = subprocess.run(estop, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+        _, run_err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        counters = _stop(proc)
+    assert done.returncode == 0, done.stderr
+    assert run.returncode == 1 and "reported ESTOP" in run_err
+    reader = LogReader(log)
+    stopped = reader.events("run_stopped")
+    assert len(stopped) == 1 and stopped[0].fields["reasons"] == ["estop_or_fault"]
+    assert "stop" in [e.kind for e in reader.events()]  # the loop disabled the modules and said so
+    assert not [t for t, _ in reader.messages("/references") if t > stopped[0].t_ns]  # nothing after the stop
+    assert counters["state"] == ["ESTOP"] * 10
