@@ -121,7 +121,17 @@ class ControlLoop:
     _UNSAFE = JointStatus.FAULT | JointStatus.WATCHDOG  # the firmware reports an e-stop as FAULT (+ EStop)
 
     def _stop_if_unsafe(self, feedback: JointFeedback) -> None:
-        """A module in ESTOP, WATCHDOG or fault has cut its drive: streaming on would move the others alone."""
+        """A module in ESTOP, WATCHDOG or fault has cut its drive: streaming on would move the others alone. A
+        module whose feedback went stale (backends that track it) may be in any of those: the same."""
+        stale = getattr(self.backend, "stale_modules", None)
+        silent = stale() if callable(stale) else []
+        if silent:
+            raise RunStopped(
+                f"joint modules {silent} sent no feedback for longer than the feedback timeout at "
+                f"t = {feedback.t_s:.3f} s: their state is unknown; run stopped, references no longer sent "
+                "(set run.allow_degraded = true to keep running)",
+                {"modules": list(silent), "reasons": ["feedback_stale"], "t_s": float(feedback.t_s)},
+            )
         status = np.asarray(feedback.status, dtype=np.int64)
         bad = np.flatnonzero(status & int(self._UNSAFE))
         if bad.size == 0:

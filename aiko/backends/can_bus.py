@@ -448,6 +448,12 @@ class CanBackend(JointInterface):
             f["effort"][:, 1].copy(),
         )
 
+    def stale_modules(self) -> list[int]:
+        """Nodes whose feedback is older than can.feedback_timeout_s (the loop stops the run on them)."""
+        if self.driver is None or not self._active:
+            return []
+        return [m.node for m in self.driver.health.modules.values() if m.stale]
+
     def deactivate(self) -> None:
         """Broadcast DISABLE. Called on every exit path (the loop's finally, the runner's finally): idempotent."""
         if self.driver is None or self.driver.closed:

@@ -198,3 +198,24 @@ def test_slew_limit_counts_the_time_that_really_passed():
     now["t"] = 1.1
     driver.write(1.6, target, np.zeros((1, 2)))
     np.testing.assert_allclose(driver.shaper._previous, 0.1)  # 1 rad/s x 0.1 s of wall time
+
+
+def test_a_module_whose_feedback_goes_stale_stops_the_run():
+    experiment = load_experiment(SIDEWINDING)
+    backend, recorder = HilBackend(), MemoryRecorder()
+
+    def silence(t_s: float) -> None:
+        if abs(t_s - 0.3) < 1e-9:  # module 4 stops reporting (as if unplugged)
+            backend.emulator.feedback_rate_hz[3] = 0.0
+
+    with pytest.raises(RunStopped, match=r"joint modules \[4\] sent no feedback"):
+        run_experiment(
+            experiment,
+            recorder,
+            RunOptions(backend="hil", duration_s=3.0),
+            backend=backend,
+            extra_tasks=[PeriodicTask("unplug", 100.0, silence, priority=90)],
+        )
+    stopped = next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
+    assert stopped["reasons"] == ["feedback_stale"] and stopped["modules"] == [4]
+    assert 0.3 + 0.5 < stopped["t_s"] <= 0.3 + 0.5 + 0.02  # can.feedback_timeout_s = 0.5 s after the last frame
