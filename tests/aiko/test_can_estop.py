@@ -168,3 +168,29 @@ def test_estop_from_another_process_stops_a_running_aiko_run(tmp_path):
     assert "stop" in [e.kind for e in reader.events()]  # the loop disabled the modules and said so
     assert not [t for t, _ in reader.messages("/references") if t > stopped[0].t_ns]  # nothing after the stop
     assert counters["state"] == ["ESTOP"] * 10
+
+
+def test_estop_through_python_can_confirms_from_the_modules():
+    """The socketcan path (python-can, join the bus, confirm), exercised on a virtual channel with the emulator
+    in a thread of this process (the CLI refuses `virtual` only because no other process could hear it)."""
+    from firmware_protocol.emulator import EmulatorConfig, JointControllerEmulator
+
+    import can
+
+    channel = "test-estop-python-can"
+    can_bus = can.Bus(interface="virtual", channel=channel)
+    emulator = JointControllerEmulator(can_bus, EmulatorConfig(node_ids=(1, 2, 3)))
+    emulator.start()
+    try:
+        result = can_estop.estop_python_can(
+            "virtual", channel, (1, 2, 3), bitrate=1_000_000, timeout_s=5.0, repeat=3, t0=time.monotonic()
+        )
+        missing = can_estop.estop_python_can(
+            "virtual", channel, (1, 4), bitrate=1_000_000, timeout_s=0.3, repeat=1, t0=time.monotonic()
+        )
+    finally:
+        emulator.stop()
+        can_bus.shutdown()
+    assert result.silent == [] and sorted(result.confirmed) == [1, 2, 3]
+    assert missing.silent == [4]
+    assert (emulator.state == 5).all()
