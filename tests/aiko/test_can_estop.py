@@ -173,9 +173,9 @@ def test_estop_from_another_process_stops_a_running_aiko_run(tmp_path):
 def test_estop_through_python_can_confirms_from_the_modules():
     """The socketcan path (python-can, join the bus, confirm), exercised on a virtual channel with the emulator
     in a thread of this process (the CLI refuses `virtual` only because no other process could hear it)."""
-    from firmware_protocol.emulator import EmulatorConfig, JointControllerEmulator
-
     import can
+
+    from firmware_protocol.emulator import EmulatorConfig, JointControllerEmulator
 
     channel = "test-estop-python-can"
     can_bus = can.Bus(interface="virtual", channel=channel)
