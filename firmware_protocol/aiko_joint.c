@@ -151,7 +151,7 @@ uint8_t aiko_parameter_write_result(uint8_t state, uint8_t index, float value, f
     float lo, hi;
     switch (index) {
         case AIKO_PARAM_KP_H:
-        case AIKO_PARAM_KP_V: lo = 0.0f; hi = 5000.0f; break;
+        case AIKO_PARAM_KP_V: lo = 1.0f; hi = 5000.0f; break;
         case AIKO_PARAM_KD_H:
         case AIKO_PARAM_KD_V: lo = 0.0f; hi = 500.0f; break;
         case AIKO_PARAM_LIMIT_H_DEG:

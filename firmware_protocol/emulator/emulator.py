@@ -112,9 +112,9 @@ class EmulatorConfig:
 
 # Writable parameters: (allowed range, unit conversion wire -> internal).
 _PARAMETER_RANGES: dict[Parameter, tuple[float, float]] = {
-    Parameter.KP_H: (0.0, 5000.0),
+    Parameter.KP_H: (1.0, 5000.0),  # V/rad; below 1 the joint does not move (a stray 5.7e-22 is no gain)
     Parameter.KD_H: (0.0, 500.0),
-    Parameter.KP_V: (0.0, 5000.0),
+    Parameter.KP_V: (1.0, 5000.0),
     Parameter.KD_V: (0.0, 500.0),
     Parameter.LIMIT_H_DEG: (1.0, 180.0),
     Parameter.LIMIT_V_DEG: (1.0, 180.0),
