@@ -55,6 +55,7 @@ class EstopResult:
     confirmed: dict[int, float] = field(default_factory=dict)  # node -> seconds after the first frame was sent
     frames_sent: int = 0
     sent_after_s: float = 0.0  # from `run` being called to the first frame on the wire
+    sent_monotonic_s: float = 0.0  # time.monotonic() of the first frame (system-wide clock: other processes compare)
 
     @property
     def silent(self) -> list[int]:
@@ -139,6 +140,7 @@ def estop_slcan(
             raise EstopError(f"emergency stop NOT sent on slcan:{channel}: {exc}") from None
         start = time.monotonic()
         result.sent_after_s = start - t0
+        result.sent_monotonic_s = start
         result.frames_sent = 1
         seen = _Confirmations(nodes, start)
         buffer = bytearray()
@@ -196,6 +198,7 @@ def estop_python_can(
             raise EstopError(f"emergency stop NOT sent on {interface}:{channel}: {exc}") from None
         start = time.monotonic()
         result.sent_after_s = start - t0
+        result.sent_monotonic_s = start
         result.frames_sent = 1
         seen = _Confirmations(nodes, start)
         next_repeat = start + 0.01

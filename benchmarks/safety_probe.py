@@ -135,6 +135,11 @@ def probe_estop(tmp: Path) -> dict:
         "cli_handler_start_to_send_s": report.get("sent_after_s"),
         "send_to_all_modules_estop_s": report.get("all_confirmed_s"),
         "cli_handler_start_to_all_estop_s": handler_to_all_estop_s,
+        "spawn_to_all_modules_estop_s": (
+            report["sent_monotonic_s"] + report["all_confirmed_s"] - t0_ns / 1e9
+            if report.get("all_confirmed_s") is not None
+            else None
+        ),
         "end_to_end_spawn_to_exit_s": (t1_ns - t0_ns) / 1e9,
         "run_exit_status": run.returncode,
         "run_stderr_last_line": (run_err.strip().splitlines() or [""])[-1][:300],

@@ -165,6 +165,7 @@ def estop_command(args: argparse.Namespace) -> int:
                     "channel": where,
                     "frames_sent": result.frames_sent,
                     "sent_after_s": result.sent_after_s,
+                    "sent_monotonic_s": result.sent_monotonic_s,
                     "confirmed_s": {str(n): t for n, t in sorted(result.confirmed.items())},
                     "all_confirmed_s": max(result.confirmed.values()) if not silent else None,
                     "silent": silent,
