@@ -132,6 +132,14 @@ class ControlLoop:
                 "(set run.allow_degraded = true to keep running)",
                 {"modules": list(silent), "reasons": ["feedback_stale"], "t_s": float(feedback.t_s)},
             )
+        disabled = getattr(self.backend, "disabled_modules", None)
+        lost = disabled() if callable(disabled) else []
+        if lost:
+            raise RunStopped(
+                f"joint modules {lost} were disabled by something other than this run at t = {feedback.t_s:.3f} s; "
+                "run stopped, references no longer sent (set run.allow_degraded = true to keep running)",
+                {"modules": list(lost), "reasons": ["disabled"], "t_s": float(feedback.t_s)},
+            )
         status = np.asarray(feedback.status, dtype=np.int64)
         bad = np.flatnonzero(status & int(self._UNSAFE))
         if bad.size == 0:

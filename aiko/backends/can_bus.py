@@ -454,6 +454,12 @@ class CanBackend(JointInterface):
             return []
         return [m.node for m in self.driver.health.modules.values() if m.stale]
 
+    def disabled_modules(self) -> list[int]:
+        """Nodes that were enabled and then reported disabled, not by this run (the loop stops the run on them)."""
+        if self.driver is None or not self._active:
+            return []
+        return [m.node for m in self.driver.health.modules.values() if m.lost_enable]
+
     def deactivate(self) -> None:
         """Broadcast DISABLE. Called on every exit path (the loop's finally, the runner's finally): idempotent."""
         if self.driver is None or self.driver.closed:

@@ -219,3 +219,34 @@ def test_a_module_whose_feedback_goes_stale_stops_the_run():
     stopped = next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
     assert stopped["reasons"] == ["feedback_stale"] and stopped["modules"] == [4]
     assert 0.3 + 0.5 < stopped["t_s"] <= 0.3 + 0.5 + 0.02  # can.feedback_timeout_s = 0.5 s after the last frame
+
+
+def test_a_module_disabled_by_a_stray_command_stops_the_run():
+    import can
+
+    from firmware_protocol.codec import default_codec
+    from firmware_protocol.dbc import Command, MessageKind
+
+    experiment = load_experiment(SIDEWINDING)
+    backend, recorder = HilBackend(), MemoryRecorder()
+
+    def stray_disable(t_s: float) -> None:
+        if abs(t_s - 0.5) < 1e-9:
+            intruder = can.Bus(interface="virtual", channel=backend.bus.channel_id)
+            frame_id, data = default_codec().encode(
+                MessageKind.COMMAND, 0, {"Command": int(Command.DISABLE), "TargetNode": 3}
+            )
+            intruder.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=False))
+            intruder.shutdown()
+
+    with pytest.raises(RunStopped, match=r"joint modules \[3\] were disabled by something other than this run"):
+        run_experiment(
+            experiment,
+            recorder,
+            RunOptions(backend="hil", duration_s=2.0),
+            backend=backend,
+            extra_tasks=[PeriodicTask("intruder", 100.0, stray_disable, priority=90)],
+        )
+    stopped = next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
+    assert stopped["reasons"] == ["disabled"] and 0.5 < stopped["t_s"] <= 0.55
+    assert "module_disabled" in recorder.event_kinds()
