@@ -10,9 +10,10 @@ Every probe starts ``python -m firmware_protocol.emulator`` (ten emulated module
   exit), the run's exit status, its ``run_stopped`` event and the references it logged after the stop.
 - ``stray``: while the run streams, writes 20 stray ParameterRequest frames (WatchdogPeriods = 100 and
   ReferencePeriodMs = 1000 to all ten modules) and N random frames (half on the DBC's ids, mostly with the right
-  length, random payloads; half on any 11-bit id) to the same pty, then SIGKILLs the run (the PC
-  goes silent). Reports the parameter writes the modules accepted besides the run's own, and per module the time
-  from its last valid reference to its watchdog trip.
+  length, random payloads; half on any 11-bit id; never the Command id, see below) to the same pty, then SIGKILLs
+  the run (the PC goes silent). Reports the parameter writes the modules accepted besides the run's own, and per
+  module the time from its last valid reference to its watchdog trip. (Random Command frames are left out: a
+  random Disable makes the run stop by itself, which tests/aiko/test_run_stops.py checks.)
 - ``stall``: SIGSTOPs the run for 1.5 s, SIGCONTs it (with a 2 s module watchdog so that the stall does not trip
   it) and reports the smallest interval between two logged references and the ``deadline_missed`` events.
 
@@ -173,10 +174,15 @@ def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
                 MessageKind.PARAMETER_REQUEST, node, {"Index": int(parameter), "Write": 1, "Value": value}
             )
             stray.append(slcan_line(frame_id, data))
-    protocol_ids = sorted(codec.scheme._by_frame_id)  # every id the DBC defines
+    # every id the DBC defines except the Command broadcast: a random Disable makes the run stop by itself (tested
+    # in tests/aiko/test_run_stops.py), and this probe measures the modules' watchdog after the PC goes silent
+    command_id = codec.frame_id(MessageKind.COMMAND)
+    protocol_ids = [i for i in sorted(codec.scheme._by_frame_id) if i != command_id]
     randoms = []
     for _ in range(n_random):  # half on the protocol's own ids (random payloads), half on any 11-bit id
         frame_id = rng.choice(protocol_ids) if rng.random() < 0.5 else rng.randrange(0x800)
+        while frame_id == command_id:
+            frame_id = rng.randrange(0x800)
         dlc = rng.randint(0, 8) if rng.random() < 0.3 else codec_length(codec, frame_id)
         randoms.append(slcan_line(frame_id, bytes(rng.randrange(256) for _ in range(dlc))))
     try:
@@ -194,7 +200,7 @@ def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
         time.sleep(0.3)
         alive = run.poll() is None
         run.send_signal(signal.SIGKILL)  # the PC goes silent
-        run.wait(timeout=10)
+        _, run_err = run.communicate(timeout=10)
         time.sleep(1.0)
     finally:
         if run.poll() is None:
@@ -209,6 +215,7 @@ def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
         "stray_parameter_frames": len(stray),
         "random_frames": n_random,
         "run_alive_when_silenced": alive,
+        "run_stderr_last_line": (run_err.strip().splitlines() or [""])[-1][:300],
         "stray_parameter_writes_accepted": sum(a - own for a in counters["parameter_writes_accepted"]),
         "rejected": {k: sum(v) for k, v in counters["rejected"].items() if sum(v)},
         "unknown_id_frames": counters["unknown_id_frames"],
