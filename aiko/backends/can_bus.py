@@ -40,6 +40,7 @@ from aiko.experiment import Experiment, register_section
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, RunContext
 from aiko.robot import RobotDescription
 from aiko.validation import Table
+from firmware_protocol.bus_load import protocol_bus_load
 from firmware_protocol.dbc import WATCHDOG_TIMEOUT_MAX_MS, WATCHDOG_TIMEOUT_MIN_MS, id_scheme
 from firmware_protocol.emulator import (
     DriveParams,
@@ -120,6 +121,10 @@ def restore_normal_priority() -> None:
         except OSError:
             pass
 
+
+# docs/can_protocol.md: 200 Hz references with 200 Hz feedback (81 %) is "too close to saturation"
+MAX_BUS_LOAD = 0.8
+DEFAULT_MODULE_FEEDBACK_RATE_HZ = 100.0  # firmware default (EmulatorConfig.feedback_rate_hz)
 
 HilPlantFactory = Callable[[RobotDescription, Experiment, np.ndarray], JointPlant]
 _HIL_PLANTS: dict[str, HilPlantFactory] = {}
@@ -281,6 +286,10 @@ class CanBackend(JointInterface):
     def _lockstep(self) -> bool:
         return False
 
+    def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
+        """The modules' own feedback rate (the firmware's default; the PC does not set it)."""
+        return DEFAULT_MODULE_FEEDBACK_RATE_HZ
+
     def _wait(self, dt_s: float) -> None:
         time.sleep(dt_s)
 
@@ -303,6 +312,16 @@ class CanBackend(JointInterface):
                 f"{ctx.experiment.path}: can.watchdog_periods = {section.watchdog_periods:g} at "
                 f"run.reference_rate_hz = {rate_hz:g} is a {timeout_ms:g} ms watchdog; the modules accept "
                 f"{WATCHDOG_TIMEOUT_MIN_MS:g}..{WATCHDOG_TIMEOUT_MAX_MS:g} ms"
+            )
+        bitrate = int(ctx.options.get("can_bitrate") or section.bitrate)
+        feedback_hz = self._module_feedback_rate_hz(ctx)
+        load = protocol_bus_load(rate_hz, feedback_hz, len(nodes), bitrate).load_fraction
+        if load > MAX_BUS_LOAD:
+            raise ConfigError(
+                f"{ctx.experiment.path}: run.reference_rate_hz = {rate_hz:g} with {len(nodes)} modules answering at "
+                f"{feedback_hz:g} Hz loads the {bitrate} bit/s bus to {100 * load:.0f} % (worst case) and more than "
+                f"{100 * MAX_BUS_LOAD:.0f} % leaves no room for the e-stop and retransmissions; lower the rate "
+                "(`aiko can bus-load` computes it)"
             )
         peak_rate = getattr(ctx.gait, "peak_rate_rad_s", None)
         if callable(peak_rate) and math.degrees(peak_rate()) > section.slew_limit_deg_s * (1 + 1e-9):
@@ -515,6 +534,9 @@ class HilBackend(CanBackend):
 
     def _lockstep(self) -> bool:
         return not self._realtime
+
+    def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
+        return parse_hil_section(ctx.experiment.section("hil")).feedback_rate_hz
 
     def _open_bus(self, ctx: RunContext, section: CanSection) -> can.BusABC:
         self._realtime = bool(ctx.options.get("realtime", False))

@@ -379,3 +379,9 @@ def test_can_settings_the_modules_cannot_honour_are_config_errors(overrides, mes
     experiment = load_experiment(SIDEWINDING, overrides)
     with pytest.raises(ConfigError, match=message):
         _configured_hil(experiment)
+
+
+def test_a_reference_rate_that_saturates_the_bus_is_a_config_error():
+    experiment = load_experiment(SIDEWINDING, {"run.reference_rate_hz": 600.0, "can.watchdog_periods": 10})
+    with pytest.raises(ConfigError, match=r"loads the 1000000 bit/s bus to 1\d\d % .*aiko can bus-load"):
+        _configured_hil(experiment)
