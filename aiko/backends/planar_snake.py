@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,24 +25,10 @@ from aiko.errors import ConfigError
 from aiko.experiment import Experiment
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, JointStatus, RunContext
 from aiko.validation import Table
-from sim.planar_snake import (
-    PlanarSnakeError,
-    PlanarSnakeModel,
-    SimulationError,
-    all_gaps,
-    initial_state,
-    joint_angles,
-    link_centres,
-    state_from_joint_angles,
-    step,
-)
-from sim.planar_snake.obstacles import (
-    ObstacleField,
-    check_assumption_3,
-    lattice_field,
-    random_field,
-    remove_overlapping,
-)
+
+if TYPE_CHECKING:  # the simulator (scipy) loads when a planar-snake run or [sim] table needs it, not before
+    from sim.planar_snake import PlanarSnakeModel
+    from sim.planar_snake.obstacles import ObstacleField
 
 
 def _pair(table: Table, key: str, default: Any) -> tuple[float, float]:
@@ -56,6 +42,9 @@ MAX_RANDOM_OBSTACLES = 10_000  # rejection sampling is quadratic in the count
 
 def parse_obstacles(table: Table, link_length_m: float) -> tuple[ObstacleField, float]:
     """``[sim.obstacles]`` → the field and the clearance required from the initial body."""
+    from sim.planar_snake import PlanarSnakeError
+    from sim.planar_snake.obstacles import ObstacleField, check_assumption_3, lattice_field, random_field
+
     kind = table.string("kind", "lattice", choices=["lattice", "random", "list", "none"])
     clearance = table.number("clearance_m", 0.002, min=0.0, max=1.0)
     try:
@@ -150,6 +139,16 @@ class PlanarSnakeBackend(JointInterface):
         self.model: PlanarSnakeModel | None = None
 
     def configure(self, ctx: RunContext) -> None:
+        from sim.planar_snake import (
+            PlanarSnakeError,
+            PlanarSnakeModel,
+            all_gaps,
+            initial_state,
+            joint_angles,
+            state_from_joint_angles,
+        )
+        from sim.planar_snake.obstacles import remove_overlapping
+
         settings = parse_sim_table(ctx.experiment.section("sim"), ctx.experiment)
         robot = ctx.robot
         base = PlanarSnakeModel(
@@ -200,6 +199,8 @@ class PlanarSnakeBackend(JointInterface):
         self._refs = (angle, np.asarray(refs.rate_h_rad_s, dtype=float))
 
     def advance_to(self, t_s: float) -> None:
+        from sim.planar_snake import SimulationError, step
+
         model, state = self.model, self.state
         h = model.time_step_s
         start = time.perf_counter()
@@ -215,6 +216,8 @@ class PlanarSnakeBackend(JointInterface):
         self._wall_s += time.perf_counter() - start
 
     def _log(self) -> None:
+        from sim.planar_snake import link_centres
+
         state = self.state
         x, y = link_centres(self.model, state.q)
         t_ns = self.clock.stamp_ns(state.t_s)
@@ -231,6 +234,8 @@ class PlanarSnakeBackend(JointInterface):
         })  # fmt: skip
 
     def read(self) -> JointFeedback:
+        from sim.planar_snake import joint_angles
+
         state, model = self.state, self.model
         if self.gait is not None and hasattr(self.gait, "observe_body_velocity"):
             # the simulator plays motion capture for gaits that watch their progress
@@ -246,6 +251,8 @@ class PlanarSnakeBackend(JointInterface):
         )  # fmt: skip
 
     def link_poses(self) -> tuple[np.ndarray, np.ndarray]:
+        from sim.planar_snake import link_centres
+
         x, y = link_centres(self.model, self.state.q)
         theta = self.state.q[:-2]
         positions = np.stack([x, y, np.zeros_like(x)], axis=1)
