@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import aiko._blas_threads  # noqa: F401  (before numpy loads)
 from aiko import __version__
-from aiko.errors import AikoError
+from aiko.errors import AikoError, RunStopped
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -30,7 +30,21 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_name(argv: Sequence[str] | None) -> str | None:
+    """The sub-command named on the command line (the first word that is not an option), if any."""
+    for word in sys.argv[1:] if argv is None else argv:
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None, *, only_named: bool = False) -> argparse.ArgumentParser:
+    """The full parser; with ``only_named``, only the sub-command that ``argv`` names is imported (if it exists).
+
+    Imports are what make the CLI slow to start (scipy, numba and every simulator: seconds). ``aiko can estop``
+    must start in well under half a second, so ``main`` loads just the module of the command it runs; ``aiko``,
+    ``aiko --help`` and an unknown command still load them all to list them.
+    """
     parser = _Parser(
         prog="aiko",
         description="Drive snake robots, record experiments, and compare them with simulation.",
@@ -40,7 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     import aiko.commands as commands
 
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
+    infos = sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name)
+    named = _command_name(argv) if only_named else None
+    if named is not None and any(info.name == named for info in infos):
+        infos = [info for info in infos if info.name == named]
+    for info in infos:
         module = importlib.import_module(f"aiko.commands.{info.name}")
         register = getattr(module, "register", None)
         if register is not None:
@@ -49,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv, only_named=True)
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:  # --help, --version and usage errors
@@ -67,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AikoError as exc:
         sys.stderr.write(f"aiko: {exc}\n")
         return EXIT_USAGE
+    except RunStopped as exc:
+        sys.stderr.write(f"aiko: {exc}\n")
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         sys.stderr.write("aiko: interrupted\n")
         return 130

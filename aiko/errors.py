@@ -17,6 +17,15 @@ class HardwareError(AikoError):
     """A device that cannot be opened or that answers outside its contract."""
 
 
+class RunStopped(Exception):
+    """A run ended early because the robot reported it is not safe to continue (a module in ESTOP, WATCHDOG or
+    fault). Not a user error: the CLI prints one line and exits 1; the log holds a ``run_stopped`` event."""
+
+    def __init__(self, message: str, fields: dict | None = None) -> None:
+        super().__init__(message)
+        self.fields = dict(fields or {})
+
+
 @contextmanager
 def writing(path: str | os.PathLike[str]) -> Iterator[None]:
     """Turn an ``OSError`` while writing a user-chosen output path (no such directory, a directory where a file

@@ -16,7 +16,7 @@ from typing import Any
 from aiko.errors import ConfigError
 from aiko.gait import Gait, gait_from_table
 from aiko.robot import RobotDescription, load_robot, robot_from_table
-from aiko.validation import Table
+from aiko.validation import Table, read_config_text
 
 SectionValidator = Callable[[Table, "Experiment"], None]
 _SECTION_VALIDATORS: dict[str, SectionValidator] = {}
@@ -33,6 +33,8 @@ class RunSettings:
     duration_s: float
     reference_rate_hz: float
     feedback_rate_hz: float
+    # keep running when a module reports ESTOP, WATCHDOG or a fault (default: such a run stops at once)
+    allow_degraded: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,12 +96,7 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> None:
 def load_experiment(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Experiment:
     """Read, override and validate an experiment file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"experiment file not found: {path}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory, not an experiment file") from None
+    text = read_config_text(path, "experiment file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -127,6 +124,7 @@ def experiment_from_dict(
         duration_s=run_table.number("duration_s", 15.0, min=0.0, min_exclusive=True, max=86400.0),
         reference_rate_hz=run_table.number("reference_rate_hz", 10.0, min=0.0, min_exclusive=True, max=1000.0),
         feedback_rate_hz=run_table.number("feedback_rate_hz", 100.0, min=0.0, min_exclusive=True, max=10000.0),
+        allow_degraded=run_table.boolean("allow_degraded", False),
     )
     run_table.finish()
 
@@ -182,6 +180,10 @@ def _load_robot_entry(entry: Any, experiment_path: Path) -> RobotDescription:
     if entry is None:
         raise ConfigError(f'{experiment_path}: robot: missing; give a robot file (robot = "robots/aiko.toml")')
     if isinstance(entry, str):
+        if not entry.strip():
+            raise ConfigError(
+                f'{experiment_path}: robot: empty file name; give a robot file (robot = "robots/aiko.toml")'
+            )
         robot_path = Path(entry)
         if not robot_path.is_absolute():
             robot_path = experiment_path.parent / robot_path

@@ -164,9 +164,17 @@ class SerpenoidGait:
     def initial_posture(self) -> JointReferences:
         return self.references(0.0)
 
+    def peak_rate_rad_s(self) -> float:
+        """The fastest any joint of this gait moves (amplitude x angular frequency, either axis)."""
+        p = self.params
+        return max(abs(p.amplitude_h_rad * p.omega_h_rad_s), abs(p.amplitude_v_rad * p.omega_v_rad_s))
+
     def with_turn(self, offset_h_rad: float) -> SerpenoidGait:
         """The same gait steering through ψ_h (a constant offset on every horizontal joint bends the path)."""
         return SerpenoidGait(replace(self.params, offset_h_rad=offset_h_rad), self.n_joints)
+
+
+MAX_OMEGA_RAD_S = math.radians(3600.0)  # 10 Hz
 
 
 def validate_serpenoid(params: SerpenoidParams, robot: RobotDescription, where: str = "gait") -> None:
@@ -181,6 +189,30 @@ def validate_serpenoid(params: SerpenoidParams, robot: RobotDescription, where: 
             f"{where}.frequency_v_deg_s: must be finite and positive when amplitude_v_deg is not 0, "
             f"got {math.degrees(p.omega_v_rad_s)}"
         )
+    for name, omega in (("frequency_h_deg_s", p.omega_h_rad_s), ("frequency_v_deg_s", p.omega_v_rad_s)):
+        if abs(omega) > MAX_OMEGA_RAD_S:
+            raise ConfigError(
+                f"{where}.{name}: {math.degrees(omega):.6g} deg/s is out of range (0, "
+                f"{math.degrees(MAX_OMEGA_RAD_S):g}] (a 10 Hz wave is already beyond what joint modules follow)"
+            )
+    for name, angle in (
+        ("phase_step_h_deg", p.delta_h_rad),
+        ("phase_step_v_deg", p.delta_v_rad),
+        ("phase_v0_deg", p.delta_0_rad),
+    ):
+        if not math.isfinite(angle) or abs(angle) > 2 * math.pi + 1e-12:
+            raise ConfigError(f"{where}.{name}: {math.degrees(angle):.6g} deg is out of range [-360, 360]")
+    for axis, amplitude, omega in (
+        ("h", p.amplitude_h_rad, p.omega_h_rad_s),
+        ("v", p.amplitude_v_rad, p.omega_v_rad_s),
+    ):
+        peak = abs(amplitude) * abs(omega)  # the fastest a sine of this amplitude and frequency moves
+        if peak > robot.max_joint_rate_rad_s * (1 + 1e-9):
+            raise ConfigError(
+                f"{where}: amplitude_{axis}_deg x frequency_{axis}_deg_s asks the joints for "
+                f"{math.degrees(peak):.4g} deg/s, more than the {math.degrees(robot.max_joint_rate_rad_s):.4g} deg/s "
+                f"the joint modules of {robot.name} track (joints.max_rate_deg_s); lower the amplitude or frequency"
+            )
     reach_h = abs(p.amplitude_h_rad) + abs(p.offset_h_rad)
     if reach_h > robot.limit_h_rad + 1e-12:
         raise ConfigError(

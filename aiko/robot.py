@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from aiko.errors import ConfigError
-from aiko.validation import Table
+from aiko.validation import Table, read_config_text
 
 JOINT_TYPES = ("cardan", "yaw")
 
@@ -39,6 +39,8 @@ class RobotDescription:
     yaw_pitch_offset_m: float
     can_node_ids: tuple[int, ...]
     source: str = ""
+    # the fastest joint motion the modules track (their slew limit): a gait that needs more is a config error
+    max_joint_rate_rad_s: float = math.radians(180.0)
 
     @property
     def n_joints(self) -> int:
@@ -63,10 +65,9 @@ class RobotDescription:
 def load_robot(path: str | Path) -> RobotDescription:
     """Read and validate a robot description file."""
     path = Path(path)
+    text = read_config_text(path, "robot description")
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"robot description not found: {path}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: malformed TOML: {exc}") from None
     return robot_from_table(Table(data, "", str(path)))
@@ -94,6 +95,8 @@ def robot_from_table(table: Table) -> RobotDescription:
     limit_v = math.radians(joints.number("limit_v_deg", 45.0 if joint_type == "cardan" else 0.0, min=0.0, max=180.0))
     free_play = math.radians(joints.number("free_play_deg", 0.0, min=0.0, max=20.0))
     offset = joints.number("yaw_pitch_offset_m", 0.0, min=0.0, max=length)
+    # JointReference.RateH/RateV end at 511.75 deg/s (aiko_joint.dbc): no module can be asked for more
+    max_rate = math.radians(joints.number("max_rate_deg_s", 180.0, min=0.0, min_exclusive=True, max=511.75))
     default_ids = list(range(1, n_links))
     ids = joints.raw("can_node_ids", default_ids)
     joints.finish()
@@ -124,6 +127,7 @@ def robot_from_table(table: Table) -> RobotDescription:
         yaw_pitch_offset_m=offset,
         can_node_ids=tuple(ids),
         source=table.source,
+        max_joint_rate_rad_s=max_rate,
     )
 
 

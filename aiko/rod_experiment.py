@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from aiko.errors import ConfigError
-from aiko.validation import Table
+from aiko.validation import Table, read_config_text
 from sim.cosserat import (
     ContactSettings,
     Core,
@@ -39,10 +39,11 @@ from sim.lie import exp_so3
 def load_rod_experiment(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
     """Read and validate a rod experiment; `overrides` maps dotted keys (``contact.friction_coefficient``)."""
     path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such rod experiment file")
+    text = read_config_text(path, "rod experiment file")
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such rod experiment file") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: malformed TOML: {exc}") from None
     for key, value in (overrides or {}).items():

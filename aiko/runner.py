@@ -90,6 +90,7 @@ def run_experiment(
             feedback_rate_hz=experiment.run.feedback_rate_hz,
             tracked_link=options.tracked_link,
             progress=progress,
+            allow_degraded=experiment.run.allow_degraded,
         )
         for task in extra_tasks or []:
             loop.add_task(task)
@@ -107,6 +108,7 @@ def run_experiment(
         "tracked_point_start_m": result.tracked_point_start_m,
         "tracked_point_end_m": result.tracked_point_end_m,
         "interrupted": result.interrupted,
+        "deadlines_missed": result.deadlines_missed,
     }
     summary.update(result.backend_summary)
     # `steps` counts the physics' time steps where a simulator ran (what the speed benchmarks count too).

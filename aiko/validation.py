@@ -8,7 +8,10 @@ itself and the allowed keys, and a value out of range names the range. Errors ca
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from aiko.errors import ConfigError
@@ -130,6 +133,42 @@ class Table:
         if unknown:
             allowed = ", ".join(sorted(self._used)) or "(none)"
             raise self._fail(unknown[0], f"unknown key; allowed keys here: {allowed}")
+
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a robot or experiment file is a few kB; more is not a config file
+
+
+def read_config_text(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """The text of a file a setting names; ConfigError unless it is a regular file of at most ``max_bytes``.
+
+    ``robot = ""`` names the experiment's directory and ``robot = "/dev/zero"`` a device that never ends: both must
+    be one line, not ``IsADirectoryError`` or a read until the memory runs out."""
+    path = Path(path)
+    if str(path) in ("", "."):
+        raise ConfigError(f"{what}: empty file name")
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"{what} {path} is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{what} {path} is not a regular file (a device, pipe or socket)")
+    if info.st_size > max_bytes:
+        raise ConfigError(f"{what} {path} is {info.st_size} bytes; a config file is at most {max_bytes} bytes")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise ConfigError(f"{what} {path} grew past {max_bytes} bytes while being read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
 
 
 def _where(source: str) -> str:

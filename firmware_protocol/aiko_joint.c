@@ -139,7 +139,41 @@ int8_t aiko_decode_parameter_request(const uint8_t *data, uint8_t dlc, aiko_para
     msg->index = data[0];
     msg->write = (uint8_t)(data[1] & 0x01u);
     msg->value = get_f32(&data[4]);
+    /* bits the DBC does not define (byte 1 bits 1..7, bytes 2..3) must be 0: a stray frame rarely passes */
+    if ((data[1] & 0xFEu) != 0u || data[2] != 0u || data[3] != 0u) return AIKO_ERR_RANGE;
     return AIKO_OK;
+}
+
+static uint8_t in_range(float v, float lo, float hi) { return (uint8_t)(v >= lo && v <= hi); } /* NaN: 0 */
+
+uint8_t aiko_parameter_write_result(uint8_t state, uint8_t index, float value, float watchdog_periods,
+                                    float reference_period_ms) {
+    float lo, hi;
+    switch (index) {
+        case AIKO_PARAM_KP_H:
+        case AIKO_PARAM_KP_V: lo = 1.0f; hi = 5000.0f; break;
+        case AIKO_PARAM_KD_H:
+        case AIKO_PARAM_KD_V: lo = 0.0f; hi = 500.0f; break;
+        case AIKO_PARAM_LIMIT_H_DEG:
+        case AIKO_PARAM_LIMIT_V_DEG: lo = 1.0f; hi = 180.0f; break;
+        case AIKO_PARAM_WATCHDOG_PERIODS: lo = 1.0f; hi = 100.0f; break;
+        case AIKO_PARAM_REFERENCE_PERIOD_MS: lo = 1.0f; hi = 1000.0f; break;
+        case AIKO_PARAM_FEEDBACK_RATE_HZ: lo = 0.0f; hi = 1000.0f; break;
+        case AIKO_PARAM_TORQUE_LIMIT_H_NM:
+        case AIKO_PARAM_TORQUE_LIMIT_V_NM:
+        case AIKO_PARAM_FREE_PLAY_DEG: return AIKO_RESULT_READ_ONLY;
+        default: return AIKO_RESULT_UNKNOWN_INDEX;
+    }
+    if (state == AIKO_STATE_ENABLED) return AIKO_RESULT_LOCKED;
+    if (!in_range(value, lo, hi)) return AIKO_RESULT_OUT_OF_RANGE;
+    if (index == AIKO_PARAM_WATCHDOG_PERIODS || index == AIKO_PARAM_REFERENCE_PERIOD_MS) {
+        float timeout_ms = (index == AIKO_PARAM_WATCHDOG_PERIODS ? value : watchdog_periods) *
+                           (index == AIKO_PARAM_REFERENCE_PERIOD_MS ? value : reference_period_ms);
+        if (!in_range(timeout_ms, (float)AIKO_WATCHDOG_TIMEOUT_MIN_MS, (float)AIKO_WATCHDOG_TIMEOUT_MAX_MS)) {
+            return AIKO_RESULT_OUT_OF_RANGE;
+        }
+    }
+    return AIKO_RESULT_OK;
 }
 
 int8_t aiko_encode_parameter_reply(const aiko_parameter_reply_t *msg, uint8_t data[8]) {

@@ -47,6 +47,40 @@ extern "C" {
 #define AIKO_CMD_DISABLE 2u
 #define AIKO_CMD_CLEAR_FAULTS 3u
 
+#define AIKO_STATE_BOOT 0u
+#define AIKO_STATE_DISABLED 1u
+#define AIKO_STATE_ENABLED 2u
+#define AIKO_STATE_FAULT 3u
+#define AIKO_STATE_WATCHDOG 4u
+#define AIKO_STATE_ESTOP 5u
+
+/* Parameter indices (ParameterRequest.Index) and results (ParameterReply.Result). */
+#define AIKO_PARAM_KP_H 1u
+#define AIKO_PARAM_KD_H 2u
+#define AIKO_PARAM_KP_V 3u
+#define AIKO_PARAM_KD_V 4u
+#define AIKO_PARAM_LIMIT_H_DEG 5u
+#define AIKO_PARAM_LIMIT_V_DEG 6u
+#define AIKO_PARAM_WATCHDOG_PERIODS 7u
+#define AIKO_PARAM_REFERENCE_PERIOD_MS 8u
+#define AIKO_PARAM_FEEDBACK_RATE_HZ 9u
+#define AIKO_PARAM_TORQUE_LIMIT_H_NM 10u
+#define AIKO_PARAM_TORQUE_LIMIT_V_NM 11u
+#define AIKO_PARAM_FREE_PLAY_DEG 12u
+#define AIKO_RESULT_OK 0u
+#define AIKO_RESULT_UNKNOWN_INDEX 1u
+#define AIKO_RESULT_OUT_OF_RANGE 2u
+#define AIKO_RESULT_READ_ONLY 3u
+#define AIKO_RESULT_LOCKED 4u /* written while enabled: parameters change only while the drive is off */
+
+/* Watchdog timeout = WatchdogPeriods x ReferencePeriodMs: hard floor and ceiling, whatever the PC writes. */
+#define AIKO_WATCHDOG_TIMEOUT_MIN_MS 10u
+#define AIKO_WATCHDOG_TIMEOUT_MAX_MS 2000u
+
+/* A reference is accepted if (seq - last) mod 256 is in 1..AIKO_SEQUENCE_WINDOW; a jump beyond it is rejected and
+ * leaves `last` unchanged, so one forged frame cannot lock the real sender out. Enable restarts the sequence. */
+#define AIKO_SEQUENCE_WINDOW 8u
+
 #define AIKO_STATUS_ENABLED (1u << 0)
 #define AIKO_STATUS_FAULT (1u << 1)
 #define AIKO_STATUS_WATCHDOG (1u << 2)
@@ -131,11 +165,17 @@ int8_t aiko_decode_parameter_reply(const uint8_t *data, uint8_t dlc, aiko_parame
 int8_t aiko_encode_heartbeat(const aiko_heartbeat_t *msg, uint8_t data[8]);
 int8_t aiko_decode_heartbeat(const uint8_t *data, uint8_t dlc, aiko_heartbeat_t *msg);
 
-/* Sequence acceptance rule shared with the emulator: accept if (seq - last) mod 256 is in 1..127. */
+/* Sequence acceptance rule shared with the emulator: accept if (seq - last) mod 256 is in 1..AIKO_SEQUENCE_WINDOW. */
 static inline uint8_t aiko_sequence_is_newer(uint8_t seq, uint8_t last) {
     uint8_t delta = (uint8_t)(seq - last);
-    return (uint8_t)(delta >= 1u && delta <= 127u);
+    return (uint8_t)(delta >= 1u && delta <= AIKO_SEQUENCE_WINDOW);
 }
+
+/* The module's answer to a parameter write (AIKO_RESULT_*), given its state and its current watchdog settings:
+ * unknown index, read-only, locked while enabled, then the value's range (NaN is out of range) and the watchdog
+ * timeout floor/ceiling. The emulator's parameter_write_result is checked equal to it. */
+uint8_t aiko_parameter_write_result(uint8_t state, uint8_t index, float value, float watchdog_periods,
+                                    float reference_period_ms);
 
 #ifdef __cplusplus
 }

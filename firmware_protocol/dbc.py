@@ -79,6 +79,13 @@ class ParameterResult(enum.IntEnum):
     UNKNOWN_INDEX = 1
     OUT_OF_RANGE = 2
     READ_ONLY = 3
+    LOCKED = 4  # a write while the module is enabled: parameters change only while the drive is off
+
+
+# Protocol rules shared by the firmware (aiko_joint.h) and the emulator; test_c_codec.py checks both agree.
+SEQUENCE_WINDOW = 8  # a reference is accepted if (seq - last) mod 256 is in 1..SEQUENCE_WINDOW
+WATCHDOG_TIMEOUT_MIN_MS = 10.0  # WatchdogPeriods x ReferencePeriodMs must stay inside [min, max]
+WATCHDOG_TIMEOUT_MAX_MS = 2000.0
 
 
 @dataclass(frozen=True)

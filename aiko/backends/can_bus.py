@@ -25,6 +25,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import can
@@ -40,7 +41,8 @@ from aiko.experiment import Experiment, register_section
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, RunContext
 from aiko.robot import RobotDescription
 from aiko.validation import Table
-from firmware_protocol.dbc import id_scheme
+from firmware_protocol.bus_load import protocol_bus_load
+from firmware_protocol.dbc import WATCHDOG_TIMEOUT_MAX_MS, WATCHDOG_TIMEOUT_MIN_MS, id_scheme
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
@@ -121,6 +123,10 @@ def restore_normal_priority() -> None:
             pass
 
 
+# docs/can_protocol.md: 200 Hz references with 200 Hz feedback (81 %) is "too close to saturation"
+MAX_BUS_LOAD = 0.8
+DEFAULT_MODULE_FEEDBACK_RATE_HZ = 100.0  # firmware default (EmulatorConfig.feedback_rate_hz)
+
 HilPlantFactory = Callable[[RobotDescription, Experiment, np.ndarray], JointPlant]
 _HIL_PLANTS: dict[str, HilPlantFactory] = {}
 
@@ -186,7 +192,15 @@ def _snake3d_plant(robot: RobotDescription, experiment: Experiment, initial: np.
     return _Snake3DHilPlant(Snake3DPlant(settings.model, state))
 
 
-if importlib.util.find_spec("sim.snake3d.plant") is not None:
+def _snake3d_available() -> bool:
+    """Whether sim.snake3d.plant exists, without importing sim.snake3d (find_spec of a submodule imports its
+    parent package, and that compiles the 3D simulator: 0.25 s that `aiko run --backend can` does not need)."""
+    spec = importlib.util.find_spec("sim")
+    locations = spec.submodule_search_locations if spec is not None else None
+    return any(Path(location, "snake3d", "plant.py").is_file() for location in locations or ())
+
+
+if _snake3d_available():
     register_hil_plant("snake3d", _snake3d_plant)
 
 
@@ -281,6 +295,10 @@ class CanBackend(JointInterface):
     def _lockstep(self) -> bool:
         return False
 
+    def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
+        """The modules' own feedback rate (the firmware's default; the PC does not set it)."""
+        return DEFAULT_MODULE_FEEDBACK_RATE_HZ
+
     def _wait(self, dt_s: float) -> None:
         time.sleep(dt_s)
 
@@ -295,6 +313,31 @@ class CanBackend(JointInterface):
             raise ConfigError(
                 f"{robot.source}: joints.can_node_ids {list(unknown)} are not defined in aiko_joint.dbc "
                 f"(nodes {id_scheme().node_ids[0]}..{id_scheme().node_ids[-1]})"
+            )
+        rate_hz = ctx.experiment.run.reference_rate_hz
+        timeout_ms = section.watchdog_periods * 1e3 / rate_hz
+        if not WATCHDOG_TIMEOUT_MIN_MS <= timeout_ms <= WATCHDOG_TIMEOUT_MAX_MS:
+            raise ConfigError(
+                f"{ctx.experiment.path}: can.watchdog_periods = {section.watchdog_periods:g} at "
+                f"run.reference_rate_hz = {rate_hz:g} is a {timeout_ms:g} ms watchdog; the modules accept "
+                f"{WATCHDOG_TIMEOUT_MIN_MS:g}..{WATCHDOG_TIMEOUT_MAX_MS:g} ms"
+            )
+        bitrate = int(ctx.options.get("can_bitrate") or section.bitrate)
+        feedback_hz = self._module_feedback_rate_hz(ctx)
+        load = protocol_bus_load(rate_hz, feedback_hz, len(nodes), bitrate).load_fraction
+        if load > MAX_BUS_LOAD:
+            raise ConfigError(
+                f"{ctx.experiment.path}: run.reference_rate_hz = {rate_hz:g} with {len(nodes)} modules answering at "
+                f"{feedback_hz:g} Hz loads the {bitrate} bit/s bus to {100 * load:.0f} % (worst case) and more than "
+                f"{100 * MAX_BUS_LOAD:.0f} % leaves no room for the e-stop and retransmissions; lower the rate "
+                "(`aiko can bus-load` computes it)"
+            )
+        peak_rate = getattr(ctx.gait, "peak_rate_rad_s", None)
+        if callable(peak_rate) and math.degrees(peak_rate()) > section.slew_limit_deg_s * (1 + 1e-9):
+            raise ConfigError(
+                f"{ctx.experiment.path}: the gait moves its joints at up to {math.degrees(peak_rate()):.4g} deg/s but "
+                f"can.slew_limit_deg_s = {section.slew_limit_deg_s:g}: the references would be rate limited into "
+                "a different gait; lower the gait's amplitude or frequency (or raise the slew limit)"
             )
         settings = CanDriverSettings(
             nodes=nodes,
@@ -433,6 +476,18 @@ class CanBackend(JointInterface):
             f["effort"][:, 1].copy(),
         )
 
+    def stale_modules(self) -> list[int]:
+        """Nodes whose feedback is older than can.feedback_timeout_s (the loop stops the run on them)."""
+        if self.driver is None or not self._active:
+            return []
+        return [m.node for m in self.driver.health.modules.values() if m.stale]
+
+    def disabled_modules(self) -> list[int]:
+        """Nodes that were enabled and then reported disabled, not by this run (the loop stops the run on them)."""
+        if self.driver is None or not self._active:
+            return []
+        return [m.node for m in self.driver.health.modules.values() if m.lost_enable]
+
     def deactivate(self) -> None:
         """Broadcast DISABLE. Called on every exit path (the loop's finally, the runner's finally): idempotent."""
         if self.driver is None or self.driver.closed:
@@ -488,6 +543,9 @@ class HilBackend(CanBackend):
 
     def _lockstep(self) -> bool:
         return not self._realtime
+
+    def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
+        return parse_hil_section(ctx.experiment.section("hil")).feedback_rate_hz
 
     def _open_bus(self, ctx: RunContext, section: CanSection) -> can.BusABC:
         self._realtime = bool(ctx.options.get("realtime", False))

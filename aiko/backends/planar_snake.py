@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,24 +25,10 @@ from aiko.errors import ConfigError
 from aiko.experiment import Experiment
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, JointStatus, RunContext
 from aiko.validation import Table
-from sim.planar_snake import (
-    PlanarSnakeError,
-    PlanarSnakeModel,
-    SimulationError,
-    all_gaps,
-    initial_state,
-    joint_angles,
-    link_centres,
-    state_from_joint_angles,
-    step,
-)
-from sim.planar_snake.obstacles import (
-    ObstacleField,
-    check_assumption_3,
-    lattice_field,
-    random_field,
-    remove_overlapping,
-)
+
+if TYPE_CHECKING:  # the simulator (scipy) loads when a planar-snake run or [sim] table needs it, not before
+    from sim.planar_snake import PlanarSnakeModel
+    from sim.planar_snake.obstacles import ObstacleField
 
 
 def _pair(table: Table, key: str, default: Any) -> tuple[float, float]:
@@ -50,37 +36,60 @@ def _pair(table: Table, key: str, default: Any) -> tuple[float, float]:
     return (values[0], values[1])
 
 
+MAX_OBSTACLES = 100_000  # far more than any lab floor; a lattice beyond it would exhaust the memory
+MAX_RANDOM_OBSTACLES = 10_000  # rejection sampling is quadratic in the count
+
+
 def parse_obstacles(table: Table, link_length_m: float) -> tuple[ObstacleField, float]:
     """``[sim.obstacles]`` → the field and the clearance required from the initial body."""
+    from sim.planar_snake import PlanarSnakeError
+    from sim.planar_snake.obstacles import ObstacleField, check_assumption_3, lattice_field, random_field
+
     kind = table.string("kind", "lattice", choices=["lattice", "random", "list", "none"])
     clearance = table.number("clearance_m", 0.002, min=0.0, max=1.0)
-    if kind == "lattice":
-        rows = table.number_list("rows_y_m")
-        offsets = table.number_list("row_offsets_m", [0.0] * len(rows), length=len(rows))
-        field = lattice_field(
-            _pair(table, "x_range_m", None),
-            rows,
-            table.number("spacing_x_m", min=0.0, min_exclusive=True, max=100.0),
-            table.number("radius_m", min=0.0, min_exclusive=True, max=10.0),
-            offsets,
-        )
-    elif kind == "random":
-        field = random_field(
-            table.integer("seed"),
-            _pair(table, "x_range_m", None),
-            _pair(table, "y_range_m", None),
-            table.integer("count", min=0, max=100_000),
-            _pair(table, "radius_range_m", None),
-            table.number("min_edge_distance_m", link_length_m * 1.0001, min=0.0),
-        )
-    elif kind == "list":
-        centres = np.array(table.raw("centres_m"), dtype=float).reshape(-1, 2)
-        radii = np.array(table.number_list("radii_m", min=0.0), dtype=float)
-        if centres.shape[0] != radii.size:
-            raise ConfigError(f"{table.path}: centres_m has {centres.shape[0]} points but radii_m {radii.size} values")
-        field = ObstacleField(centres, radii)
-    else:
-        field = ObstacleField(np.zeros((0, 2)), np.zeros(0))
+    try:
+        if kind == "lattice":
+            rows = table.number_list("rows_y_m", min=-1e4, max=1e4)
+            offsets = table.number_list("row_offsets_m", [0.0] * len(rows), length=len(rows), min=-1e4, max=1e4)
+            x_range = _pair(table, "x_range_m", None)
+            spacing = table.number("spacing_x_m", min=0.0, min_exclusive=True, max=100.0)
+            radius = table.number("radius_m", min=0.0, min_exclusive=True, max=10.0)
+            per_row = (x_range[1] - x_range[0]) / spacing + 1
+            if len(rows) * per_row > MAX_OBSTACLES:
+                raise ConfigError(
+                    f"{table.path}: {len(rows)} rows x {per_row:.0f} obstacles per row is more than "
+                    f"{MAX_OBSTACLES}; widen spacing_x_m or narrow x_range_m"
+                )
+            field = lattice_field(x_range, rows, spacing, radius, offsets)
+        elif kind == "random":
+            x_range, y_range = _pair(table, "x_range_m", None), _pair(table, "y_range_m", None)
+            radius_range = _pair(table, "radius_range_m", None)
+            if not 0 < radius_range[0] <= radius_range[1] <= 10.0:
+                raise ConfigError(f"{table.path}.radius_range_m: need 0 < low <= high <= 10 m, got {radius_range}")
+            if x_range[0] > x_range[1] or y_range[0] > y_range[1]:
+                raise ConfigError(f"{table.path}: x_range_m and y_range_m must be [low, high]")
+            field = random_field(
+                table.integer("seed", min=0, max=2**63 - 1),
+                x_range,
+                y_range,
+                table.integer("count", min=0, max=MAX_RANDOM_OBSTACLES),
+                radius_range,
+                table.number("min_edge_distance_m", link_length_m * 1.0001, min=0.0, max=100.0),
+            )
+        elif kind == "list":
+            centres = np.array(table.raw("centres_m"), dtype=float).reshape(-1, 2)
+            radii = np.array(table.number_list("radii_m", min=0.0), dtype=float)
+            if centres.shape[0] != radii.size:
+                raise ConfigError(
+                    f"{table.path}: centres_m has {centres.shape[0]} points but radii_m {radii.size} values"
+                )
+            if not np.isfinite(centres).all():
+                raise ConfigError(f"{table.path}.centres_m: every coordinate must be finite")
+            field = ObstacleField(centres, radii)
+        else:
+            field = ObstacleField(np.zeros((0, 2)), np.zeros(0))
+    except (PlanarSnakeError, ValueError, TypeError) as exc:  # a field that cannot be built is a config error
+        raise ConfigError(f"{table.path}: {exc}") from None
     table.finish()
     try:
         check_assumption_3(field, link_length_m)
@@ -130,6 +139,16 @@ class PlanarSnakeBackend(JointInterface):
         self.model: PlanarSnakeModel | None = None
 
     def configure(self, ctx: RunContext) -> None:
+        from sim.planar_snake import (
+            PlanarSnakeError,
+            PlanarSnakeModel,
+            all_gaps,
+            initial_state,
+            joint_angles,
+            state_from_joint_angles,
+        )
+        from sim.planar_snake.obstacles import remove_overlapping
+
         settings = parse_sim_table(ctx.experiment.section("sim"), ctx.experiment)
         robot = ctx.robot
         base = PlanarSnakeModel(
@@ -180,6 +199,8 @@ class PlanarSnakeBackend(JointInterface):
         self._refs = (angle, np.asarray(refs.rate_h_rad_s, dtype=float))
 
     def advance_to(self, t_s: float) -> None:
+        from sim.planar_snake import SimulationError, step
+
         model, state = self.model, self.state
         h = model.time_step_s
         start = time.perf_counter()
@@ -195,6 +216,8 @@ class PlanarSnakeBackend(JointInterface):
         self._wall_s += time.perf_counter() - start
 
     def _log(self) -> None:
+        from sim.planar_snake import link_centres
+
         state = self.state
         x, y = link_centres(self.model, state.q)
         t_ns = self.clock.stamp_ns(state.t_s)
@@ -211,6 +234,8 @@ class PlanarSnakeBackend(JointInterface):
         })  # fmt: skip
 
     def read(self) -> JointFeedback:
+        from sim.planar_snake import joint_angles
+
         state, model = self.state, self.model
         if self.gait is not None and hasattr(self.gait, "observe_body_velocity"):
             # the simulator plays motion capture for gaits that watch their progress
@@ -226,6 +251,8 @@ class PlanarSnakeBackend(JointInterface):
         )  # fmt: skip
 
     def link_poses(self) -> tuple[np.ndarray, np.ndarray]:
+        from sim.planar_snake import link_centres
+
         x, y = link_centres(self.model, self.state.q)
         theta = self.state.q[:-2]
         positions = np.stack([x, y, np.zeros_like(x)], axis=1)

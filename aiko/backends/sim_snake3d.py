@@ -17,7 +17,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,10 +27,12 @@ from aiko.experiment import Experiment
 from aiko.interfaces import JointFeedback, JointInterface, JointReferences, JointStatus, RunContext
 from aiko.robot import RobotDescription
 from aiko.validation import Table
-from sim.snake3d import RunStats, SimulationDivergedError, SnakeModel, SnakeModelError, SnakeSimulator, posture_state
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 10.0
+
+if TYPE_CHECKING:  # the simulator (numba) loads when a snake3d run or [sim] table needs it, not before
+    from sim.snake3d import RunStats, SnakeModel, SnakeSimulator
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ def parse_settings(table: Table, robot: RobotDescription) -> Snake3DSettings:
         start_height_m=table.number("start_height_m", 0.0, min=0.0, max=1.0),
     )
     table.finish()
+    from sim.snake3d import SnakeModel, SnakeModelError
+
     try:
         model = SnakeModel(
             n_links=robot.n_links,
@@ -143,6 +147,8 @@ class Snake3DBackend(JointInterface):
             posture = self.gait.initial_posture()
             h, v = self.robot.clamp(posture.angle_h_rad, posture.angle_v_rad)
             angles = np.column_stack([h, v])
+        from sim.snake3d import SnakeSimulator, posture_state
+
         state = posture_state(
             model,
             angles,
@@ -203,6 +209,8 @@ class Snake3DBackend(JointInterface):
 
     # --- integration ----------------------------------------------------------------------------------------
     def advance_to(self, t_s: float) -> None:
+        from sim.snake3d import SimulationDivergedError
+
         sim = self._sim()
         dt = sim.model.dt_s
         start = time.perf_counter()

@@ -200,8 +200,12 @@ class CanJointDriver(can.Listener):
         }
 
     def write_module_parameters(self, wait: Callable[[float], None], timeout_s: float) -> None:
-        """Write the run's parameters to every module and check the replies; HardwareError if one is silent."""
+        """Write the run's parameters to every module and check the replies; HardwareError if one is silent.
+
+        The modules accept parameter writes only while disabled (an enabled one answers Locked), so a Disable
+        goes out first: a module left enabled by a crashed PC (until its watchdog) is configured all the same."""
         wanted = self.module_parameters()
+        self.send_command(Command.DISABLE)
         for node in self.settings.nodes:
             for parameter, value in wanted.items():
                 self.request_parameter(node, parameter, value)
@@ -226,8 +230,12 @@ class CanJointDriver(can.Listener):
                     )
 
     def write(self, t_s: float, angle_rad: np.ndarray, rate_rad_s: np.ndarray) -> None:
-        """Shape (clamp, slew-limit) and send one JointReference per module; arrays (n, 2), columns h, v."""
-        shaped = self.shaper.shape(t_s, angle_rad, rate_rad_s)
+        """Shape (clamp, slew-limit) and send one JointReference per module; arrays (n, 2), columns h, v.
+
+        The slew limit counts the clock's time of sending (wall time on hardware), not the nominal deadline
+        ``t_s``: two references sent close together (after a stall) may differ by only what the limit allows in
+        the time that really passed between them."""
+        shaped = self.shaper.shape(max(self.now_s(), 0.0), angle_rad, rate_rad_s)
         self.clamped_samples += int(shaped.clamped.any())
         self.slew_limited_samples += int(shaped.slew_limited.any())
         angle_deg = np.degrees(shaped.angle_rad)

@@ -26,6 +26,7 @@ class ModuleHealth:
     saturated: bool = False
     stale: bool = True
     feedback_frames: int = 0
+    lost_enable: bool = False  # was enabled, then reported disabled without a fault of its own
 
     def age_s(self, now_s: float) -> float:
         return now_s - self.last_feedback_s
@@ -74,7 +75,11 @@ class HealthMonitor:
             if value and not getattr(m, name):
                 self._report(f"module_{name}", node)
             setattr(m, name, value)
-        m.enabled = bool(flags["Enabled"])
+        enabled = bool(flags["Enabled"])
+        if m.enabled and not enabled and not (m.fault or m.watchdog or m.estop):
+            m.lost_enable = True  # disabled by someone else (a stray Disable, a module reset): not our doing
+            self._report("module_disabled", node)
+        m.enabled = enabled
         m.at_limit = bool(flags["AtLimit"])
         m.saturated = bool(flags["Saturated"])
 

@@ -15,6 +15,18 @@ _TERMINATORS = (ord("\r"), ord("\a"))
 
 
 class BufferedSlcanBus(SlcanBus):
+    garbage_lines = 0  # malformed lines from the adapter (or half lines another reader of the port took)
+
+    def _recv_internal(self, timeout):
+        # python-can parses the line with int()/bytes.fromhex and lets ValueError escape, which ends the Notifier
+        # thread (no more feedback). A second process reading the same port (`aiko can estop`) can take part of
+        # a line: such a line is garbage to skip, not a reason to go deaf.
+        try:
+            return super()._recv_internal(timeout)
+        except (ValueError, IndexError):
+            self.garbage_lines += 1
+            return None, False
+
     def _read(self, timeout: float | None) -> str | None:
         deadline = serial.Timeout(timeout)
         while True:

@@ -1,8 +1,11 @@
 """``aiko can``: tools around the joint-module CAN bus.
 
 - ``aiko can decode LOG``: every frame of a python-can log (.asc .blf .log .csv .trc) decoded with the DBC.
-- ``aiko can estop --interface I --channel C``: send the emergency-stop frame (id 0) on a bus, from any shell.
+- ``aiko can estop --interface I --channel C``: send the emergency-stop frame (id 0) on a bus, from any shell, and
+  confirm that every module reports ESTOP (exit 0), else name the silent ones (exit 1). See ``aiko.can_estop``.
 - ``aiko can bus-load``: the worst-case load of the protocol at given rates.
+
+Heavy imports (python-can, numpy, cantools) happen inside the handlers: ``aiko can estop`` must not wait for them.
 """
 
 from __future__ import annotations
@@ -14,14 +17,21 @@ import sys
 import time
 from pathlib import Path
 
-import can
-
-from aiko.can_driver.frame_log import SUPPORTED_LOG_SUFFIXES
 from aiko.errors import AikoError, HardwareError
-from firmware_protocol.bus_load import protocol_bus_load
-from firmware_protocol.codec import default_codec
-from firmware_protocol.dbc import ESTOP_KEY, MessageKind, id_scheme
-from firmware_protocol.errors import ProtocolError
+
+# the DBC's message families, for --kind (restated so that registering the parser does not load cantools;
+# tests/aiko/test_can_estop.py checks the list against firmware_protocol.dbc.MessageKind)
+MESSAGE_KINDS = (
+    "EmergencyStop",
+    "Command",
+    "JointReference",
+    "JointFeedback",
+    "JointRates",
+    "ParameterReply",
+    "ParameterRequest",
+    "Heartbeat",
+)
+LOG_SUFFIXES = (".asc", ".blf", ".log", ".csv", ".trc")  # checked against frame_log.SUPPORTED_LOG_SUFFIXES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,17 +39,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     can_sub = can_parser.add_subparsers(dest="can_command", metavar="ACTION", parser_class=type(can_parser))
 
     decode = can_sub.add_parser("decode", help="decode a CAN frame log with aiko_joint.dbc")
-    decode.add_argument("log", help=f"python-can log ({', '.join(SUPPORTED_LOG_SUFFIXES)})")
-    decode.add_argument("--kind", choices=[k.value for k in MessageKind], help="only this message family")
+    decode.add_argument("log", help=f"python-can log ({', '.join(LOG_SUFFIXES)})")
+    decode.add_argument("--kind", choices=MESSAGE_KINDS, help="only this message family")
     decode.add_argument("--node", type=int, help="only this module (node id)")
     decode.add_argument("--json", action="store_true", help="one JSON object per frame")
     decode.set_defaults(handler=decode_command)
 
-    estop = can_sub.add_parser("estop", help="send the emergency stop (id 0x000) to every module")
+    estop = can_sub.add_parser(
+        "estop", help="send the emergency stop (id 0x000) and confirm that every module reports ESTOP"
+    )
     estop.add_argument("--interface", required=True, help="python-can interface (socketcan, slcan, pcan, ...)")
     estop.add_argument("--channel", required=True, help="channel (can0, /dev/ttyACM0, ...)")
     estop.add_argument("--bitrate", type=int, default=1_000_000)
-    estop.add_argument("--repeat", type=int, default=3, help="frames to send, 10 ms apart (default 3)")
+    estop.add_argument(
+        "--repeat", type=int, default=3, help="frames to send, 10 ms apart while unconfirmed (default 3)"
+    )
+    estop.add_argument("--nodes", default="1-10", help="modules that must confirm, e.g. 1-10 or 1,2,5 (default 1-10)")
+    estop.add_argument(
+        "--timeout", type=float, default=0.2, metavar="S", help="wait this long for every ESTOP (default 0.2 s)"
+    )
+    estop.add_argument("--json", action="store_true", help="one JSON object: confirmed, silent, timings")
     estop.set_defaults(handler=estop_command)
 
     load = can_sub.add_parser("bus-load", help="worst-case bus load of the protocol")
@@ -53,6 +72,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def decode_command(args: argparse.Namespace) -> int:
+    import can
+
+    from aiko.can_driver.frame_log import SUPPORTED_LOG_SUFFIXES
+    from firmware_protocol.codec import default_codec
+    from firmware_protocol.dbc import id_scheme
+    from firmware_protocol.errors import ProtocolError
+
     path = Path(args.log)
     if not path.is_file():
         raise AikoError(f"CAN log not found: {path}")
@@ -93,27 +119,74 @@ def _fmt(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _parse_nodes(text: str) -> tuple[int, ...]:
+    from aiko.can_estop import NODES
+
+    nodes: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            nodes.extend(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise AikoError(f"--nodes {text!r}: expected e.g. 1-10 or 1,2,5") from None
+    bad = [n for n in nodes if n not in NODES]
+    if not nodes or bad:
+        raise AikoError(f"--nodes {text!r}: the protocol defines nodes {NODES[0]}..{NODES[-1]}")
+    return tuple(sorted(set(nodes)))
+
+
 def estop_command(args: argparse.Namespace) -> int:
-    codec = default_codec()
-    frame_id, data = codec.encode(MessageKind.EMERGENCY_STOP, 0, {"Key": ESTOP_KEY})
+    t0 = time.monotonic()
+    from aiko.can_estop import EstopError, EstopRefused, emergency_stop
+
+    if not 0 < args.timeout <= 60:
+        raise AikoError(f"--timeout {args.timeout}: must be in (0, 60] s")
+    nodes = _parse_nodes(args.nodes)
+    where = f"{args.interface}:{args.channel}"
     try:
-        bus = can.Bus(interface=args.interface, channel=args.channel, bitrate=args.bitrate)
-    except (can.CanError, OSError, ValueError, ImportError) as exc:
-        raise HardwareError(f"cannot open CAN bus {args.interface}:{args.channel}: {exc}") from None
-    try:
-        for i in range(max(1, args.repeat)):
-            bus.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=False), timeout=0.1)
-            if i + 1 < args.repeat:
-                time.sleep(0.01)
-    except can.CanError as exc:
-        raise HardwareError(f"emergency stop NOT sent on {args.interface}:{args.channel}: {exc}") from None
-    finally:
-        bus.shutdown()
-    print(f"emergency stop sent on {args.interface}:{args.channel}")
+        result = emergency_stop(
+            args.interface,
+            args.channel,
+            nodes,
+            bitrate=args.bitrate,
+            timeout_s=args.timeout,
+            repeat=args.repeat,
+            t0=t0,
+        )
+    except EstopRefused as exc:
+        raise AikoError(f"emergency stop refused: {exc}") from None
+    except EstopError as exc:
+        raise HardwareError(str(exc)) from None
+    silent = result.silent
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "channel": where,
+                    "frames_sent": result.frames_sent,
+                    "sent_after_s": result.sent_after_s,
+                    "sent_monotonic_s": result.sent_monotonic_s,
+                    "confirmed_s": {str(n): t for n, t in sorted(result.confirmed.items())},
+                    "all_confirmed_s": max(result.confirmed.values()) if not silent else None,
+                    "silent": silent,
+                }
+            )
+        )
+    if silent:
+        sys.stderr.write(
+            f"aiko: emergency stop sent on {where}, but modules {silent} did not report ESTOP within "
+            f"{args.timeout:g} s: check them by hand (power, wiring, the hardware stop)\n"
+        )
+        return 1
+    if not args.json:
+        last = max(result.confirmed.values())
+        print(f"emergency stop confirmed on {where}: all {len(nodes)} modules in ESTOP {last * 1e3:.0f} ms after send")
     return 0
 
 
 def bus_load_command(args: argparse.Namespace) -> int:
+    from firmware_protocol.bus_load import protocol_bus_load
+
     if not (0 < args.reference_rate <= 10_000 and 0 <= args.feedback_rate <= 10_000 and args.modules >= 1):
         raise AikoError("rates must be in (0, 10000] Hz (feedback may be 0) and --modules >= 1")
     if not 10_000 <= args.bitrate <= 1_000_000:

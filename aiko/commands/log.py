@@ -27,7 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--json", action="store_true")
     export.set_defaults(handler=run_export)
 
-    rec = sub.add_parser("recover", help="rewrite the intact part of a log cut short by a crash")
+    rec = sub.add_parser(
+        "recover", help="rewrite every intact record of a log cut short by a crash or damaged, as a new file"
+    )
     rec.add_argument("log", type=Path)
     rec.add_argument("--out", type=Path, default=None, help="output file (default LOG.recovered.mcap)")
     rec.add_argument("--json", action="store_true")
@@ -70,10 +72,13 @@ def run_recover(args: argparse.Namespace) -> int:
         "channels": result.channels,
         "bytes_dropped": result.bytes_dropped,
         "error": result.error,
+        "records_dropped": result.dropped,
     }
     if args.json:
         print(json.dumps(summary))
     else:
-        state = "truncated" if result.was_truncated else "complete"
+        state = "truncated or damaged" if result.was_truncated else "complete"
         print(f"{result.source} ({state}): {result.messages} messages written to {result.output}")
+        if result.error:
+            print(f"  dropped: {result.error} ({result.bytes_dropped} bytes skipped)")
     return 0

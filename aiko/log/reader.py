@@ -1,7 +1,10 @@
 """Reading experiment logs back as numpy arrays, tolerant of files cut short by a crash.
 
-The reader walks the file once with mcap's ``StreamReader`` (which does not need the summary at the end), so a
-log whose writer was killed is readable up to its last complete chunk; ``truncated`` then says so.
+The reader walks the file once, record by record, with the salvage scanner (``aiko.log.salvage``; it does not need
+the summary at the end), so a log whose writer was killed is readable up to its last complete chunk and
+``truncated`` says so. A file damaged anywhere else (a bad CRC, a bad length, a message on a channel the file never
+defines, an undecodable record) is refused with one ``LogReadError`` naming the damage; ``aiko log recover``
+salvages such a file.
 """
 
 from __future__ import annotations
@@ -9,31 +12,18 @@ from __future__ import annotations
 import json
 import logging
 import os
-import struct
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from mcap.exceptions import McapError
-from mcap.records import Attachment, Channel, Footer, Message, Metadata, Schema
-from mcap.stream_reader import StreamReader
 
 from aiko.errors import AikoError
 from aiko.log.recorder import EVENTS_TOPIC, decode_metadata
+from aiko.log.salvage import AttachmentRecord, ChannelRecord, MessageRecord, MetadataRecord, SchemaRecord, scan_bytes
 
 log = logging.getLogger(__name__)
-
-# Exceptions that mean "the bytes end or are damaged here" while walking a crashed file.
-_TRUNCATION_ERRORS = (McapError, struct.error, zlib.error, EOFError, ValueError, UnicodeDecodeError)
-try:  # zstd decompression of a half-written chunk
-    import zstandard
-
-    _TRUNCATION_ERRORS = (*_TRUNCATION_ERRORS, zstandard.ZstdError)
-except ImportError:  # pragma: no cover
-    pass
 
 
 class LogReadError(AikoError):
@@ -111,8 +101,19 @@ def require_log_file(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+def _schema_dict(schema: SchemaRecord | None) -> dict[str, Any]:
+    if schema is None or not schema.data:
+        return {}
+    try:
+        out = json.loads(schema.data)
+    except (ValueError, RecursionError):
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def printable(text: str) -> str:
+    """``text`` on one line: names read from a damaged file may hold any character."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class LogReader:
@@ -123,42 +124,66 @@ class LogReader:
         self.truncated = False
         self.truncation_error = ""
         self.metadata: dict[str, dict[str, Any]] = {}
-        self.attachments: dict[str, Attachment] = {}
-        self._schemas: dict[int, Schema] = {}
-        self._channels: dict[int, Channel] = {}
+        self.attachments: dict[str, AttachmentRecord] = {}
+        self._schemas: dict[int, SchemaRecord] = {}
+        self._channels: dict[int, ChannelRecord] = {}
         self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         self._load()
 
     def _load(self) -> None:
-        with open(self.path, "rb") as fh:
-            try:
-                records = StreamReader(fh, record_size_limit=1 << 31).records
-                for record in records:
-                    self._take(record)
-            except _TRUNCATION_ERRORS as exc:
-                if not self._schemas and not self.metadata:
-                    raise LogReadError(f"{self.path} is not a readable MCAP log: {_describe(exc)}") from exc
-                self.truncated = True
-                self.truncation_error = f"{type(exc).__name__}: {exc}".rstrip(": ")
-                log.warning("%s is truncated (%s); read up to the last complete record", self.path, exc)
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            raise LogReadError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        scan = scan_bytes(data)  # record by record; never raises, whatever the bytes (aiko.log.salvage)
+        if not scan.magic or not (scan.records or scan.clean):
+            raise LogReadError(f"{self.path} is not a readable MCAP log: {printable(scan.describe())}")
+        damage: list[str] = []
+        for record in scan.records:
+            problem = self._take(record)
+            if problem and len(damage) < 3:
+                damage.append(problem)
+        if scan.problems or damage:
+            what = printable("; ".join([*(str(p) for p in scan.problems[:3]), *damage]))
+            raise LogReadError(
+                f"{self.path} is damaged ({what}); `aiko log recover {self.path}` writes its intact records "
+                "to a new file"
+            )
+        if not scan.clean:
+            self.truncated = True
+            self.truncation_error = scan.describe()
+            log.warning("%s is truncated (%s); read up to the last complete record", self.path, self.truncation_error)
 
-    def _take(self, record: Any) -> None:
-        if isinstance(record, Schema):
-            self._schemas[record.id] = record
-        elif isinstance(record, Channel):
-            self._channels[record.id] = record
+    def _take(self, record: Any) -> str | None:
+        """Keep one record; a description of what is wrong with it, or None."""
+        if isinstance(record, SchemaRecord):
+            known = self._schemas.setdefault(record.id, record)
+            if known != record:
+                return f"schema id {record.id} defined twice, differently"
+        elif isinstance(record, ChannelRecord):
+            known = self._channels.setdefault(record.id, record)
+            if known != record:
+                return f"channel id {record.id} defined twice, differently"
             self._messages.setdefault(record.topic, [])
-        elif isinstance(record, Message):
-            channel = self._channels[record.channel_id]
+        elif isinstance(record, MessageRecord):
+            channel = self._channels.get(record.channel_id)
+            if channel is None:
+                return f"a message on channel id {record.channel_id}, which the file never defines"
             if channel.message_encoding != "json":
-                return  # not ours (a foreign channel merged into the file); skipped, not fatal
-            self._messages[channel.topic].append((record.log_time, json.loads(record.data)))
-        elif isinstance(record, Metadata):
-            self.metadata[record.name] = decode_metadata(record.metadata)
-        elif isinstance(record, Attachment):
+                return None  # not ours (a foreign channel merged into the file); skipped, not fatal
+            try:
+                payload = json.loads(record.data)
+            except (ValueError, RecursionError):
+                return f"an undecodable message on {channel.topic} at log time {record.log_time}"
+            self._messages[channel.topic].append((record.log_time, payload))
+        elif isinstance(record, MetadataRecord):
+            try:
+                self.metadata[record.name] = decode_metadata(record.metadata)
+            except (ValueError, TypeError, RecursionError):
+                return f"undecodable metadata {record.name!r}"
+        elif isinstance(record, AttachmentRecord):
             self.attachments[record.name] = record
-        elif isinstance(record, Footer):
-            pass
+        return None
 
     # -- queries
     @property
@@ -174,7 +199,7 @@ class LogReader:
             out[channel.topic] = ChannelInfo(
                 topic=channel.topic,
                 schema_name=schema.name if schema else "",
-                schema=json.loads(schema.data) if schema and schema.data else {},
+                schema=_schema_dict(schema),
                 message_encoding=channel.message_encoding,
                 count=len(msgs),
                 first_t_ns=min(times) if times else None,

@@ -92,8 +92,17 @@ class PlaneCalibration:
 
     @staticmethod
     def load(path: str | Path) -> PlaneCalibration:
+        from aiko.errors import ConfigError
+        from aiko.validation import read_config_text
+
+        if not Path(path).exists():
+            raise CalibrationError(f"camera calibration file not found: {path}")
         try:
-            return PlaneCalibration.from_dict(json.loads(Path(path).read_text()))
+            text = read_config_text(path, "camera calibration file")
+        except ConfigError as exc:
+            raise CalibrationError(str(exc)) from None
+        try:
+            return PlaneCalibration.from_dict(json.loads(text))
         except FileNotFoundError:
             raise CalibrationError(f"camera calibration file not found: {path}") from None
         except (KeyError, ValueError, TypeError) as exc:

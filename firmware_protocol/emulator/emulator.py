@@ -5,10 +5,13 @@ All modules share one bus and one vectorised physics state. Two ways to run it:
   Driven by a simulated clock this is deterministic and faster than real time (HIL on the `virtual` bus).
 - real time: `start()` runs the same code in a thread paced by `time.monotonic_ns()`.
 
-Firmware behaviour emulated: references are accepted only with a valid length, range and a newer sequence
-number (everything else is rejected, counted and never actuated); a module with no valid reference for
-`watchdog_periods` reference periods disables its drive (short brake) and flags WATCHDOG; an emergency stop
-disables every module in the frame handler, before the next controller tick.
+Firmware behaviour emulated: references are accepted only with a valid length, range and a sequence number
+1..SEQUENCE_WINDOW ahead of the last accepted one (everything else is rejected, counted and never actuated; a
+jump beyond the window does not move the module's notion of the last sequence, so a forged frame cannot lock the
+real sender out); parameter writes are accepted only while the module is not enabled, inside their ranges, with the
+watchdog timeout (WatchdogPeriods x ReferencePeriodMs) inside the protocol's floor and ceiling; a module with no
+valid reference for `watchdog_periods` reference periods disables its drive (short brake) and flags WATCHDOG; an
+emergency stop disables every module in the frame handler, before the next controller tick.
 """
 
 from __future__ import annotations
@@ -25,7 +28,17 @@ import can
 import numpy as np
 
 from firmware_protocol.codec import AikoCodec, default_codec
-from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, ModuleState, Parameter, ParameterResult
+from firmware_protocol.dbc import (
+    ESTOP_KEY,
+    SEQUENCE_WINDOW,
+    WATCHDOG_TIMEOUT_MAX_MS,
+    WATCHDOG_TIMEOUT_MIN_MS,
+    Command,
+    MessageKind,
+    ModuleState,
+    Parameter,
+    ParameterResult,
+)
 from firmware_protocol.emulator.controller import ControllerGains, controller_update, new_controller_state
 from firmware_protocol.emulator.drive import DriveParams, drive_substep, new_drive_state
 from firmware_protocol.emulator.plant import IndependentInertiaParams, IndependentInertiaPlant, JointPlant
@@ -38,8 +51,11 @@ REJECTION_REASONS = (
     "out_of_range",
     "stale_sequence",
     "duplicate_sequence",
+    "sequence_jump",
     "bad_estop_key",
     "unknown_command",
+    "reserved_bits",
+    "parameter_while_enabled",
 )
 _FIRMWARE_VERSION = 1
 
@@ -78,6 +94,12 @@ class EmulatorConfig:
         need(0 <= self.heartbeat_rate_hz <= 100, "heartbeat_rate_hz", "0..100 Hz")
         need(0.001 <= self.reference_period_s <= 1.0, "reference_period_s", "0.001..1 s")
         need(1 <= self.watchdog_periods <= 100, "watchdog_periods", "1..100")
+        timeout_ms = self.watchdog_periods * self.reference_period_s * 1e3
+        need(
+            WATCHDOG_TIMEOUT_MIN_MS <= timeout_ms <= WATCHDOG_TIMEOUT_MAX_MS + 1e-9,
+            "watchdog_periods",
+            f"watchdog_periods x reference_period_s in [{WATCHDOG_TIMEOUT_MIN_MS:g}, {WATCHDOG_TIMEOUT_MAX_MS:g}] ms",
+        )
         need(self.reference_hold in ("zoh", "linear"), "reference_hold", "'zoh' or 'linear'")
         need(self.sensor in ("gear", "joint"), "sensor", "'gear' or 'joint'")
         need(0 < self.limit_h_rad <= math.pi, "limit_h_rad", "(0, pi]")
@@ -90,9 +112,9 @@ class EmulatorConfig:
 
 # Writable parameters: (allowed range, unit conversion wire -> internal).
 _PARAMETER_RANGES: dict[Parameter, tuple[float, float]] = {
-    Parameter.KP_H: (0.0, 5000.0),
+    Parameter.KP_H: (1.0, 5000.0),  # V/rad; below 1 the joint does not move (a stray 5.7e-22 is no gain)
     Parameter.KD_H: (0.0, 500.0),
-    Parameter.KP_V: (0.0, 5000.0),
+    Parameter.KP_V: (1.0, 5000.0),
     Parameter.KD_V: (0.0, 500.0),
     Parameter.LIMIT_H_DEG: (1.0, 180.0),
     Parameter.LIMIT_V_DEG: (1.0, 180.0),
@@ -101,6 +123,50 @@ _PARAMETER_RANGES: dict[Parameter, tuple[float, float]] = {
     Parameter.FEEDBACK_RATE_HZ: (0.0, 1000.0),
 }
 _READ_ONLY = (Parameter.TORQUE_LIMIT_H_NM, Parameter.TORQUE_LIMIT_V_NM, Parameter.FREE_PLAY_DEG)
+
+
+def parameter_write_result(
+    state: int, index: int, value: float, watchdog_periods: float, reference_period_ms: float
+) -> ParameterResult:
+    """The firmware's rule for a parameter write (aiko_parameter_write_result in aiko_joint.c, checked equal).
+
+    Order: unknown index, read-only, locked while enabled, range (incl. the watchdog timeout floor/ceiling)."""
+    try:
+        parameter = Parameter(index)
+    except ValueError:
+        return ParameterResult.UNKNOWN_INDEX
+    if parameter in _READ_ONLY:
+        return ParameterResult.READ_ONLY
+    if state == ModuleState.ENABLED:
+        return ParameterResult.LOCKED
+    low, high = _PARAMETER_RANGES[parameter]
+    value = float(np.float32(value))  # the wire value is float32, and so is the firmware's arithmetic
+    if not (low <= value <= high):  # also NaN
+        return ParameterResult.OUT_OF_RANGE
+    if parameter is Parameter.WATCHDOG_PERIODS:
+        watchdog_periods = value
+    elif parameter is Parameter.REFERENCE_PERIOD_MS:
+        reference_period_ms = value
+    timeout_ms = float(np.float32(watchdog_periods) * np.float32(reference_period_ms))  # float32, as the C side
+    if parameter in (Parameter.WATCHDOG_PERIODS, Parameter.REFERENCE_PERIOD_MS) and not (
+        WATCHDOG_TIMEOUT_MIN_MS <= timeout_ms <= WATCHDOG_TIMEOUT_MAX_MS
+    ):
+        return ParameterResult.OUT_OF_RANGE
+    return ParameterResult.OK
+
+
+def sequence_verdict(sequence: int, last: int) -> str | None:
+    """None if a reference with ``sequence`` is accepted after ``last`` (-1: none since Enable), else the reason."""
+    if last < 0:
+        return None
+    delta = (sequence - last) % 256
+    if delta == 0:
+        return "duplicate_sequence"
+    if delta >= 128:
+        return "stale_sequence"
+    if delta > SEQUENCE_WINDOW:
+        return "sequence_jump"
+    return None
 
 
 class JointControllerEmulator:
@@ -156,6 +222,7 @@ class JointControllerEmulator:
         self.accepted_references = np.zeros(n, np.int64)
         self.ignored_while_disabled = np.zeros(n, np.int64)  # valid references to a disabled module
         self.watchdog_trips = np.zeros(n, np.int64)
+        self.parameter_writes_accepted = np.zeros(n, np.int64)
         self.rejected = {reason: np.zeros(n, np.int64) for reason in REJECTION_REASONS}
         self.unknown_id_frames = 0
         self.serial_garbage_lines = 0
@@ -462,14 +529,10 @@ class JointControllerEmulator:
             return
         sequence = int(values["Sequence"])
         last = int(self.last_sequence[row])
-        if last >= 0:
-            delta = (sequence - last) % 256
-            if delta == 0:
-                self._reject("duplicate_sequence", row, f"node {self.config.node_ids[row]} seq {sequence}")
-                return
-            if delta >= 128:
-                self._reject("stale_sequence", row, f"node {self.config.node_ids[row]} seq {sequence} after {last}")
-                return
+        verdict = sequence_verdict(sequence, last)
+        if verdict is not None:  # the last accepted sequence stays: the real sender's next frame still fits
+            self._reject(verdict, row, f"node {self.config.node_ids[row]} seq {sequence} after {last}")
+            return
         self.last_sequence[row] = sequence
         angles = np.radians([values["AngleH"], values["AngleV"]])
         self.reference_rad[row] = np.clip(angles, -self.limits_rad[row], self.limits_rad[row])
@@ -484,6 +547,10 @@ class JointControllerEmulator:
         values = self._decode(msg, row)
         if values is None:
             return
+        data = bytes(msg.data)
+        if data[1] & 0xFE or data[2] or data[3]:  # bits the DBC does not define must be 0 (aiko_joint.c agrees)
+            self._reject("reserved_bits", row, f"parameter request {data.hex()}")
+            return
         index, write, value = int(values["Index"]), int(values["Write"]), float(values["Value"])
         try:
             parameter = Parameter(index)
@@ -491,15 +558,22 @@ class JointControllerEmulator:
             self._reply_parameter(row, index, ParameterResult.UNKNOWN_INDEX, 0.0)
             return
         if write:
-            if parameter in _READ_ONLY:
-                self._reply_parameter(row, index, ParameterResult.READ_ONLY, self._read_parameter(row, parameter))
-                return
-            low, high = _PARAMETER_RANGES[parameter]
-            if not (low <= value <= high) or not math.isfinite(value):
+            result = parameter_write_result(
+                int(self.state[row]),
+                index,
+                value,
+                float(self.watchdog_periods[row]),
+                float(self.reference_period_s[row] * 1e3),
+            )
+            if result is ParameterResult.LOCKED:
+                self._reject("parameter_while_enabled", row, f"parameter {parameter.name} = {value}")
+            elif result is ParameterResult.OUT_OF_RANGE:
                 self._reject("out_of_range", row, f"parameter {parameter.name} = {value}")
-                self._reply_parameter(row, index, ParameterResult.OUT_OF_RANGE, self._read_parameter(row, parameter))
+            if result is not ParameterResult.OK:
+                self._reply_parameter(row, index, result, self._read_parameter(row, parameter))
                 return
             self._write_parameter(row, parameter, value)
+            self.parameter_writes_accepted[row] += 1
         self._reply_parameter(row, index, ParameterResult.OK, self._read_parameter(row, parameter))
 
     def _read_parameter(self, row: int, p: Parameter) -> float:
@@ -549,6 +623,10 @@ class JointControllerEmulator:
                 "accepted_references": self.accepted_references.tolist(),
                 "ignored_while_disabled": self.ignored_while_disabled.tolist(),
                 "watchdog_trips": self.watchdog_trips.tolist(),
+                "parameter_writes_accepted": self.parameter_writes_accepted.tolist(),
+                "state": [ModuleState(int(x)).name for x in self.state],
+                "last_valid_reference_s": self.last_valid_reference_s.tolist(),
+                "watchdog_trip_s": [None if math.isnan(x) else float(x) for x in self.watchdog_trip_s],
                 "rejected": {k: v.tolist() for k, v in self.rejected.items()},
                 "rejected_total": int(sum(v.sum() for v in self.rejected.values())),
                 "unknown_id_frames": self.unknown_id_frames,

@@ -331,8 +331,9 @@ def test_a_module_that_goes_silent_is_reported_stale(experiment):
 
     backend, recorder, clock = _configured_hil(experiment)
     try:
+        # module 7 stops reporting (written before Enable: an enabled module refuses parameter writes)
+        backend.driver.request_parameter(7, Parameter.FEEDBACK_RATE_HZ, 0.0)
         backend.activate()
-        backend.driver.request_parameter(7, Parameter.FEEDBACK_RATE_HZ, 0.0)  # module 7 stops reporting
         for k in range(1, 11):
             t = k / 10
             clock.sleep_until(t)
@@ -365,3 +366,22 @@ def test_streaming_asks_for_realtime_priority_on_the_wall_clock_only(experiment)
         finally:
             backend.deactivate()
             backend.close()
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"can.slew_limit_deg_s": 10.0}, "the gait moves its joints at up to 41.89 deg/s"),
+        ({"can.watchdog_periods": 100.0}, "is a 10000 ms watchdog; the modules accept 10..2000 ms"),
+    ],
+)
+def test_can_settings_the_modules_cannot_honour_are_config_errors(overrides, message):
+    experiment = load_experiment(SIDEWINDING, overrides)
+    with pytest.raises(ConfigError, match=message):
+        _configured_hil(experiment)
+
+
+def test_a_reference_rate_that_saturates_the_bus_is_a_config_error():
+    experiment = load_experiment(SIDEWINDING, {"run.reference_rate_hz": 600.0, "can.watchdog_periods": 10})
+    with pytest.raises(ConfigError, match=r"loads the 1000000 bit/s bus to 1\d\d % .*aiko can bus-load"):
+        _configured_hil(experiment)

@@ -59,6 +59,21 @@ BAD_FILES = {
         ),
         "at 0 forever",
     ),
+    "frequency of 1e12 deg/s": (
+        GOOD.replace('preset = "sidewinding"', 'preset = "sidewinding"\nfrequency_h_deg_s = 1e12'),
+        "frequency_h_deg_s: 1e+12 deg/s is out of range",
+    ),
+    "phase step of 1e308 deg": (
+        GOOD.replace('preset = "sidewinding"', 'preset = "sidewinding"\nphase_step_h_deg = 1e308'),
+        "phase_step_h_deg: 1e+308 deg is out of range [-360, 360]",
+    ),
+    "gait faster than the joint modules": (
+        GOOD.replace('preset = "sidewinding"', 'preset = "sidewinding"\nfrequency_h_deg_s = 1200'),
+        "more than the 180 deg/s the joint modules",
+    ),
+    "robot is an empty string": (GOOD.replace("{robot}", ""), "robot: empty file name"),
+    "robot is a directory": (GOOD.replace("{robot}", "/tmp"), "is a directory, not a file"),
+    "robot is a device": (GOOD.replace("{robot}", "/dev/zero"), "is not a regular file"),
     "bad kinematic setting": (
         GOOD + "[backend.kinematic]\ntime_constant_s = 0\n",
         "time_constant_s: 0 is out of range",
@@ -241,3 +256,17 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(tmp_path, experi
     child.stdout.close()  # before the child has printed anything: its first write meets a closed pipe
     err = child.stderr.read().decode()
     assert child.wait(timeout=60) == 0 and err == "", err
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("sim.obstacles.count=5000", "could not place 5000 obstacles"),
+        ("sim.obstacles.radius_range_m=[0.05, 0.01]", "radius_range_m: need 0 < low <= high"),
+    ],
+)
+def test_an_impossible_obstacle_field_is_a_config_error(tmp_path, capsys, override, message):
+    exp = EXPERIMENTS / "obstacle_aided_unstructured.toml"
+    assert main(["run", str(exp), "--set", override, "--out", str(tmp_path / "x.mcap")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err

@@ -118,6 +118,17 @@ int main(void) {
             rc = aiko_decode_heartbeat(expected, dlc, &d);
             print_hex(out, n);
             printf(" %d %u %u %u\n", rc, d.state, d.firmware_version, d.uptime_s);
+        } else if (!strcmp(name, "Sequence")) { /* Sequence <seq> <last> -> 1 if accepted */
+            unsigned seq, last;
+            sscanf(hex, "%u", &seq);
+            sscanf(rest, "%u", &last);
+            printf("%u\n", aiko_sequence_is_newer((uint8_t)seq, (uint8_t)last));
+        } else if (!strcmp(name, "ParameterWrite")) { /* ParameterWrite <state> <index> <value> <wd> <ref_ms> */
+            unsigned state, index;
+            float value, wd, ref;
+            sscanf(hex, "%u", &state);
+            sscanf(rest, "%u %f %f %f", &index, &value, &wd, &ref);
+            printf("%u\n", aiko_parameter_write_result((uint8_t)state, (uint8_t)index, value, wd, ref));
         } else {
             printf("unknown %s\n", name);
         }

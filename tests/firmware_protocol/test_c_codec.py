@@ -137,3 +137,56 @@ def test_builds_for_atmega128(tmp_path):
     print(f"ATmega128 codec size: text={text_bytes} data={data_bytes} bss={bss_bytes} bytes")
     assert data_bytes == 0 and bss_bytes == 0  # no RAM tables: the codec is pure code
     assert text_bytes < 4096  # 3 % of the 128 KiB flash
+
+
+def test_c_and_emulator_agree_on_sequence_and_parameter_write_rules(harness):
+    import random
+
+    import numpy as np
+
+    from firmware_protocol.dbc import (
+        SEQUENCE_WINDOW,
+        WATCHDOG_TIMEOUT_MAX_MS,
+        WATCHDOG_TIMEOUT_MIN_MS,
+        ModuleState,
+        ParameterResult,
+    )
+    from firmware_protocol.emulator.emulator import parameter_write_result, sequence_verdict
+
+    header = (PKG / "aiko_joint.h").read_text()
+    defines = {m[1]: int(m[2], 0) for m in re.finditer(r"#define (AIKO_\w+) \(?(0x[0-9A-Fa-f]+|\d+)u?\)?", header)}
+    assert defines["AIKO_SEQUENCE_WINDOW"] == SEQUENCE_WINDOW
+    assert defines["AIKO_WATCHDOG_TIMEOUT_MIN_MS"] == WATCHDOG_TIMEOUT_MIN_MS
+    assert defines["AIKO_WATCHDOG_TIMEOUT_MAX_MS"] == WATCHDOG_TIMEOUT_MAX_MS
+    assert defines["AIKO_RESULT_LOCKED"] == ParameterResult.LOCKED
+    assert defines["AIKO_STATE_ENABLED"] == ModuleState.ENABLED
+    db = load_database()
+    reply = db.get_message_by_name("ParameterReply_01").get_signal_by_name("Result")
+    assert {int(k): str(v) for k, v in reply.choices.items()}[4] == "Locked"
+
+    rng = random.Random(14)
+    seq_cases = [(s, last) for s in range(256) for last in (0, 5, 250)]
+    param_cases = []
+    specials = [0.0, 1.0, 3.0, 9.9, 10.0, 100.0, 1000.0, 1e6, -1.0, float("nan"), float("inf"), 2000.0, 20.0]
+    for _ in range(3000):
+        value = rng.choice(specials) if rng.random() < 0.4 else rng.uniform(-10, 3000)
+        value = float(np.float32(value))
+        wd = float(np.float32(rng.choice([1.0, 3.0, 20.0, 100.0, rng.uniform(1, 100)])))
+        ref = float(np.float32(rng.choice([1.0, 5.0, 10.0, 100.0, 1000.0, rng.uniform(1, 1000)])))
+        param_cases.append((rng.randrange(6), rng.randrange(16), value, wd, ref))
+    lines = [f"Sequence {s} {last}" for s, last in seq_cases]
+    lines += [f"ParameterWrite {st} {ix} {v!r} {wd!r} {ref!r}" for st, ix, v, wd, ref in param_cases]
+    out = subprocess.run([str(harness)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    results = out.stdout.split()
+    assert len(results) == len(lines)
+    for (s, last), got in zip(seq_cases, results[: len(seq_cases)], strict=True):
+        assert int(got) == (sequence_verdict(s, last) is None), (s, last)
+    for case, got in zip(param_cases, results[len(seq_cases) :], strict=True):
+        assert int(got) == parameter_write_result(*case), case
+
+
+def test_c_rejects_parameter_requests_with_reserved_bits_set(harness):
+    lines = ["ParameterRequest 0701000000004040 7 1 3", "ParameterRequest 0703000000004040 7 1 3"]
+    lines += ["ParameterRequest 0701000100004040 7 1 3"]
+    out = subprocess.run([str(harness)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
+    assert [int(line.split()[1]) for line in out.stdout.splitlines()] == [0, -2, -2]

@@ -422,3 +422,113 @@ def test_random_frames_never_raise_and_only_valid_references_move_the_setpoint(f
         assert emu.unknown_id_frames == 1  # every frame outside the protocol is counted
     elif frame_id in _REFERENCE_IDS and not valid_reference:  # ours but bad: counted (others' are not ours)
         assert emu.counters()["rejected_total"] + emu.unknown_id_frames == before_rejected + 1
+
+
+# ---------------------------------------------------------------- reconfiguration lock, sequence window, watchdog floor
+def _replies(r: Rig, node: int) -> list[dict]:
+    fid = CODEC.frame_id(MessageKind.PARAMETER_REPLY, node)
+    return [CODEC.decode(fid, m.data).values for m in r.received if m.arbitration_id == fid]
+
+
+def test_parameter_writes_are_locked_while_enabled_and_counted(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2)))
+    r.enable()
+    r.reference_all(0.0)
+    r.step_to(0.01)
+    stray = [
+        (Parameter.WATCHDOG_PERIODS, 100.0),
+        (Parameter.REFERENCE_PERIOD_MS, 1000.0),
+        (Parameter.KP_H, 5.7e-22),
+        (Parameter.LIMIT_H_DEG, 180.0),
+    ]
+    for node in (1, 2):
+        for _ in range(5):  # 20 stray frames per module
+            for parameter, value in stray:
+                r.send(MessageKind.PARAMETER_REQUEST, node, {"Index": int(parameter), "Write": 1, "Value": value})
+    r.step_to(0.02)
+    assert r.emu.watchdog_periods.tolist() == [3.0, 3.0] and r.emu.reference_period_s.tolist() == [0.1, 0.1]
+    assert (r.emu.controller.kp[:, 0] > 1.0).all() and np.degrees(r.emu.limits_rad[:, 0]) == pytest.approx(90.0)
+    assert r.emu.counters()["rejected"]["parameter_while_enabled"] == [20, 20]
+    assert {v["Result"] for v in _replies(r, 1)} == {ParameterResult.LOCKED}
+    # the watchdog still trips 0.3 s after the last reference (sent at t = 0)
+    r.step_to(0.5)
+    assert np.all(np.abs(r.emu.watchdog_trip_s - 0.3) <= 2 * r.emu.dt_s)
+    # disabled, the same write is accepted
+    r.send(MessageKind.COMMAND, 0, {"Command": int(Command.DISABLE), "TargetNode": 0})
+    r.send(MessageKind.PARAMETER_REQUEST, 1, {"Index": int(Parameter.WATCHDOG_PERIODS), "Write": 1, "Value": 5.0})
+    r.step_to(0.51)
+    assert r.emu.watchdog_periods[0] == 5.0 and _replies(r, 1)[-1]["Result"] == ParameterResult.OK
+
+
+@pytest.mark.parametrize(
+    ("periods", "period_ms", "accepted"),
+    [(100.0, 1000.0, False), (20.0, 100.0, True), (21.0, 100.0, False), (1.0, 9.0, False), (1.0, 10.0, True)],
+)
+def test_watchdog_timeout_has_a_floor_and_a_ceiling(rig, periods, period_ms, accepted):
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    request = MessageKind.PARAMETER_REQUEST
+    r.send(request, 1, {"Index": int(Parameter.REFERENCE_PERIOD_MS), "Write": 1, "Value": period_ms})
+    r.send(request, 1, {"Index": int(Parameter.WATCHDOG_PERIODS), "Write": 1, "Value": periods})
+    r.step_to(0.001)
+    timeout_ms = r.emu.watchdog_periods[0] * r.emu.reference_period_s[0] * 1e3
+    assert 10.0 - 1e-9 <= timeout_ms <= 2000.0 + 1e-9  # whatever was written
+    assert (r.emu.watchdog_periods[0] == periods) == accepted
+    with pytest.raises(EmulatorConfigError, match="watchdog_periods"):
+        EmulatorConfig(watchdog_periods=100, reference_period_s=1.0)
+
+
+def test_parameter_request_with_reserved_bits_is_rejected(rig):
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    fid, data = CODEC.encode(
+        MessageKind.PARAMETER_REQUEST, 1, {"Index": int(Parameter.KP_H), "Write": 1, "Value": 10.0}
+    )
+    r.send_raw(fid, data[:2] + b"\x01" + data[3:])
+    r.send_raw(fid, data[:1] + bytes([data[1] | 0x80]) + data[2:])
+    r.step_to(0.001)
+    assert r.emu.counters()["rejected"]["reserved_bits"] == [2] and r.emu.controller.kp[0, 0] != 10.0
+    assert _replies(r, 1) == []
+
+
+def test_a_forged_sequence_jump_does_not_lock_out_the_real_sender(rig):
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    r.enable()
+    good = dict(AngleH=10.0, AngleV=0.0, RateH=0.0, RateV=0.0)
+    r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": 0})
+    r.step_to(0.01)
+    r.send(MessageKind.REFERENCE, 1, {**good, "AngleH": -40.0, "Sequence": 100})  # forged: +100
+    for seq in range(1, 6):
+        r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": seq})
+    r.step_to(0.02)
+    assert r.emu.accepted_references[0] == 6  # 0, then 1..5 of the real stream
+    assert r.emu.counters()["rejected"]["sequence_jump"] == [1]
+    assert math.degrees(r.emu.reference_rad[0, 0]) == pytest.approx(10.0)  # the forged angle never actuated
+    # a sender that lost more than the window resynchronises on an explicit Enable
+    r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": 50})
+    r.enable()
+    r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": 50})
+    r.step_to(0.03)
+    assert r.emu.accepted_references[0] == 7
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 0x7FF), st.binary(min_size=0, max_size=8)), min_size=1, max_size=1000))
+def test_watchdog_stops_every_module_after_any_random_frames(frames):
+    """Whatever stray frames arrive while the modules are enabled, the watchdog trips <= 0.3 s after the PC's
+    last reference (3 periods of 100 ms), or the modules are already stopped (a stray Disable or e-stop)."""
+    r = Rig(EmulatorConfig(node_ids=(1, 2, 3)))
+    try:
+        r.enable()
+        r.reference_all(0.0)
+        r.step_to(0.001)
+        for frame_id, data in frames:
+            if frame_id == 0x010:
+                # broadcast commands are left out: Disable, a write, Enable is how the PC legitimately
+                # reconfigures a module, and a frame cannot tell a stray sender from the PC
+                continue
+            r.send_raw(frame_id, data)
+        r.step_to(0.002)
+        assert r.emu.watchdog_periods.tolist() == [3.0] * 3 and r.emu.reference_period_s.tolist() == [0.1] * 3
+        r.step_to(0.31)
+        assert (r.emu.state != 2).all()  # not ENABLED: watchdog (or a stray e-stop) stopped each one
+    finally:
+        r.close()
