@@ -1,10 +1,5 @@
 """The `can` backend (the real-robot path) against the emulator process over slcan on a pseudo-terminal."""
 
-import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,27 +11,13 @@ from aiko.experiment import load_experiment
 from aiko.interfaces import JointStatus
 from aiko.recording import MemoryRecorder
 from aiko.runner import RunOptions, run_experiment
+from tests.emulator_process import start_emulator, stop_emulator
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _start_emulator(*extra: str) -> tuple[subprocess.Popen, str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    cmd = [sys.executable, "-m", "firmware_protocol.emulator", *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    first = proc.stdout.readline().strip()
-    assert first.startswith("slcan: "), first
-    return proc, first.split(": ", 1)[1]
-
-
-def _stop(proc: subprocess.Popen) -> dict:
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=20)
-    return json.loads(out.strip().splitlines()[-1])
-
-
 def test_can_backend_streams_to_the_emulator_process_over_slcan():
-    proc, pty = _start_emulator()
+    proc, pty = start_emulator()
     try:
         # a 2 s watchdog: this test is about the path; a loaded CI machine may stall a process for > 300 ms
         experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", {"can.watchdog_periods": 20})
@@ -51,7 +32,7 @@ def test_can_backend_streams_to_the_emulator_process_over_slcan():
             context_options=options,
         )
     finally:
-        counters = _stop(proc)
+        counters = stop_emulator(proc)
     assert counters["accepted_references"] == [11] * 10  # t = 0.0 .. 1.0 s at 10 Hz: nothing lost
     assert counters["rejected_total"] == 0 and counters["serial_garbage_lines"] == 0
     assert summary["can_bad_frames"] == 0 and summary["can_send_errors"] == 0
@@ -64,7 +45,7 @@ def test_can_backend_streams_to_the_emulator_process_over_slcan():
 
 
 def test_can_backend_fails_clearly_when_modules_are_missing():
-    proc, pty = _start_emulator("--nodes", "1-4")  # six modules unpowered
+    proc, pty = start_emulator("--nodes", "1-4")  # six modules unpowered
     try:
         experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", {"can.enable_timeout_s": 0.3})
         with pytest.raises(HardwareError, match=r"joint modules \[5, 6, 7, 8, 9, 10\] did not answer"):
@@ -77,14 +58,14 @@ def test_can_backend_fails_clearly_when_modules_are_missing():
                 context_options={"can_interface": "slcan", "can_channel": pty},
             )
     finally:
-        counters = _stop(proc)
+        counters = stop_emulator(proc)
     assert counters["accepted_references"] == [0] * 4  # nothing was streamed
 
 
 def test_a_latched_emergency_stop_is_not_cleared_by_the_next_run():
     from aiko.cli import main
 
-    proc, pty = _start_emulator()
+    proc, pty = start_emulator()
     try:
         assert main(["can", "estop", "--interface", "slcan", "--channel", pty, "--repeat", "1"]) == 0
         experiment = load_experiment(REPO / "experiments" / "sidewinding.toml")
@@ -99,5 +80,5 @@ def test_a_latched_emergency_stop_is_not_cleared_by_the_next_run():
             cleared, MemoryRecorder(), run, backend=CanBackend(), clock=WallClock(), context_options=options
         )
     finally:
-        counters = _stop(proc)
+        counters = stop_emulator(proc)
     assert counters["accepted_references"] == [4] * 10  # only the second run moved the robot

@@ -3,7 +3,6 @@ modules, and leaves a channel that another process streams on open."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from aiko.cli import main
 from aiko.commands import can as can_command
 from firmware_protocol.codec import default_codec
 from firmware_protocol.dbc import ESTOP_KEY, MessageKind, ModuleState, id_scheme
+from tests.emulator_process import start_emulator, stop_emulator
 
 REPO = Path(__file__).resolve().parents[2]
 _PY = sys.executable
@@ -54,28 +54,8 @@ def test_confirmation_reads_the_estop_flag_of_feedback_and_heartbeat(estop):
     assert can_estop.parse_slcan_line(b"t7") is None and can_estop.parse_slcan_line(b"t70Z4zz") is None
 
 
-def _start_emulator(*extra: str) -> tuple[subprocess.Popen, str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [_PY, "-m", "firmware_protocol.emulator", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    first = proc.stdout.readline().strip()
-    assert first.startswith("slcan: "), first
-    return proc, first.split(": ", 1)[1]
-
-
-def _stop(proc: subprocess.Popen) -> dict:
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=20)
-    return json.loads(out.strip().splitlines()[-1])
-
-
 def test_estop_over_slcan_confirms_every_module_and_leaves_the_channel_open(capsys):
-    proc, pty = _start_emulator()
+    proc, pty = start_emulator()
     other = None
     try:
         other = BufferedSlcanBus(channel=pty, bitrate=1_000_000)  # another process's open channel
@@ -94,17 +74,17 @@ def test_estop_over_slcan_confirms_every_module_and_leaves_the_channel_open(caps
     finally:
         if other is not None:
             other.shutdown()
-        counters = _stop(proc)
+        counters = stop_emulator(proc)
     assert counters["rejected_total"] == 0
 
 
 def test_estop_names_the_modules_that_do_not_confirm(capsys):
-    proc, pty = _start_emulator("--nodes", "1-4")
+    proc, pty = start_emulator("--nodes", "1-4")
     try:
         argv = ["can", "estop", "--interface", "slcan", "--channel", pty, "--timeout", "0.5"]
         assert main(argv) == 1
     finally:
-        _stop(proc)
+        stop_emulator(proc)
     err = capsys.readouterr().err
     assert "modules [5, 6, 7, 8, 9, 10] did not report ESTOP" in err and len(err.splitlines()) == 1
 
@@ -136,7 +116,7 @@ def test_estop_from_another_process_stops_a_running_aiko_run(tmp_path):
     """The lab's case: `aiko run` streams over slcan, someone runs `aiko can estop` from another shell."""
     from aiko.log import LogReader
 
-    proc, pty = _start_emulator()
+    proc, pty = start_emulator()
     log = tmp_path / "run.mcap"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     run_cmd = [_PY, "-m", "aiko.cli", "run", str(REPO / "experiments" / "sidewinding.toml"), "--backend", "can"]
@@ -159,7 +139,7 @@ def test_estop_from_another_process_stops_a_running_aiko_run(tmp_path):
     finally:
         if run.poll() is None:
             run.kill()
-        counters = _stop(proc)
+        counters = stop_emulator(proc)
     assert done.returncode == 0, done.stderr
     assert run.returncode == 1 and "reported ESTOP" in run_err
     reader = LogReader(log)
