@@ -81,4 +81,7 @@ def test_a_latched_emergency_stop_is_not_cleared_by_the_next_run():
         )
     finally:
         counters = stop_emulator(proc)
-    assert counters["accepted_references"] == [4] * 10  # only the second run moved the robot
+    # only the second run moved the robot: every module accepted exactly the references it sent (at most 4 in 0.3 s
+    # at 10 Hz; a loaded machine may skip a deadline, so the count itself is not fixed)
+    sent = summary["reference_updates"]
+    assert 1 <= sent <= 4 and counters["accepted_references"] == [sent] * 10
