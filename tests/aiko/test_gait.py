@@ -1,15 +1,39 @@
 """The serpenoid gait is eq. 70–71 of paper 000, to the last bit, with the paper's soft start."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from aiko.errors import ConfigError
-from aiko.gait import PRESETS, SerpenoidGait, SerpenoidParams, first_entry_time, validate_serpenoid
+from aiko.gait import (
+    PRESETS,
+    SerpenoidGait,
+    SerpenoidParams,
+    first_entry_time,
+    gait_from_table,
+    validate_serpenoid,
+)
 from aiko.robot import load_robot
+from aiko.validation import Table
 
 N_JOINTS = 10
+
+# Every preset and experiment file has ω_v = ω_h, δ_v = δ_h and zero offsets, so against them a vertical wave that
+# borrows the horizontal frequency, phase step or offset is indistinguishable from eq. 71. This gait gives each of the
+# nine parameters its own value (and no two of them a simple ratio), so any such mix-up changes the references.
+INDEPENDENT = SerpenoidParams(
+    amplitude_h_rad=math.radians(27.0),
+    omega_h_rad_s=math.radians(83.0),
+    delta_h_rad=math.radians(-47.0),
+    offset_h_rad=math.radians(4.0),
+    amplitude_v_rad=math.radians(11.0),
+    omega_v_rad_s=math.radians(131.0),
+    delta_v_rad=math.radians(29.0),
+    delta_0_rad=math.radians(71.0),
+    offset_v_rad=math.radians(-2.5),
+)
 
 
 def eq_70_71(p: SerpenoidParams, i: int, t: float) -> tuple[float, float]:
@@ -21,9 +45,23 @@ def eq_70_71(p: SerpenoidParams, i: int, t: float) -> tuple[float, float]:
     return alpha_h, alpha_v
 
 
-@pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_references_equal_eq_70_71(preset):
-    params = PRESETS[preset]
+def eq_70_71_rates(p: SerpenoidParams, i: int, t: float) -> tuple[float, float]:
+    """Time derivatives of :func:`eq_70_71`, differentiated by hand."""
+    rate_h = p.amplitude_h_rad * p.omega_h_rad_s * math.cos(p.omega_h_rad_s * t + (i - 1) * p.delta_h_rad)
+    rate_v = (
+        p.amplitude_v_rad
+        * p.omega_v_rad_s
+        * math.cos(p.omega_v_rad_s * t + (i - 1) * p.delta_v_rad + p.delta_0_rad)
+    )
+    return rate_h, rate_v
+
+
+GAITS_UNDER_TEST = {**PRESETS, "independent_h_and_v_waves": INDEPENDENT}
+
+
+@pytest.mark.parametrize("name", sorted(GAITS_UNDER_TEST))
+def test_references_equal_eq_70_71(name):
+    params = GAITS_UNDER_TEST[name]
     gait = SerpenoidGait(params, N_JOINTS)
     for t in np.linspace(0.0, 15.0, 301):
         refs = gait.raw_references(float(t))
@@ -31,6 +69,51 @@ def test_references_equal_eq_70_71(preset):
             h, v = eq_70_71(params, i, float(t))
             assert abs(refs.angle_h_rad[i - 1] - h) <= 1e-12
             assert abs(refs.angle_v_rad[i - 1] - v) <= 1e-12
+
+
+@pytest.mark.parametrize("name", sorted(GAITS_UNDER_TEST))
+def test_rates_equal_the_derivative_of_eq_70_71(name):
+    """The rates sent with each reference (used by the modules' linear hold) are d/dt of eq. 70–71, to round-off:
+    A·ω·cos(…) with each wave's own amplitude, frequency and phase."""
+    params = GAITS_UNDER_TEST[name]
+    gait = SerpenoidGait(params, N_JOINTS)
+    for t in np.linspace(0.0, 15.0, 151):
+        refs = gait.raw_references(float(t))
+        for i in range(1, N_JOINTS + 1):
+            rate_h, rate_v = eq_70_71_rates(params, i, float(t))
+            assert abs(refs.rate_h_rad_s[i - 1] - rate_h) <= 1e-12
+            assert abs(refs.rate_v_rad_s[i - 1] - rate_v) <= 1e-12
+
+
+def test_independent_waves_really_differ():
+    """Guards the guard: if the test gait's two waves coincided, the eq. 70–71 test could not tell them apart."""
+    p = INDEPENDENT
+    pairs = [
+        (p.amplitude_h_rad, p.amplitude_v_rad),
+        (p.omega_h_rad_s, p.omega_v_rad_s),
+        (p.delta_h_rad, p.delta_v_rad),
+        (p.offset_h_rad, p.offset_v_rad),
+        (0.0, p.delta_0_rad),
+    ]
+    assert all(abs(a - b) > math.radians(1.0) for a, b in pairs)
+
+
+def test_experiment_table_keys_reach_their_own_parameters(experiments_dir):
+    """Each `[gait]` key of an experiment file sets exactly its own parameter: no key feeds the other wave."""
+    robot = load_robot(experiments_dir / "robots/aiko.toml")
+    degrees = {
+        "amplitude_h_deg": 27.0,
+        "frequency_h_deg_s": 83.0,
+        "phase_step_h_deg": -47.0,
+        "offset_h_deg": 4.0,
+        "amplitude_v_deg": 11.0,
+        "frequency_v_deg_s": 131.0,
+        "phase_step_v_deg": 29.0,
+        "phase_v0_deg": 71.0,
+        "offset_v_deg": -2.5,
+    }
+    gait = gait_from_table(Table(dict(degrees), "gait"), robot)
+    assert gait.params == INDEPENDENT
 
 
 def test_turning_offset_adds_to_every_horizontal_joint():
@@ -52,13 +135,23 @@ def test_rates_match_central_differences(preset):
         np.testing.assert_allclose(mid.rate_v_rad_s, (plus.angle_v_rad - minus.angle_v_rad) / (2 * h), atol=1e-7)
 
 
-def test_soft_start_holds_zero_then_releases_at_first_entry_into_three_degrees():
-    gait = SerpenoidGait(PRESETS["sidewinding"], N_JOINTS)
+SOFT_STARTED = {
+    "sidewinding": PRESETS["sidewinding"],
+    "independent_h_and_v_waves": replace(INDEPENDENT, soft_start=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOFT_STARTED))
+def test_soft_start_holds_zero_then_releases_at_first_entry_into_three_degrees(name):
+    """Sec. VIII-E, checked on a 1 ms grid against the raw eq. 70–71 of the same gait. On the independent-wave gait
+    each axis's release must come from its own wave (amplitude, frequency, phase and offset)."""
+    gait = SerpenoidGait(SOFT_STARTED[name], N_JOINTS)
     threshold = math.radians(3.0)
     times = np.arange(0.0, 15.0, 1e-3)
     raw = np.array([np.concatenate([r.angle_h_rad, r.angle_v_rad]) for r in map(gait.raw_references, times)])
     out = np.array([np.concatenate([r.angle_h_rad, r.angle_v_rad]) for r in map(gait.references, times)])
     released_somewhere_later = 0
+    held_on_axis = [0, 0]
     for j in range(2 * N_JOINTS):
         first = int(np.argmax(np.abs(raw[:, j]) <= threshold))
         assert np.abs(raw[first, j]) <= threshold
@@ -67,7 +160,9 @@ def test_soft_start_holds_zero_then_releases_at_first_entry_into_three_degrees()
         steps = np.abs(np.diff(out[:, j]))
         assert steps.max() <= threshold + 1e-12
         released_somewhere_later += first > 0
-    assert released_somewhere_later >= 10, "the sidewinding preset must actually exercise the hold"
+        held_on_axis[j // N_JOINTS] += first > 0
+    assert released_somewhere_later >= 10, "the gait must actually exercise the hold"
+    assert min(held_on_axis) >= 3, f"both axes must exercise the hold (held joints h, v: {held_on_axis})"
 
 
 def test_soft_start_rates_are_zero_while_held():
