@@ -8,6 +8,7 @@ import cantools
 import numpy as np
 import pytest
 
+import sim.snake3d.plant  # noqa: F401  (the hil backend's "snake3d" plant; a broken import must fail, not skip)
 from aiko.backends.can_bus import HilBackend
 from aiko.can_driver import ReferenceShaper
 from aiko.clock import SimulatedClock, WallClock
@@ -284,7 +285,6 @@ def test_health_monitor_reports_each_transition_once():
 
 
 def test_hil_drives_the_3d_simulator_through_the_emulated_modules():
-    pytest.importorskip("sim.snake3d.plant", reason="the 3D simulator (issue 4) is not on this branch")
     experiment = load_experiment(SIDEWINDING, {"hil.plant": "snake3d"})
     recorder = MemoryRecorder()
     _, summary = run_experiment(experiment, recorder, RunOptions(backend="hil", duration_s=1.0))
@@ -301,7 +301,6 @@ def test_hil_drives_the_3d_simulator_through_the_emulated_modules():
 def test_hil_with_the_3d_simulator_survives_200_hz_references():
     """Regression: this run stopped at t = 0.096 s (contact iteration did not converge) when the tail, let go by the
     gear free play, landed with free joints. Every accepted step must still meet the contact laws to 1e-5 m/s."""
-    pytest.importorskip("sim.snake3d.plant", reason="the 3D simulator (issue 4) is not on this branch")
     experiment = load_experiment(REPO / "experiments" / "sidewinding_hil.toml", {"run.reference_rate_hz": 200.0})
     _, summary = run_experiment(experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=1.0))
     assert summary["hil_plant"] == "snake3d" and summary["physics_steps"] == 4000
@@ -313,7 +312,6 @@ def test_hil_with_the_3d_simulator_survives_200_hz_references():
 
 
 def test_hil_rejects_a_physics_step_that_differs_from_the_simulators(tmp_path):
-    pytest.importorskip("sim.snake3d.plant", reason="the 3D simulator (issue 4) is not on this branch")
     experiment = load_experiment(SIDEWINDING, {"hil.plant": "snake3d", "hil.controller_rate_hz": 500.0})
     with pytest.raises(ConfigError, match=r"sim.dt_s = 0.00025; use controller_rate_hz = 1000"):
         _configured_hil(experiment)
