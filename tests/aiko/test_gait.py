@@ -49,9 +49,7 @@ def eq_70_71_rates(p: SerpenoidParams, i: int, t: float) -> tuple[float, float]:
     """Time derivatives of :func:`eq_70_71`, differentiated by hand."""
     rate_h = p.amplitude_h_rad * p.omega_h_rad_s * math.cos(p.omega_h_rad_s * t + (i - 1) * p.delta_h_rad)
     rate_v = (
-        p.amplitude_v_rad
-        * p.omega_v_rad_s
-        * math.cos(p.omega_v_rad_s * t + (i - 1) * p.delta_v_rad + p.delta_0_rad)
+        p.amplitude_v_rad * p.omega_v_rad_s * math.cos(p.omega_v_rad_s * t + (i - 1) * p.delta_v_rad + p.delta_0_rad)
     )
     return rate_h, rate_v
 
