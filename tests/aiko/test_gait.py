@@ -212,3 +212,117 @@ def test_validation_rejects_what_aiko_cannot_follow(experiments_dir, change, mes
     params = SerpenoidParams(**{**PRESETS["sidewinding"].__dict__, **change})
     with pytest.raises(ConfigError, match=message):
         validate_serpenoid(params, robot)
+
+
+# ------------------------------------------------------ boundaries found by mutation testing (docs/testing.md)
+@pytest.mark.parametrize("name", sorted(SOFT_STARTED))
+def test_soft_started_references_are_the_raw_ones_once_released_and_zero_before(name):
+    """All four arrays (angles and rates, both axes) follow the hold, axis by axis; the release instant itself
+    already belongs to the released side (|α_r| ≤ threshold there), and the time stamp is passed through."""
+    gait = SerpenoidGait(SOFT_STARTED[name], N_JOINTS)
+    instants = np.concatenate([np.linspace(0.0, 8.0, 161), gait.release_h_s, gait.release_v_s])
+    for t in map(float, instants):
+        raw, out = gait.raw_references(t), gait.references(t)
+        assert out.t_s == t
+        for release, angle, rate in (
+            (gait.release_h_s, "angle_h_rad", "rate_h_rad_s"),
+            (gait.release_v_s, "angle_v_rad", "rate_v_rad_s"),
+        ):
+            held = t < release
+            np.testing.assert_array_equal(getattr(out, angle), np.where(held, 0.0, getattr(raw, angle)))
+            np.testing.assert_array_equal(getattr(out, rate), np.where(held, 0.0, getattr(raw, rate)))
+
+
+def test_raw_references_carry_their_time_and_the_planar_horizontal_wave():
+    planar = SerpenoidParams(math.radians(30), math.radians(80), math.radians(-50), planar=True)
+    for params in (INDEPENDENT, planar):
+        gait = SerpenoidGait(params, 9)
+        for t in (0.0, 0.37, 5.5):
+            refs = gait.raw_references(t)
+            assert refs.t_s == t
+            for i in range(1, 10):
+                h, _ = eq_70_71(params, i, t)
+                rate_h, _ = eq_70_71_rates(params, i, t)
+                assert abs(refs.angle_h_rad[i - 1] - h) <= 1e-12
+                assert abs(refs.rate_h_rad_s[i - 1] - rate_h) <= 1e-12
+
+
+def test_a_planar_gait_soft_starts_its_horizontal_wave_only():
+    params = SerpenoidParams(math.radians(30), math.radians(80), math.radians(-50), soft_start=True, planar=True)
+    gait = SerpenoidGait(params, 9)
+    assert np.all(gait.release_v_s == 0.0) and gait.release_h_s.max() > 0.0
+    refs = gait.references(0.0)
+    assert np.all(refs.angle_v_rad == 0.0) and np.any(refs.angle_h_rad == 0.0)
+
+
+def test_one_joint_is_a_gait_and_zero_joints_are_refused():
+    assert SerpenoidGait(INDEPENDENT, 1).raw_references(0.5).angle_h_rad.shape == (1,)
+    with pytest.raises(ConfigError, match="at least one joint, got n_joints=0"):
+        SerpenoidGait(INDEPENDENT, 0)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(amplitude_h_rad=math.radians(2), offset_h_rad=math.radians(10)), r"joint 1 \(h axis\)"),
+        (dict(amplitude_v_rad=math.radians(2), offset_v_rad=math.radians(10)), r"joint 1 \(v axis\)"),
+    ],
+)
+def test_soft_start_that_never_releases_names_the_axis(change, message):
+    """An axis whose wave never comes within 3° of zero is held on every joint; the error names the axis."""
+    params = replace(INDEPENDENT, soft_start=True, **change)
+    with pytest.raises(ConfigError, match=message + " at 0 forever"):
+        SerpenoidGait(params, N_JOINTS)
+
+
+def test_first_entry_time_at_the_band_edges():
+    """|α| ≤ threshold is a closed band: on its edge at t = 0 is inside; a wave that only grazes the edge enters at
+    the graze; a wave that does not move (A = 0 or ω = 0) outside the band never enters."""
+    threshold = 0.25
+    assert first_entry_time(1.0, 1.0, 0.0, threshold, threshold) == 0.0  # α(0) = +threshold
+    assert first_entry_time(1.0, 1.0, 0.0, -threshold, threshold) == 0.0  # α(0) = −threshold
+    # α = 0.5 sin(2t + 0.3) + 0.75 ∈ [0.25, 1.25]: touches the band only at its minimum, sin = −1
+    graze = first_entry_time(0.5, 2.0, 0.3, 0.75, threshold)
+    assert graze == pytest.approx((1.5 * math.pi - 0.3) / 2.0, abs=1e-12)
+    assert first_entry_time(0.0, 1.0, 0.3, 0.5, threshold) == math.inf
+    assert first_entry_time(0.5, 0.0, 2.0, 0.0, threshold) == math.inf
+    assert first_entry_time(0.5, -1.0, 2.0, 0.0, threshold) == math.inf
+
+
+def test_first_entry_time_on_random_waves_is_an_edge_crossing_with_nothing_inside_before_it():
+    """Characterised without the implementation's root algebra: at t* the wave is on a band edge (or t* = 0 and it
+    starts inside), and on a 0.2 ms grid before t* it is outside the band. Offsets of either sign, amplitudes
+    including 1 rad, phases over several turns."""
+    rng = np.random.default_rng(7)
+    threshold = math.radians(3)
+    cases = [(1.0, 1.3, 2.0, 0.0)] + [
+        (rng.uniform(0.06, 1.2), rng.uniform(0.2, 3.0), rng.uniform(-10, 10), rng.uniform(-0.3, 0.3)) for _ in range(40)
+    ]
+    for amplitude, omega, phase, offset in cases:
+        t_star = first_entry_time(amplitude, omega, phase, offset, threshold)
+        if abs(offset) - amplitude > threshold:
+            assert t_star == math.inf
+            continue
+        value = amplitude * math.sin(omega * t_star + phase) + offset
+        assert abs(value) <= threshold + 1e-12
+        if t_star > 0:
+            assert abs(abs(value) - threshold) <= 1e-12
+            before = np.arange(0.0, t_star, 2e-4)
+            assert np.all(np.abs(amplitude * np.sin(omega * before + phase) + offset) > threshold - 1e-12)
+
+
+def test_validation_limits_are_inclusive_and_frequencies_need_only_be_positive(experiments_dir):
+    """A wave reaching exactly the joint limit is followable; slow waves (ω < 1 rad/s) are valid; a vertical wave
+    with ω_v = 0 is not; |A| + |ψ| (not |A| − |ψ|) is the reach."""
+    robot = load_robot(experiments_dir / "robots/aiko.toml")
+    base = PRESETS["sidewinding"]
+    at_limits = replace(base, amplitude_h_rad=robot.limit_h_rad, amplitude_v_rad=robot.limit_v_rad)
+    validate_serpenoid(at_limits, robot)
+    validate_serpenoid(replace(base, omega_h_rad_s=0.5, omega_v_rad_s=0.5), robot)
+    with pytest.raises(ConfigError, match="frequency_v_deg_s: must be finite and positive"):
+        validate_serpenoid(replace(base, omega_v_rad_s=0.0), robot)
+    with pytest.raises(ConfigError, match=r"^gait: \|amplitude_h_deg\| \+ \|offset_h_deg\|"):
+        validate_serpenoid(replace(base, amplitude_h_rad=math.radians(30), offset_h_rad=math.radians(20)), robot)
+    planar_robot = load_robot(experiments_dir / "robots/planar_snake_001.toml")
+    with pytest.raises(ConfigError, match="has yaw joints only; set planar = true"):
+        validate_serpenoid(replace(base, amplitude_v_rad=0.0), planar_robot)
