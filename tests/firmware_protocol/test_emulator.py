@@ -422,3 +422,178 @@ def test_random_frames_never_raise_and_only_valid_references_move_the_setpoint(f
         assert emu.unknown_id_frames == 1  # every frame outside the protocol is counted
     elif frame_id in _REFERENCE_IDS and not valid_reference:  # ours but bad: counted (others' are not ours)
         assert emu.counters()["rejected_total"] + emu.unknown_id_frames == before_rejected + 1
+
+
+# ---------------------------------------------------------------- safety logic, edge by edge (mutation testing)
+def _parameter(r: Rig, node: int, parameter, value: float | None = None) -> dict:
+    """Read (value None) or write one parameter over CAN; returns the module's reply."""
+    write = value is not None
+    r.send(MessageKind.PARAMETER_REQUEST, node, {"Index": int(parameter), "Write": int(write), "Value": value or 0.0})
+    n_before = len(r.received)
+    r.step_to(r.emu.time_s + r.emu.dt_s)
+    reply_id = CODEC.frame_id(MessageKind.PARAMETER_REPLY, node)
+    replies = [
+        CODEC.decode(m.arbitration_id, m.data).values for m in r.received[n_before:] if m.arbitration_id == reply_id
+    ]
+    assert len(replies) == 1
+    return replies[0]
+
+
+def test_a_watchdog_trip_is_counted_once_logged_and_leaves_disabled_modules_braked(rig, caplog):
+    """Module 1 is enabled and goes silent, module 2 was never enabled: at module 1's trip the disabled module
+    must stay braked with no voltage (the trip must not re-enable anything), each trip counts once, and the log
+    names the module."""
+    r = rig(EmulatorConfig(node_ids=(1, 2)))
+    r.send(MessageKind.COMMAND, 0, {"Command": int(Command.ENABLE), "TargetNode": 1})
+    r.step_to(0.001)
+    trip_tick_s = 0.3 + r.emu.dt_s  # enabled at t = 0 (frames are handled before the ticks), 3 × 0.1 s, next tick
+    with caplog.at_level("WARNING", logger="firmware_protocol.emulator.emulator"):
+        while not r.emu.watchdog[0]:
+            r.step_to(r.emu.time_s + r.emu.dt_s)
+            assert r.emu.drive.brake[1].all() and not r.emu.drive.voltage_v[1].any()
+    assert r.emu.watchdog_trip_s[0] == pytest.approx(trip_tick_s)
+    assert r.emu.drive.brake.all() and not r.emu.drive.voltage_v.any()
+    assert r.emu.counters()["watchdog_trips"] == [1, 0]
+    assert "module 1: no valid reference since" in caplog.text and "watchdog tripped" in caplog.text
+    r.enable()  # both; module 2 then also goes silent
+    r.step_to(1.0)
+    assert r.emu.counters()["watchdog_trips"] == [2, 1]
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_limit_lowered_over_can_clamps_the_reference_already_held(rig, sign):
+    """The tick clamps the held reference to the current limits, so lowering a limit takes effect at once, on
+    either side, without waiting for the next reference."""
+    r = rig(EmulatorConfig(node_ids=(1,), reference_period_s=1.0))
+    r.enable()
+    r.reference_all(sign * 60.0, angle_v_deg=-sign * 40.0)
+    r.step_to(0.001)
+    assert _parameter(r, 1, Parameter.LIMIT_H_DEG, 30.0)["Result"] == ParameterResult.OK
+    assert _parameter(r, 1, Parameter.LIMIT_V_DEG, 20.0)["Result"] == ParameterResult.OK
+    r.step_to(2.0)
+    np.testing.assert_allclose(np.degrees(r.emu.drive.gear_angle_rad[0]), [sign * 30.0, -sign * 20.0], atol=0.05)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_linear_hold_extrapolates_with_the_rate_and_stops_at_the_limit(rig, sign):
+    """reference_hold = "linear": α_r(t) = α + α̇ (t − t_ref), clamped to the module's joint limit (here 30°; the
+    plant's hard stops are at 90°, so only the module's clamp stops the joint). At the clamp the rate
+    feed-forward must stop too: kept, it would hold the joint (kd + k_emf) α̇ / kp ≈ 0.47° beyond the limit,
+    pushing on for as long as the extrapolation lasts."""
+    config = EmulatorConfig(
+        node_ids=(1,), reference_hold="linear", reference_period_s=1.0, limit_h_rad=math.radians(30)
+    )
+    r = rig(config, IndependentInertiaPlant(1))
+    r.enable()
+    r.reference_all(0.0, rate_h=sign * 20.0)
+    r.step_to(0.5)
+    # the PD with rate feed-forward follows the 20°/s ramp closely: 10° after 0.5 s
+    assert math.degrees(r.emu.drive.gear_angle_rad[0, 0]) == pytest.approx(sign * 10.0, abs=0.5)
+    r.step_to(2.5)  # the ramp would be at 50°: clamped to 30°
+    assert math.degrees(r.emu.drive.gear_angle_rad[0, 0]) == pytest.approx(sign * 30.0, abs=0.05)
+    assert abs(math.degrees(r.emu.plant.joint_state()[0][0, 0])) <= 30.0 + math.degrees(config.drive.free_play_rad) / 2
+
+
+def test_drive_voltage_stays_within_the_supply_and_effort_is_voltage_over_supply(rig):
+    r = rig(EmulatorConfig(node_ids=(1,), feedback_rate_hz=1000.0))
+    r.enable()
+    supply = r.emu.config.drive.supply_v
+    for target in (0.3, -80.0):  # a small step that does not saturate, then one that does (negative)
+        r.reference_all(target)
+        for _ in range(200):
+            r.step_to(r.emu.time_s + r.emu.dt_s)
+            assert np.all(np.abs(r.emu.drive.voltage_v) <= supply)
+            np.testing.assert_allclose(r.emu.effort, r.emu.drive.voltage_v / supply, rtol=1e-12)
+    small = [v["EffortH"] for _, v in r.feedback(1)[:200]]
+    assert 0.0 < max(np.abs(small)) < 1.0  # the small step was actually unsaturated
+
+
+def test_at_limit_flags_within_half_a_degree_of_the_limit(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2), limit_h_rad=math.radians(45.0)))
+    r.enable()
+    hold_reference(r, [44.0, 44.7], until_s=1.5)
+    last = {node: r.feedback(node)[-1][1] for node in (1, 2)}
+    assert (last[1]["AtLimit"], last[2]["AtLimit"]) == (0, 1)
+
+
+def test_feedback_requested_over_can_is_sent_even_when_the_default_rate_is_zero(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2), feedback_rate_hz=0.0))
+    r.step_to(0.1)
+    assert not r.feedback(1) and not r.feedback(2)
+    assert _parameter(r, 2, Parameter.FEEDBACK_RATE_HZ, 100.0)["Result"] == ParameterResult.OK
+    r.step_to(0.2)
+    assert not r.feedback(1) and 9 <= len(r.feedback(2)) <= 11
+
+
+@pytest.mark.parametrize(("controller_hz", "heartbeat_hz", "until_s", "expected"), [
+    (1000.0, 1.0, 2.5, [0.0, 1.0, 2.0]), (100.0, 100.0, 0.05, [k / 100 for k in range(5)]), (1000.0, 0.0, 1.5, []),
+])  # fmt: skip
+def test_heartbeats_follow_the_heartbeat_rate(rig, controller_hz, heartbeat_hz, until_s, expected):
+    config = EmulatorConfig(
+        node_ids=(3,), controller_rate_hz=controller_hz, heartbeat_rate_hz=heartbeat_hz, feedback_rate_hz=0.0
+    )
+    r = rig(config)
+    r.step_to(until_s - 1e-9)
+    heartbeat_id = CODEC.frame_id(MessageKind.HEARTBEAT, 3)
+    beats = [m for m in r.received if m.arbitration_id == heartbeat_id]
+    assert [round(m.timestamp, 9) for m in beats] == expected
+    for m in beats:
+        values = CODEC.decode(heartbeat_id, m.data).values
+        assert values["State"] == 1 and values["Uptime"] == int(m.timestamp)  # DISABLED
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value", "where"),
+    [
+        (Parameter.KP_H, 123.0, ("kp", 0)),
+        (Parameter.KP_V, 456.0, ("kp", 1)),
+        (Parameter.KD_H, 1.5, ("kd", 0)),
+        (Parameter.KD_V, 2.5, ("kd", 1)),
+        (Parameter.LIMIT_H_DEG, 30.0, ("limits", 0)),
+        (Parameter.LIMIT_V_DEG, 20.0, ("limits", 1)),
+        (Parameter.WATCHDOG_PERIODS, 7.0, ("watchdog_periods", None)),
+        (Parameter.REFERENCE_PERIOD_MS, 20.0, ("reference_period_s", None)),
+        (Parameter.FEEDBACK_RATE_HZ, 50.0, ("feedback_rate_hz", None)),
+    ],
+)
+def test_a_parameter_write_changes_exactly_its_own_entry_of_its_own_module(rig, parameter, value, where):
+    """Writing node 2's parameter must leave node 1 and every other parameter alone, and read back as written."""
+    r = rig(EmulatorConfig(node_ids=(1, 2)))
+    e = r.emu
+
+    def snapshot():
+        return {
+            "kp": e.controller.kp.copy(),
+            "kd": e.controller.kd.copy(),
+            "limits": np.degrees(e.limits_rad),
+            "watchdog_periods": e.watchdog_periods.copy(),
+            "reference_period_s": e.reference_period_s * 1e3,
+            "feedback_rate_hz": e.feedback_rate_hz.copy(),
+        }
+
+    before = snapshot()
+    reply = _parameter(r, 2, parameter, value)
+    assert (reply["Index"], reply["Result"], reply["Value"]) == (parameter, ParameterResult.OK, pytest.approx(value))
+    assert _parameter(r, 2, parameter)["Value"] == pytest.approx(value)
+    after = snapshot()
+    name, column = where
+    expected = before[name].copy()
+    if column is None:
+        expected[1] = value
+    else:
+        expected[1, column] = value
+    for key in before:
+        np.testing.assert_allclose(after[key], expected if key == name else before[key], rtol=1e-12, err_msg=key)
+
+
+def test_parameter_ranges_are_inclusive_and_bad_requests_count_against_their_own_module(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2)))
+    for value in (1.0, 100.0):  # both ends of WATCHDOG_PERIODS' range
+        assert _parameter(r, 2, Parameter.WATCHDOG_PERIODS, value)["Result"] == ParameterResult.OK
+    assert _parameter(r, 2, Parameter.WATCHDOG_PERIODS, 100.5)["Result"] == ParameterResult.OUT_OF_RANGE
+    unknown = _parameter(r, 2, 77)
+    assert (unknown["Result"], unknown["Value"]) == (ParameterResult.UNKNOWN_INDEX, 0.0)
+    r.send_raw(CODEC.frame_id(MessageKind.PARAMETER_REQUEST, 2), bytes(3))  # wrong DLC
+    r.step_to(r.emu.time_s + r.emu.dt_s)
+    rejected = r.emu.counters()["rejected"]
+    assert rejected["out_of_range"] == [0, 1] and rejected["wrong_dlc"] == [0, 1]
