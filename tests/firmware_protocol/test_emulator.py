@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firmware_protocol.codec import default_codec
-from firmware_protocol.dbc import Command, MessageKind, Parameter, ParameterResult
+from firmware_protocol.dbc import Command, MessageKind, ModuleState, Parameter, ParameterResult
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
@@ -597,3 +597,108 @@ def test_parameter_ranges_are_inclusive_and_bad_requests_count_against_their_own
     r.step_to(r.emu.time_s + r.emu.dt_s)
     rejected = r.emu.counters()["rejected"]
     assert rejected["out_of_range"] == [0, 1] and rejected["wrong_dlc"] == [0, 1]
+
+
+def test_commands_act_on_their_target_only_and_disable_disables(rig):
+    """A targeted ENABLE enables that module alone; a command for a node not emulated here is ignored; DISABLE
+    takes an enabled module back to DISABLED (braked, no voltage); CLEAR_FAULTS after an e-stop leaves the module
+    DISABLED until a new ENABLE and does not disable a healthy module; an unknown command counts against its target."""
+    r = rig(EmulatorConfig(node_ids=(1, 2), reference_period_s=1.0))
+    command = MessageKind.COMMAND
+    r.send(command, 0, {"Command": int(Command.ENABLE), "TargetNode": 2})
+    r.send(command, 0, {"Command": int(Command.ENABLE), "TargetNode": 9})  # not ours
+    r.step_to(0.01)
+    assert list(r.emu.state) == [ModuleState.DISABLED, ModuleState.ENABLED]
+    r.send(command, 0, {"Command": int(Command.CLEAR_FAULTS), "TargetNode": 2})  # nothing to clear
+    r.step_to(0.02)
+    assert r.emu.state[1] == ModuleState.ENABLED
+    r.reference_all(20.0)
+    r.step_to(0.05)
+    assert r.emu.drive.voltage_v[1].any()
+    r.send(command, 0, {"Command": int(Command.DISABLE), "TargetNode": 2})
+    r.step_to(0.06)
+    assert list(r.emu.state) == [ModuleState.DISABLED, ModuleState.DISABLED]
+    assert r.emu.drive.brake.all() and not r.emu.drive.voltage_v.any()
+    r.send(command, 0, {"Command": 9, "TargetNode": 2})
+    r.step_to(0.07)
+    assert r.emu.counters()["rejected"]["unknown_command"] == [0, 1]
+    r.send(MessageKind.EMERGENCY_STOP, 0, {"Key": 0xA5})
+    r.step_to(0.08)
+    assert list(r.emu.state) == [ModuleState.ESTOP, ModuleState.ESTOP]
+    r.send(command, 0, {"Command": int(Command.CLEAR_FAULTS), "TargetNode": 0})
+    r.step_to(0.09)
+    assert list(r.emu.state) == [ModuleState.DISABLED, ModuleState.DISABLED]
+    assert not (r.emu.estop.any() or r.emu.fault.any() or r.emu.watchdog.any())
+
+
+@pytest.mark.parametrize("hold", ["zoh", "linear"])
+def test_enabling_holds_the_joint_where_it_is(rig, hold):
+    """ENABLE takes the current angle as the reference with zero rate and a fresh rate estimate: with no
+    reference yet the module holds still (no jump, no drift) until the watchdog."""
+    r = rig(
+        EmulatorConfig(node_ids=(1,), reference_hold=hold),
+        IndependentInertiaPlant(1, initial_angles_rad=np.radians([[12.0, -7.0]])),
+    )
+    r.step_to(0.05)
+    r.emu.controller.rate_estimate_rad_s[...] = 0.5  # as left behind by an earlier motion
+    r.enable()
+    start = r.emu.drive.gear_angle_rad.copy()
+    while r.emu.time_s < 0.29:
+        r.step_to(r.emu.time_s + r.emu.dt_s)
+        assert np.all(np.isfinite(r.emu.drive.voltage_v))
+        assert np.abs(np.degrees(r.emu.drive.gear_angle_rad - start)).max() < 1e-3
+    assert r.emu.state[0] == ModuleState.ENABLED
+
+
+def test_sequence_numbers_newer_by_up_to_127_are_accepted_128_and_more_are_stale(rig):
+    """Serial-number arithmetic mod 256: 127 ahead (across the wrap) is newer, exactly 128 ahead is stale."""
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    r.enable()
+    good = dict(AngleH=1.0, AngleV=0.0, RateH=0.0, RateV=0.0)
+    for sequence, verdict in [(200, "accepted"), (71, "accepted"), (199, "stale"), (198, "accepted"), (70, "stale")]:
+        before = r.emu.counters()
+        r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": sequence})
+        r.step_to(r.emu.time_s + r.emu.dt_s)
+        after = r.emu.counters()
+        if verdict == "accepted":
+            assert after["accepted_references"][0] == before["accepted_references"][0] + 1, sequence
+        else:
+            assert after["rejected"]["stale_sequence"][0] == before["rejected"]["stale_sequence"][0] + 1, sequence
+
+
+def test_references_to_a_disabled_module_are_counted_once_each_and_clamped_when_accepted(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2), limit_h_rad=math.radians(60.0), limit_v_rad=math.radians(30.0)))
+    for _ in range(3):
+        r.reference_all(10.0)
+    r.step_to(0.01)
+    assert r.emu.counters()["ignored_while_disabled"] == [3, 3]
+    r.enable()
+    r.reference_all(170.0, angle_v_deg=-170.0)
+    r.step_to(0.02)
+    np.testing.assert_allclose(np.degrees(r.emu.reference_rad), [[60.0, -30.0], [60.0, -30.0]])
+    r.reference_all(-170.0, angle_v_deg=170.0)
+    r.step_to(0.03)
+    np.testing.assert_allclose(np.degrees(r.emu.reference_rad), [[-60.0, 30.0], [-60.0, 30.0]])
+
+
+def test_reply_to_references_answers_each_accepted_reference_with_one_feedback(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2), feedback_rate_hz=0.0, heartbeat_rate_hz=0.0, reply_to_references=True))
+    r.enable()
+    r.reference_all(5.0)
+    r.reference_all(6.0)
+    r.step_to(0.001)
+    kinds = [CODEC.scheme.classify(m.arbitration_id) for m in r.received]
+    assert sorted(kinds) == sorted([(MessageKind.FEEDBACK, 1)] * 2 + [(MessageKind.FEEDBACK, 2)] * 2)
+    assert [v["RefSequence"] for _, v in r.feedback(2)] == [0, 1]
+
+
+def test_every_handled_frame_is_counted_and_shown_to_the_hooks_and_remote_frames_are_not_ours(rig):
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    seen = []
+    r.emu.frame_hooks.append(seen.append)
+    r.enable()
+    reference_id = CODEC.frame_id(MessageKind.REFERENCE, 1)
+    r.send_raw(reference_id, b"", is_remote_frame=True, dlc=8)  # an RTR frame carries no reference
+    r.step_to(0.001)
+    assert r.emu.frames_received == 2 and [m.arbitration_id for m in seen] == [0x010, reference_id]
+    assert r.emu.unknown_id_frames == 1 and r.emu.counters()["rejected_total"] == 0
