@@ -303,3 +303,30 @@ def test_enumeration_size_limit_and_count():
     assert sixteen.success and sixteen.iterations == 1
     # z = (1, 0): supports tried in order {}, {0}: two index sets
     assert solve_lcp(np.eye(2), np.array([-1.0, 1.0]), method="enumerate").iterations == 2
+
+
+def test_lemke_pivot_limit_and_enumeration_report_their_fields():
+    rng = np.random.default_rng(3)
+    limited = solve_lcp(random_p_matrix(rng, 8), -np.abs(rng.normal(size=8)) - 1, "lemke", max_iterations=2)
+    assert (limited.status, limited.method, limited.residual) == (LCPStatus.MAX_ITERATIONS, "lemke", np.inf)
+    assert limited.iterations == 2 and limited.message == "pivot limit reached"
+    solved = solve_lcp(np.eye(2), np.array([-1.0, 1.0]), "enumerate")
+    assert (solved.method, solved.iterations, solved.residual) == ("enumerate", 2, 0.0)
+    infeasible = solve_lcp(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([-1.0, 1.0]), "enumerate")
+    assert (infeasible.status, infeasible.method, infeasible.iterations) == (LCPStatus.INFEASIBLE, "enumerate", 4)
+    assert infeasible.residual == np.inf and "no complementary index set" in infeasible.message
+    empty = solve_lcp(np.zeros((0, 0)), np.zeros(0), "enumerate")
+    assert empty.success and empty.iterations == 1
+
+
+def test_integer_input_is_solved_as_floating_point():
+    """Callers pass lists of ints; M z = -q must not be solved in integer arithmetic (z = 1/3 here)."""
+    for method in ("lemke", "pgs", "enumerate"):
+        res = solve_lcp([[2, 1], [1, 2]], [-1, -1], method, tol=1e-12)
+        np.testing.assert_allclose(res.z, [1 / 3, 1 / 3], atol=1e-10, err_msg=method)
+    as_ints = p_matrix_test([[2, 1], [1, 1]])
+    assert as_ints.is_p_matrix and as_ints.smallest_minor == pytest.approx(1.0)  # det, not integer-truncated
+    empty = p_matrix_test(np.zeros((0, 0)))
+    assert (empty.smallest_minor, empty.minors_checked) == (np.inf, 0)
+    with pytest.raises(LCPError, match=r"needs a square matrix, got shape \(2, 3\)"):
+        p_matrix_test(np.ones((2, 3)))
