@@ -8,11 +8,13 @@ import pytest
 
 from aiko.errors import ConfigError
 from aiko.gait import (
+    _GAITS,
     PRESETS,
     SerpenoidGait,
     SerpenoidParams,
     first_entry_time,
     gait_from_table,
+    register_gait,
     validate_serpenoid,
 )
 from aiko.robot import load_robot
@@ -326,3 +328,87 @@ def test_validation_limits_are_inclusive_and_frequencies_need_only_be_positive(e
     planar_robot = load_robot(experiments_dir / "robots/planar_snake_001.toml")
     with pytest.raises(ConfigError, match="has yaw joints only; set planar = true"):
         validate_serpenoid(replace(base, amplitude_v_rad=0.0), planar_robot)
+
+
+# ------------------------------------------------------------------ the [gait] table (mutation-testing survivors)
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_a_preset_alone_is_the_preset_and_initial_posture_is_t0(experiments_dir, preset):
+    robot = load_robot(experiments_dir / "robots/aiko.toml")
+    gait = gait_from_table(Table({"preset": preset}, "gait"), robot)
+    assert gait.params == PRESETS[preset] and gait.n_joints == robot.n_joints
+    start = gait.initial_posture()
+    np.testing.assert_array_equal(start.angle_h_rad, gait.references(0.0).angle_h_rad)
+    np.testing.assert_array_equal(start.angle_v_rad, gait.references(0.0).angle_v_rad)
+    assert start.t_s == 0.0
+
+
+def test_table_overrides_a_preset_key_by_key_and_defaults_the_rest(experiments_dir):
+    robot = load_robot(experiments_dir / "robots/aiko.toml")
+    table = {"preset": "sidewinding", "frequency_v_deg_s": 60.0, "soft_start": False, "soft_start_threshold_deg": 5.0}
+    gait = gait_from_table(Table(table, "gait"), robot)
+    expected = replace(
+        PRESETS["sidewinding"],
+        omega_v_rad_s=math.radians(60.0),
+        soft_start=False,
+        soft_start_threshold_rad=math.radians(5.0),
+    )
+    assert gait.params == expected
+    minimal = gait_from_table(
+        Table({"amplitude_h_deg": 20.0, "frequency_h_deg_s": 90.0, "phase_step_h_deg": -40.0}, "gait"), robot
+    )
+    assert minimal.params == SerpenoidParams(math.radians(20.0), math.radians(90.0), math.radians(-40.0))
+    soft = gait_from_table(Table({"preset": "lateral_undulation_isotropic", "soft_start": True}, "gait"), robot)
+    assert soft.params.soft_start and soft.params.soft_start_threshold_rad == math.radians(3.0)
+    planar_robot = load_robot(experiments_dir / "robots/planar_snake_001.toml")
+    assert gait_from_table(Table({"preset": "lateral_undulation_isotropic"}, "gait"), planar_robot).params.planar
+    forced = gait_from_table(Table({"preset": "lateral_undulation_isotropic", "planar": True}, "gait"), robot)
+    assert forced.params.planar
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"frequency_h_deg_s": 90.0, "phase_step_h_deg": -40.0}, r"run\.gait\.amplitude_h_deg: missing required key"),
+        ({"amplitude_h_deg": 20.0, "phase_step_h_deg": -40.0}, r"run\.gait\.frequency_h_deg_s: missing required key"),
+        ({"amplitude_h_deg": 20.0, "frequency_h_deg_s": 90.0}, r"run\.gait\.phase_step_h_deg: missing required key"),
+        ({"preset": "sidewinding", "soft_start_threshold_deg": 90.5}, r"soft_start_threshold_deg"),
+        ({"preset": "sidewinding", "soft_start_threshold_deg": -0.5}, r"soft_start_threshold_deg"),
+        ({"preset": "sidewinding", "soft_start": 1}, r"run\.gait\.soft_start: expected true or false"),
+        ({"preset": "sidewinding", "planar": "no"}, r"run\.gait\.planar: expected true or false"),
+        ({"preset": "crawl"}, r"run\.gait\.preset"),
+        ({"preset": "sidewinding", "amplitude_h_deg": 50.0}, r"^run\.gait: \|amplitude_h_deg\|"),
+        ({"kind": "slither", "preset": "sidewinding"}, r"run\.gait\.kind"),
+        ({"preset": "sidewinding", "amplitude": 1.0}, r"run\.gait\.amplitude: unknown key"),
+    ],
+)
+def test_table_errors_name_the_key_in_its_table(experiments_dir, table, message):
+    robot = load_robot(experiments_dir / "robots/aiko.toml")
+    with pytest.raises(ConfigError, match=message):
+        gait_from_table(Table(table, "run.gait"), robot)
+
+
+def test_soft_start_threshold_accepts_its_closed_range(experiments_dir):
+    robot = load_robot(experiments_dir / "robots/aiko.toml")
+    for degrees in (0.0, 90.0):
+        table = {"amplitude_h_deg": 20.0, "frequency_h_deg_s": 90.0, "phase_step_h_deg": -40.0}
+        gait = gait_from_table(Table({**table, "soft_start_threshold_deg": degrees}, "gait"), robot)
+        assert gait.params.soft_start_threshold_rad == math.radians(degrees)
+
+
+def test_registered_gait_kinds_are_built_from_their_tables(experiments_dir):
+    robot = load_robot(experiments_dir / "robots/aiko.toml")
+    made = []
+
+    def factory(table, robot):
+        made.append(table.number("speed"))
+        return SerpenoidGait(PRESETS["sidewinding"], robot.n_joints)
+
+    register_gait("test_registered_kind", factory)
+    try:
+        gait = gait_from_table(Table({"kind": "test_registered_kind", "speed": 2.0}, "gait"), robot)
+        assert made == [2.0] and gait.n_joints == robot.n_joints
+        register_gait("test_registered_kind", lambda table, robot: SerpenoidGait(PRESETS["sidewinding"], 3))
+        with pytest.raises(ConfigError, match="the gait drives 3 joints but"):
+            gait_from_table(Table({"kind": "test_registered_kind"}, "gait"), robot)
+    finally:
+        _GAITS.pop("test_registered_kind")
