@@ -187,6 +187,11 @@ def test_a_codec_compiled_in_the_test_matches_the_dbc_signal_by_signal():
     assert sorted(fresh._by_id) == sorted(m.frame_id for m in DB.messages)
     for message in DB.messages:
         _check_compiled_against_cantools(fresh._by_id[message.frame_id], message)
+    frame_id, data = fresh.encode(
+        MessageKind.REFERENCE, 3, dict(AngleH=1.5, AngleV=-2.0, RateH=4.0, RateV=0.0, Sequence=9)
+    )
+    decoded = fresh.decode(frame_id, data)
+    assert (decoded.kind, decoded.node, decoded.values["Sequence"]) == (MessageKind.REFERENCE, 3, 9)
 
 
 SYNTHETIC_DBC = """VERSION ""
@@ -195,6 +200,12 @@ BO_ 100 Synthetic: 8 A
  SG_ Temperature : 0|8@1+ (0.5,-40) [-40|87.5] "degC" B
  SG_ Torque : 8|12@1- (0.25,2) [-400|400] "N.m" B
  SG_ Gain : 32|32@1- (1,0) [-1|1] "" B
+
+BO_ 102 NoRange: 1 A
+ SG_ Free : 0|8@1+ (1,0) [0|0] "" B
+
+BO_ 103 BigEndian: 2 A
+ SG_ Motorola : 7|16@0+ (1,0) [0|100] "" B
 
 BO_ 101 WiderThanItsField: 2 A
  SG_ Signed : 0|8@1- (1,0) [-1000|1000] "" B
@@ -220,6 +231,14 @@ def test_offsets_and_float_ranges_that_the_aiko_dbc_does_not_use_are_compiled_ri
     wide = cantools.database.load_string(SYNTHETIC_DBC, strict=True).get_message_by_name("WiderThanItsField")
     bounds = [(s.raw_minimum, s.raw_maximum) for s in _compile(wide).signals]
     assert bounds == [(-128, 127), (0, 255)]
+    # no range in the DBC ([0|0]): unbounded, the whole field is valid
+    free = _compile(cantools.database.load_string(SYNTHETIC_DBC, strict=True).get_message_by_name("NoRange"))
+    s = free.signals[0]
+    assert (s.minimum, s.maximum, s.raw_minimum, s.raw_maximum) == (-math.inf, math.inf, 0, 255)
+    assert free.decode(bytes([255]), check_range=True) == {"Free": 255}
+    big_endian = cantools.database.load_string(SYNTHETIC_DBC, strict=True).get_message_by_name("BigEndian")
+    with pytest.raises(ValueError, match=r"BigEndian\.Motorola: only little-endian \(Intel\) signals"):
+        _compile(big_endian)
     out_of_range_gain = layout.encode({"Temperature": 0.0, "Torque": 0.0, "Gain": 1.5}, check_range=False)
     with pytest.raises(SignalRangeError, match="Gain"):
         layout.decode(out_of_range_gain, check_range=True)
