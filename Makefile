@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-kernels lint lock bench clean
+.PHONY: run test test-kernels lint lock bench clean mutate
 
 # The exact versions CI tested (requirements/lock.txt, with hashes), then the project itself without resolving again.
 # pyproject.toml keeps the compatible ranges for installing the package into another environment. `make lock`
@@ -58,6 +58,27 @@ bench: $(STAMP)
 	$(BENCH_ENV) $(BIN)/python benchmarks/cosserat_speed.py --scenario rod_on_plane --sections 20 --dt 0.005 --json > runs/bench/cosserat_speed.json
 	$(BENCH_ENV) $(BIN)/python benchmarks/log_write.py > runs/bench/log_write.json
 	@for f in runs/bench/*.json; do echo "$$f: $$(head -c 300 $$f)"; done
+
+## mutate: mutation testing (mutmut) of the codec, the gait, the emulator's safety logic and the LCP solver, each
+## module against its own tests only; on demand, never in CI (docs/testing.md). One module: make mutate MUTATE=gait
+EMULATOR := firmware_protocol.emulator.emulator.xǁJointControllerEmulatorǁ
+MUTATE_codec    := tests/firmware_protocol/test_codec.py    firmware_protocol.codec.*
+MUTATE_gait     := tests/aiko/test_gait.py                  aiko.gait.*
+MUTATE_emulator := tests/firmware_protocol/test_emulator.py $(EMULATOR)_run_tick* $(EMULATOR)handle_frame* \
+	$(EMULATOR)_decode* $(EMULATOR)_on_estop* $(EMULATOR)_on_command* $(EMULATOR)_apply_command* \
+	$(EMULATOR)_on_reference* $(EMULATOR)_on_parameter* $(EMULATOR)_write_parameter* $(EMULATOR)status_flags*
+MUTATE_lcp      := tests/sim/test_lcp.py                    sim.lcp.*
+MUTATE ?= codec gait emulator lcp
+mutate: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'mutmut>=3.8,<4'  # only the tool: the locked packages stay as they are
+	@set -f; for m in $(MUTATE); do \
+		case $$m in codec) set -- $(MUTATE_codec);; gait) set -- $(MUTATE_gait);; \
+			emulator) set -- $(MUTATE_emulator);; lcp) set -- $(MUTATE_lcp);; *) echo "unknown module $$m"; exit 2;; esac; \
+		tests=$$1; shift; echo "== mutate $$m against $$tests"; \
+		rm -f mutants/mutmut-stats.json; \
+		AIKO_MUTATION_TESTS=$$tests $(BENCH_ENV) MPLBACKEND=Agg $(BIN)/mutmut run --max-children 1 "$$@" || exit 1; \
+	done
+	$(BIN)/mutmut results
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

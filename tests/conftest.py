@@ -21,3 +21,15 @@ EXPERIMENTS = REPO / "experiments"
 @pytest.fixture
 def experiments_dir() -> Path:
     return EXPERIMENTS
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`make mutate` (docs/testing.md) mutates one module at a time and must judge it by that module's own tests:
+    AIKO_MUTATION_TESTS (space-separated test files) keeps only those. Unset (CI, `make test`) it does nothing."""
+    only = os.environ.get("AIKO_MUTATION_TESTS", "").split()
+    if not only:
+        return
+    keep = tuple(f"{path}::" for path in only)
+    selected = [item for item in items if item.nodeid.startswith(keep)]
+    config.hook.pytest_deselected(items=[item for item in items if not item.nodeid.startswith(keep)])
+    items[:] = selected

@@ -333,9 +333,14 @@ class JointControllerEmulator:
         if c.reference_hold == "linear":
             reference = reference + self.reference_rate_rad_s * (t - self.reference_time_s)[:, None]
             reference = np.clip(reference, -self.limits_rad, self.limits_rad)
+        # at a limit, a rate feed-forward pointing outwards would hold the joint beyond it: drop it there
+        reference_rate = self.reference_rate_rad_s
+        reference_rate = np.where(
+            (np.abs(reference) >= self.limits_rad) & (reference * reference_rate > 0), 0.0, reference_rate
+        )
         back_emf = c.drive.torque_constant_nm_a * c.drive.gear_ratio
         demand_v = controller_update(
-            c.gains, self.controller, measurement, reference, self.reference_rate_rad_s, back_emf, self.dt_s
+            c.gains, self.controller, measurement, reference, reference_rate, back_emf, self.dt_s
         )
         supply = c.drive.supply_v
         voltage = np.clip(demand_v, -supply, supply)

@@ -3,12 +3,13 @@
 import math
 
 import cantools
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firmware_protocol.bus_load import _crc15, exact_frame_bits, protocol_bus_load, worst_case_frame_bits
-from firmware_protocol.codec import default_codec
+from firmware_protocol.codec import AikoCodec, _compile, default_codec
 from firmware_protocol.dbc import DBC_PATH, MessageKind, id_scheme, load_database
 from firmware_protocol.errors import FrameLengthError, SignalRangeError, UnknownFrameError
 
@@ -135,3 +136,130 @@ def test_bus_load_numbers_in_docs():
     load_100 = protocol_bus_load(100, 100)
     assert load_10.frames_per_s == 310 and load_10.load_fraction == pytest.approx(0.04145)
     assert load_100.frames_per_s == 3010 and load_100.load_fraction == pytest.approx(0.40595)
+
+
+# ------------------------------------------------------------------ compiled afresh (mutation-testing survivors)
+def _expected_raw_bounds(s) -> tuple[int, int]:
+    """By enumeration: the smallest and largest raw value the signal's field holds that decodes inside the DBC's
+    [minimum, maximum] (a millionth of a step of slack: decimal scales are not exact in binary)."""
+    field = np.arange(-(1 << (s.length - 1)), 1 << (s.length - 1)) if s.is_signed else np.arange(1 << s.length)
+    physical = field * s.scale + s.offset
+    tolerance = 1e-6 * s.scale
+    inside = field[(physical >= s.minimum - tolerance) & (physical <= s.maximum + tolerance)]
+    return int(inside.min()), int(inside.max())
+
+
+def _check_compiled_against_cantools(codec_layout, message):
+    assert (codec_layout.name, codec_layout.frame_id, codec_layout.length) == (
+        message.name,
+        message.frame_id,
+        message.length,
+    )
+    assert [s.name for s in codec_layout.signals] == [s.name for s in message.signals]
+    for ours, theirs in zip(codec_layout.signals, message.signals, strict=True):
+        assert (ours.start_bit, ours.length, ours.is_signed, ours.is_float) == (
+            theirs.start,
+            theirs.length,
+            theirs.is_signed,
+            theirs.is_float,
+        )
+        assert (ours.scale, ours.offset, ours.minimum, ours.maximum) == (
+            theirs.scale,
+            theirs.offset,
+            theirs.minimum,
+            theirs.maximum,
+        )
+        if not theirs.is_float:
+            assert (ours.raw_minimum, ours.raw_maximum) == _expected_raw_bounds(theirs), theirs.name
+    for pick in (lambda s: s.minimum, lambda s: s.maximum):
+        values = {s.name: pick(s) for s in message.signals}
+        data = codec_layout.encode(values)
+        assert data == message.encode(values, strict=True)
+        decoded = codec_layout.decode(data, check_range=True)  # DBC ranges are inclusive, as in cantools
+        for s in message.signals:
+            assert decoded[s.name] == pytest.approx(values[s.name], rel=1e-6, abs=s.scale / 2)
+
+
+def test_a_codec_compiled_in_the_test_matches_the_dbc_signal_by_signal():
+    """`CODEC` above is compiled once at import; this compiles a fresh one, so a fault in the compilation itself
+    (field bounds, raw range, signal attributes) fails here rather than hiding in the shared instance."""
+    fresh = AikoCodec()
+    assert sorted(fresh._by_id) == sorted(m.frame_id for m in DB.messages)
+    for message in DB.messages:
+        _check_compiled_against_cantools(fresh._by_id[message.frame_id], message)
+    frame_id, data = fresh.encode(
+        MessageKind.REFERENCE, 3, dict(AngleH=1.5, AngleV=-2.0, RateH=4.0, RateV=0.0, Sequence=9)
+    )
+    decoded = fresh.decode(frame_id, data)
+    assert (decoded.kind, decoded.node, decoded.values["Sequence"]) == (MessageKind.REFERENCE, 3, 9)
+
+
+SYNTHETIC_DBC = """VERSION ""
+BU_: A B
+BO_ 100 Synthetic: 8 A
+ SG_ Temperature : 0|8@1+ (0.5,-40) [-40|87.5] "degC" B
+ SG_ Torque : 8|12@1- (0.25,2) [-400|400] "N.m" B
+ SG_ Gain : 32|32@1- (1,0) [-1|1] "" B
+
+BO_ 102 NoRange: 1 A
+ SG_ Free : 0|8@1+ (1,0) [0|0] "" B
+
+BO_ 103 BigEndian: 2 A
+ SG_ Motorola : 7|16@0+ (1,0) [0|100] "" B
+
+BO_ 101 WiderThanItsField: 2 A
+ SG_ Signed : 0|8@1- (1,0) [-1000|1000] "" B
+ SG_ Unsigned : 8|8@1+ (1,0) [-5|300] "" B
+SIG_VALTYPE_ 100 Gain : 1;
+"""
+
+
+def test_offsets_and_float_ranges_that_the_aiko_dbc_does_not_use_are_compiled_right():
+    """Every signal of aiko_joint.dbc has offset 0 and its one float has a range no float32 reaches, so a codec
+    that added the offset instead of subtracting it, or made a float range exclusive, would pass the tests above.
+    A synthetic DBC with offsets, a float range [-1, 1] and ranges wider than their fields pins them."""
+    message = cantools.database.load_string(SYNTHETIC_DBC, strict=True).get_message_by_name("Synthetic")
+    layout = _compile(message)
+    _check_compiled_against_cantools(layout, message)
+    for temperature in (-40.0, -39.5, 0.0, 25.25, 87.5):
+        for torque in (-400.0, -1.75, 0.0, 2.0, 400.0):
+            values = {"Temperature": temperature, "Torque": torque, "Gain": 0.5}
+            data = layout.encode(values)
+            assert data == message.encode(values, strict=True)
+            assert layout.decode(data) == pytest.approx(message.decode(data, decode_choices=False), abs=1e-12)
+    # a DBC range wider than the field: the raw range is the field's own
+    wide = cantools.database.load_string(SYNTHETIC_DBC, strict=True).get_message_by_name("WiderThanItsField")
+    bounds = [(s.raw_minimum, s.raw_maximum) for s in _compile(wide).signals]
+    assert bounds == [(-128, 127), (0, 255)]
+    # no range in the DBC ([0|0]): unbounded, the whole field is valid
+    free = _compile(cantools.database.load_string(SYNTHETIC_DBC, strict=True).get_message_by_name("NoRange"))
+    s = free.signals[0]
+    assert (s.minimum, s.maximum, s.raw_minimum, s.raw_maximum) == (-math.inf, math.inf, 0, 255)
+    assert free.decode(bytes([255]), check_range=True) == {"Free": 255}
+    big_endian = cantools.database.load_string(SYNTHETIC_DBC, strict=True).get_message_by_name("BigEndian")
+    with pytest.raises(ValueError, match=r"BigEndian\.Motorola: only little-endian \(Intel\) signals"):
+        _compile(big_endian)
+    out_of_range_gain = layout.encode({"Temperature": 0.0, "Torque": 0.0, "Gain": 1.5}, check_range=False)
+    with pytest.raises(SignalRangeError, match="Gain"):
+        layout.decode(out_of_range_gain, check_range=True)
+
+
+def test_decode_reports_kind_and_node_and_a_layout_decodes_without_range_check_by_default():
+    for kind, base in id_scheme().node_bases.items():
+        for node in (1, 7, 10):
+            layout = CODEC.layout(kind, node)
+            data = layout.encode({s.name: 0 if s.minimum <= 0 <= s.maximum else s.minimum for s in layout.signals})
+            decoded = CODEC.decode(base + node, data)
+            assert (decoded.kind, decoded.node) == (kind, node)
+    estop = CODEC.decode(CODEC.frame_id(MessageKind.EMERGENCY_STOP), bytes([0xA5]))
+    assert (estop.kind, estop.node) == (MessageKind.EMERGENCY_STOP, 0)
+    out_of_range = (18001).to_bytes(2, "little", signed=True) + bytes(6)
+    assert CODEC.layout(MessageKind.REFERENCE, 4).decode(out_of_range)["AngleH"] == pytest.approx(180.01)
+
+
+def test_a_per_node_message_without_a_node_is_refused_not_sent_to_node_1():
+    with pytest.raises(ValueError, match="node 0"):
+        CODEC.frame_id(MessageKind.REFERENCE)
+    with pytest.raises(ValueError, match="node 0"):
+        CODEC.layout(MessageKind.REFERENCE)
+    assert CODEC.frame_id(MessageKind.EMERGENCY_STOP) == 0  # broadcasts need no node

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firmware_protocol.codec import default_codec
-from firmware_protocol.dbc import Command, MessageKind, Parameter, ParameterResult
+from firmware_protocol.dbc import Command, MessageKind, ModuleState, Parameter, ParameterResult
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
@@ -474,7 +474,7 @@ def test_watchdog_timeout_has_a_floor_and_a_ceiling(rig, periods, period_ms, acc
     assert 10.0 - 1e-9 <= timeout_ms <= 2000.0 + 1e-9  # whatever was written
     assert (r.emu.watchdog_periods[0] == periods) == accepted
     with pytest.raises(EmulatorConfigError, match="watchdog_periods"):
-        EmulatorConfig(watchdog_periods=100, reference_period_s=1.0)
+        EmulatorConfig(watchdog_periods=100, reference_period_s=0.5)
 
 
 def test_parameter_request_with_reserved_bits_is_rejected(rig):
@@ -532,3 +532,307 @@ def test_watchdog_stops_every_module_after_any_random_frames(frames):
         assert (r.emu.state != 2).all()  # not ENABLED: watchdog (or a stray e-stop) stopped each one
     finally:
         r.close()
+
+
+# ---------------------------------------------------------------- safety logic, edge by edge (mutation testing)
+def _parameter(r: Rig, node: int, parameter, value: float | None = None) -> dict:
+    """Read (value None) or write one parameter over CAN; returns the module's reply."""
+    write = value is not None
+    r.send(MessageKind.PARAMETER_REQUEST, node, {"Index": int(parameter), "Write": int(write), "Value": value or 0.0})
+    n_before = len(r.received)
+    r.step_to(r.emu.time_s + r.emu.dt_s)
+    reply_id = CODEC.frame_id(MessageKind.PARAMETER_REPLY, node)
+    replies = [
+        CODEC.decode(m.arbitration_id, m.data).values for m in r.received[n_before:] if m.arbitration_id == reply_id
+    ]
+    assert len(replies) == 1
+    return replies[0]
+
+
+def test_a_watchdog_trip_is_counted_once_logged_and_leaves_disabled_modules_braked(rig, caplog):
+    """Module 1 is enabled and goes silent, module 2 was never enabled: at module 1's trip the disabled module
+    must stay braked with no voltage (the trip must not re-enable anything), each trip counts once, and the log
+    names the module."""
+    r = rig(EmulatorConfig(node_ids=(1, 2)))
+    r.send(MessageKind.COMMAND, 0, {"Command": int(Command.ENABLE), "TargetNode": 1})
+    r.step_to(0.001)
+    trip_tick_s = 0.3 + r.emu.dt_s  # enabled at t = 0 (frames are handled before the ticks), 3 × 0.1 s, next tick
+    with caplog.at_level("WARNING", logger="firmware_protocol.emulator.emulator"):
+        while not r.emu.watchdog[0]:
+            r.step_to(r.emu.time_s + r.emu.dt_s)
+            assert r.emu.drive.brake[1].all() and not r.emu.drive.voltage_v[1].any()
+    assert r.emu.watchdog_trip_s[0] == pytest.approx(trip_tick_s)
+    assert r.emu.drive.brake.all() and not r.emu.drive.voltage_v.any()
+    assert r.emu.counters()["watchdog_trips"] == [1, 0]
+    assert "module 1: no valid reference since" in caplog.text and "watchdog tripped" in caplog.text
+    r.enable()  # both; module 2 then also goes silent
+    r.step_to(1.0)
+    assert r.emu.counters()["watchdog_trips"] == [2, 1]
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_limit_lowered_over_can_clamps_the_reference_already_held(rig, sign):
+    """Limits change only while the module is disabled (an enabled module answers Locked); the tick clamps the held
+    reference to the current limits, so a limit lowered while disabled holds a reference held from before, on
+    either side, at once after the next Enable, without waiting for a new reference."""
+    r = rig(EmulatorConfig(node_ids=(1,), reference_period_s=0.5))
+    r.enable()
+    r.reference_all(sign * 60.0, angle_v_deg=-sign * 40.0)
+    r.step_to(0.001)
+    assert _parameter(r, 1, Parameter.LIMIT_H_DEG, 30.0)["Result"] == ParameterResult.LOCKED
+    r.step_to(1.0)
+    np.testing.assert_allclose(np.degrees(r.emu.drive.gear_angle_rad[0]), [sign * 60.0, -sign * 40.0], atol=0.05)
+    r.send(MessageKind.COMMAND, 0, {"Command": int(Command.DISABLE), "TargetNode": 0})
+    assert _parameter(r, 1, Parameter.LIMIT_H_DEG, 30.0)["Result"] == ParameterResult.OK
+    assert _parameter(r, 1, Parameter.LIMIT_V_DEG, 20.0)["Result"] == ParameterResult.OK
+    r.enable()
+    r.step_to(r.emu.time_s + 1.0)
+    np.testing.assert_allclose(np.degrees(r.emu.drive.gear_angle_rad[0]), [sign * 30.0, -sign * 20.0], atol=0.05)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_linear_hold_extrapolates_with_the_rate_and_stops_at_the_limit(rig, sign):
+    """reference_hold = "linear": α_r(t) = α + α̇ (t − t_ref), clamped to the module's joint limit (here 30°; the
+    plant's hard stops are at 90°, so only the module's clamp stops the joint). At the clamp the rate
+    feed-forward must stop too: kept, it would hold the joint (kd + k_emf) α̇ / kp ≈ 0.47° beyond the limit,
+    pushing on for as long as the extrapolation lasts."""
+    config = EmulatorConfig(  # watchdog 2 × 1 s (the protocol's 2000 ms ceiling): trips at 2.5 s, after the checks
+        node_ids=(1,),
+        reference_hold="linear",
+        reference_period_s=1.0,
+        watchdog_periods=2,
+        limit_h_rad=math.radians(30),
+    )
+    r = rig(config, IndependentInertiaPlant(1))
+    r.enable()
+    r.reference_all(0.0)
+    r.step_to(0.5)
+    r.reference_all(0.0, rate_h=sign * 20.0)  # t_ref = 0.5 s
+    r.step_to(1.0)
+    # 0.5 s into the ramp: 10°. The PD with rate and back-EMF feed-forward lags the ramp by 0.024° (gear friction,
+    # rate filter); without either feed-forward the lag would be ≥ 0.17°
+    assert math.degrees(r.emu.drive.gear_angle_rad[0, 0]) == pytest.approx(sign * 10.0, abs=0.05)
+    r.step_to(2.4)  # the ramp would be at 38°: clamped to 30°
+    assert math.degrees(r.emu.drive.gear_angle_rad[0, 0]) == pytest.approx(sign * 30.0, abs=0.05)
+    assert abs(math.degrees(r.emu.plant.joint_state()[0][0, 0])) <= 30.0 + math.degrees(config.drive.free_play_rad) / 2
+
+
+def test_drive_voltage_stays_within_the_supply_and_effort_is_voltage_over_supply(rig):
+    r = rig(EmulatorConfig(node_ids=(1,), feedback_rate_hz=1000.0))
+    r.enable()
+    supply = r.emu.config.drive.supply_v
+    for target in (0.3, -80.0):  # a small step that does not saturate, then one that does (negative)
+        r.reference_all(target)
+        for _ in range(200):
+            r.step_to(r.emu.time_s + r.emu.dt_s)
+            assert np.all(np.abs(r.emu.drive.voltage_v) <= supply)
+            np.testing.assert_allclose(r.emu.effort, r.emu.drive.voltage_v / supply, rtol=1e-12)
+            assert np.all(r.emu.saturated[np.abs(r.emu.drive.voltage_v) >= supply])  # at the rail: Saturated
+    small = [v["EffortH"] for _, v in r.feedback(1)[:200]]
+    assert 0.0 < max(np.abs(small)) < 1.0  # the small step was actually unsaturated
+
+
+def test_at_limit_flags_within_half_a_degree_of_the_limit(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2), limit_h_rad=math.radians(45.0)))
+    r.enable()
+    hold_reference(r, [44.0, 44.7], until_s=1.5)
+    last = {node: r.feedback(node)[-1][1] for node in (1, 2)}
+    assert (last[1]["AtLimit"], last[2]["AtLimit"]) == (0, 1)
+
+
+def test_feedback_requested_over_can_is_sent_even_when_the_default_rate_is_zero(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2), feedback_rate_hz=0.0))
+    r.step_to(0.1)
+    assert not r.feedback(1) and not r.feedback(2)
+    assert _parameter(r, 2, Parameter.FEEDBACK_RATE_HZ, 100.0)["Result"] == ParameterResult.OK
+    r.step_to(0.2)
+    assert not r.feedback(1) and 9 <= len(r.feedback(2)) <= 11
+
+
+@pytest.mark.parametrize(("controller_hz", "heartbeat_hz", "until_s", "expected"), [
+    (1000.0, 1.0, 2.5, [0.0, 1.0, 2.0]), (100.0, 100.0, 0.05, [k / 100 for k in range(5)]), (1000.0, 0.0, 1.5, []),
+])  # fmt: skip
+def test_heartbeats_follow_the_heartbeat_rate(rig, controller_hz, heartbeat_hz, until_s, expected):
+    config = EmulatorConfig(
+        node_ids=(3,), controller_rate_hz=controller_hz, heartbeat_rate_hz=heartbeat_hz, feedback_rate_hz=0.0
+    )
+    r = rig(config)
+    r.step_to(until_s - 1e-9)
+    heartbeat_id = CODEC.frame_id(MessageKind.HEARTBEAT, 3)
+    beats = [m for m in r.received if m.arbitration_id == heartbeat_id]
+    assert [round(m.timestamp, 9) for m in beats] == expected
+    for m in beats:
+        values = CODEC.decode(heartbeat_id, m.data).values
+        assert values["State"] == 1 and values["Uptime"] == int(m.timestamp)  # DISABLED
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value", "where"),
+    [
+        (Parameter.KP_H, 123.0, ("kp", 0)),
+        (Parameter.KP_V, 456.0, ("kp", 1)),
+        (Parameter.KD_H, 1.5, ("kd", 0)),
+        (Parameter.KD_V, 2.5, ("kd", 1)),
+        (Parameter.LIMIT_H_DEG, 30.0, ("limits", 0)),
+        (Parameter.LIMIT_V_DEG, 20.0, ("limits", 1)),
+        (Parameter.WATCHDOG_PERIODS, 7.0, ("watchdog_periods", None)),
+        (Parameter.REFERENCE_PERIOD_MS, 20.0, ("reference_period_s", None)),
+        (Parameter.FEEDBACK_RATE_HZ, 50.0, ("feedback_rate_hz", None)),
+    ],
+)
+def test_a_parameter_write_changes_exactly_its_own_entry_of_its_own_module(rig, parameter, value, where):
+    """Writing node 2's parameter must leave node 1 and every other parameter alone, and read back as written."""
+    r = rig(EmulatorConfig(node_ids=(1, 2)))
+    e = r.emu
+
+    def snapshot():
+        return {
+            "kp": e.controller.kp.copy(),
+            "kd": e.controller.kd.copy(),
+            "limits": np.degrees(e.limits_rad),
+            "watchdog_periods": e.watchdog_periods.copy(),
+            "reference_period_s": e.reference_period_s * 1e3,
+            "feedback_rate_hz": e.feedback_rate_hz.copy(),
+        }
+
+    before = snapshot()
+    reply = _parameter(r, 2, parameter, value)
+    assert (reply["Index"], reply["Result"], reply["Value"]) == (parameter, ParameterResult.OK, pytest.approx(value))
+    assert _parameter(r, 2, parameter)["Value"] == pytest.approx(value)
+    after = snapshot()
+    name, column = where
+    expected = before[name].copy()
+    if column is None:
+        expected[1] = value
+    else:
+        expected[1, column] = value
+    for key in before:
+        np.testing.assert_allclose(after[key], expected if key == name else before[key], rtol=1e-12, err_msg=key)
+
+
+def test_parameter_ranges_are_inclusive_and_bad_requests_count_against_their_own_module(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2)))  # reference period 0.1 s: the timeout caps the periods at 20
+    for value in (1.0, 20.0):  # both ends: the field's floor, and 20 × 100 ms = the 2000 ms timeout ceiling
+        assert _parameter(r, 2, Parameter.WATCHDOG_PERIODS, value)["Result"] == ParameterResult.OK
+    assert _parameter(r, 2, Parameter.WATCHDOG_PERIODS, 20.5)["Result"] == ParameterResult.OUT_OF_RANGE
+    unknown = _parameter(r, 2, 77)
+    assert (unknown["Result"], unknown["Value"]) == (ParameterResult.UNKNOWN_INDEX, 0.0)
+    r.send_raw(CODEC.frame_id(MessageKind.PARAMETER_REQUEST, 2), bytes(3))  # wrong DLC
+    r.step_to(r.emu.time_s + r.emu.dt_s)
+    rejected = r.emu.counters()["rejected"]
+    assert rejected["out_of_range"] == [0, 1] and rejected["wrong_dlc"] == [0, 1]
+
+
+def test_commands_act_on_their_target_only_and_disable_disables(rig):
+    """A targeted ENABLE enables that module alone; a command for a node not emulated here is ignored; DISABLE
+    takes an enabled module back to DISABLED (braked, no voltage); CLEAR_FAULTS after an e-stop leaves the module
+    DISABLED until a new ENABLE and does not disable a healthy module; an unknown command counts against its target."""
+    r = rig(EmulatorConfig(node_ids=(1, 2), reference_period_s=0.5))
+    command = MessageKind.COMMAND
+    r.send(command, 0, {"Command": int(Command.ENABLE), "TargetNode": 2})
+    r.send(command, 0, {"Command": int(Command.ENABLE), "TargetNode": 9})  # not ours
+    r.step_to(0.01)
+    assert list(r.emu.state) == [ModuleState.DISABLED, ModuleState.ENABLED]
+    r.send(command, 0, {"Command": int(Command.CLEAR_FAULTS), "TargetNode": 2})  # nothing to clear
+    r.step_to(0.02)
+    assert r.emu.state[1] == ModuleState.ENABLED
+    r.reference_all(20.0)
+    r.step_to(0.05)
+    assert r.emu.drive.voltage_v[1].any()
+    r.send(command, 0, {"Command": int(Command.DISABLE), "TargetNode": 2})
+    r.step_to(0.06)
+    assert list(r.emu.state) == [ModuleState.DISABLED, ModuleState.DISABLED]
+    assert r.emu.drive.brake.all() and not r.emu.drive.voltage_v.any()
+    r.send(command, 0, {"Command": 9, "TargetNode": 2})
+    r.step_to(0.07)
+    assert r.emu.counters()["rejected"]["unknown_command"] == [0, 1]
+    r.send(MessageKind.EMERGENCY_STOP, 0, {"Key": 0xA5})
+    r.step_to(0.08)
+    assert list(r.emu.state) == [ModuleState.ESTOP, ModuleState.ESTOP]
+    r.send(command, 0, {"Command": int(Command.CLEAR_FAULTS), "TargetNode": 0})
+    r.step_to(0.09)
+    assert list(r.emu.state) == [ModuleState.DISABLED, ModuleState.DISABLED]
+    assert not (r.emu.estop.any() or r.emu.fault.any() or r.emu.watchdog.any())
+
+
+@pytest.mark.parametrize("hold", ["zoh", "linear"])
+def test_enabling_holds_the_joint_where_it_is(rig, hold):
+    """ENABLE takes the current angle as the reference with zero rate and a fresh rate estimate: with no
+    reference yet the module holds still (no jump, no drift) until the watchdog."""
+    r = rig(
+        EmulatorConfig(node_ids=(1,), reference_hold=hold),
+        IndependentInertiaPlant(1, initial_angles_rad=np.radians([[12.0, -7.0]])),
+    )
+    r.step_to(0.05)
+    r.emu.controller.rate_estimate_rad_s[...] = 0.5  # as left behind by an earlier motion
+    r.enable()
+    start = r.emu.drive.gear_angle_rad.copy()
+    while r.emu.time_s < 0.29:
+        r.step_to(r.emu.time_s + r.emu.dt_s)
+        assert np.all(np.isfinite(r.emu.drive.voltage_v))
+        assert np.abs(np.degrees(r.emu.drive.gear_angle_rad - start)).max() < 1e-3
+    assert r.emu.state[0] == ModuleState.ENABLED
+
+
+def test_sequence_numbers_up_to_the_window_ahead_are_accepted_further_jumps_and_older_ones_are_not(rig):
+    """Serial-number arithmetic mod 256: 1..SEQUENCE_WINDOW (8) ahead, also across the wrap, is accepted; 9..127
+    ahead is a jump (rejected, the last sequence unchanged); 128 and more ahead is stale."""
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    r.enable()
+    good = dict(AngleH=1.0, AngleV=0.0, RateH=0.0, RateV=0.0)
+    steps = [
+        (250, "accepted"),  # the first after Enable synchronises
+        (2, "accepted"),  # 8 ahead across the wrap
+        (11, "sequence_jump"),  # 9 ahead
+        (3, "accepted"),  # the jump did not move the last sequence
+        (131, "stale_sequence"),  # exactly 128 ahead
+        (2, "stale_sequence"),  # behind
+        (3, "duplicate_sequence"),
+    ]
+    for sequence, verdict in steps:
+        before = r.emu.counters()
+        r.send(MessageKind.REFERENCE, 1, {**good, "Sequence": sequence})
+        r.step_to(r.emu.time_s + r.emu.dt_s)
+        after = r.emu.counters()
+        if verdict == "accepted":
+            assert after["accepted_references"][0] == before["accepted_references"][0] + 1, sequence
+        else:
+            assert after["rejected"][verdict][0] == before["rejected"][verdict][0] + 1, sequence
+
+
+def test_references_to_a_disabled_module_are_counted_once_each_and_clamped_when_accepted(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2), limit_h_rad=math.radians(60.0), limit_v_rad=math.radians(30.0)))
+    for _ in range(3):
+        r.reference_all(10.0)
+    r.step_to(0.01)
+    assert r.emu.counters()["ignored_while_disabled"] == [3, 3]
+    r.enable()
+    r.reference_all(170.0, angle_v_deg=-170.0)
+    r.step_to(0.02)
+    np.testing.assert_allclose(np.degrees(r.emu.reference_rad), [[60.0, -30.0], [60.0, -30.0]])
+    r.reference_all(-170.0, angle_v_deg=170.0)
+    r.step_to(0.03)
+    np.testing.assert_allclose(np.degrees(r.emu.reference_rad), [[-60.0, 30.0], [-60.0, 30.0]])
+
+
+def test_reply_to_references_answers_each_accepted_reference_with_one_feedback(rig):
+    r = rig(EmulatorConfig(node_ids=(1, 2), feedback_rate_hz=0.0, heartbeat_rate_hz=0.0, reply_to_references=True))
+    r.enable()
+    r.reference_all(5.0)
+    r.reference_all(6.0)
+    r.step_to(0.001)
+    kinds = [CODEC.scheme.classify(m.arbitration_id) for m in r.received]
+    assert sorted(kinds) == sorted([(MessageKind.FEEDBACK, 1)] * 2 + [(MessageKind.FEEDBACK, 2)] * 2)
+    assert [v["RefSequence"] for _, v in r.feedback(2)] == [0, 1]
+
+
+def test_every_handled_frame_is_counted_and_shown_to_the_hooks_and_remote_frames_are_not_ours(rig):
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    seen = []
+    r.emu.frame_hooks.append(seen.append)
+    r.enable()
+    reference_id = CODEC.frame_id(MessageKind.REFERENCE, 1)
+    r.send_raw(reference_id, b"", is_remote_frame=True, dlc=8)  # an RTR frame carries no reference
+    r.step_to(0.001)
+    assert r.emu.frames_received == 2 and [m.arbitration_id for m in seen] == [0x010, reference_id]
+    assert r.emu.unknown_id_frames == 1 and r.emu.counters()["rejected_total"] == 0

@@ -226,3 +226,107 @@ def test_compiled_lemke_matches_numpy_reference():
             assert fast.status == ref.status and fast.iterations == ref.iterations
             if fast.success:
                 np.testing.assert_allclose(fast.z, ref.z, atol=1e-12)
+
+
+# ------------------------------------------------------------------ result contract (mutation-testing survivors)
+def test_complementarity_residual_is_the_largest_violation_and_zero_when_empty():
+    assert complementarity_residual(np.array([1.0, 2.0, 0.0]), np.array([0.0, 3.0, -0.5])) == 2.0
+    assert complementarity_residual(np.array([3.0]), np.array([0.0])) == 0.0
+    assert complementarity_residual(np.zeros(0), np.zeros(0)) == 0.0
+
+
+def test_every_outcome_reports_method_iterations_residual_and_why():
+    """The fields of LCPResult are the contract callers log and branch on, for every status."""
+    trivial = solve_lcp(np.eye(2), np.array([1.0, 0.0]))
+    assert (trivial.method, trivial.iterations, trivial.residual, trivial.message) == (
+        "lemke",
+        0,
+        0.0,
+        "trivial: q >= 0",
+    )
+    solved = solve_lcp(np.array([[2.0]]), np.array([-4.0]))
+    assert (solved.method, solved.iterations, solved.residual) == ("lemke", 2, 0.0)  # z0 enters, then z1
+    infeasible = solve_lcp(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([-1.0, 1.0]))
+    assert (infeasible.method, infeasible.residual) == ("lemke", np.inf) and infeasible.iterations >= 1
+    assert "HiGHS proves" in infeasible.message
+    ray = solve_lcp(np.array([[-1.0, 2.0], [2.0, -1.0]]), np.array([-1.0, -1.0]))
+    assert (ray.method, ray.residual) == ("lemke", np.inf) and ray.iterations >= 1
+    assert "not copositive-plus" in ray.message
+    B = np.random.default_rng(5).normal(size=(30, 3))
+    stuck = solve_lcp(B @ B.T + 1e-6 * np.eye(30), np.ones(30) - 2.0, "pgs", max_iterations=3, tol=1e-14)
+    assert stuck.status is LCPStatus.MAX_ITERATIONS
+    assert (stuck.method, stuck.iterations) == ("pgs", 3) and stuck.residual > 1e-14
+    assert "after 3 sweeps" in stuck.message
+    pgs = solve_lcp(np.array([[2.0]]), np.array([-4.0]), "pgs", tol=1e-12)
+    assert pgs.method == "pgs" and pgs.w[0] == pytest.approx(0.0, abs=1e-12)
+    assert pgs.residual == complementarity_residual(pgs.z, pgs.w) and pgs.iterations >= 1
+    empty = solve_lcp(np.zeros((0, 0)), np.zeros(0), "pgs")
+    assert empty.success and empty.z.shape == empty.w.shape == (0,)
+    assert (empty.method, empty.iterations, empty.residual) == ("pgs", 0, 0.0)
+
+
+def test_ray_termination_is_not_called_infeasible_when_every_solution_is_small():
+    """Feasibility is checked over z >= 0 exactly: here every feasible z has z1 + z2 <= 1.5 (so none has all
+    components >= 1), the LCP is solved by z = (0.1, 0.1, 0), and Lemke ray-terminates (M is not copositive)."""
+    M = np.array([[-1.0, 2.0, 0.0], [2.0, -1.0, 0.0], [-1.0, -1.0, 0.0]])
+    q = np.array([-0.1, -0.1, 1.5])
+    np.testing.assert_allclose(solve_lcp(M, q, "enumerate").z, [0.1, 0.1, 0.0], atol=1e-12)
+    assert solve_lcp(M, q, "lemke").status is LCPStatus.RAY_TERMINATION
+
+
+def test_pgs_solves_one_dimensional_problems_and_uses_the_warm_start():
+    res = solve_lcp(np.array([[2.0]]), np.array([-4.0]), "pgs", tol=1e-12)
+    assert res.success and res.z[0] == pytest.approx(2.0, abs=1e-12)
+    M = np.array([[4.0, 1.0], [1.0, 3.0]])
+    q = np.array([-1.0, -2.0])
+    exact = solve_lcp(M, q, "lemke").z
+    warm = solve_lcp(M, q, "pgs", z0=exact, tol=1e-12)
+    assert warm.iterations == 1  # started at the answer: one sweep confirms it
+    clipped = solve_lcp(M, q, "pgs", z0=[-5.0, -5.0], tol=1e-12)  # a negative warm start is projected to z = 0
+    assert clipped.iterations == solve_lcp(M, q, "pgs", tol=1e-12).iterations
+
+
+def test_pgs_refuses_what_it_cannot_iterate():
+    with pytest.raises(LCPError, match="positive diagonal"):
+        solve_lcp(np.array([[0.0, 1.0], [1.0, 2.0]]), np.ones(2), method="pgs")  # zero pivot
+    for relaxation in (0.0, 2.0, 2.5):
+        with pytest.raises(LCPError, match=r"relaxation must lie in \(0, 2\)"):
+            solve_lcp(np.eye(2), -np.ones(2), method="pgs", relaxation=relaxation)
+    with pytest.raises(LCPError, match=r"z0 must have shape \(2,\)"):
+        solve_lcp(np.eye(2), -np.ones(2), method="pgs", z0=np.zeros(3))
+
+
+def test_enumeration_size_limit_and_count():
+    with pytest.raises(LCPError, match="n = 17 is too large"):
+        solve_lcp(np.eye(17), -np.ones(17), method="enumerate")
+    sixteen = solve_lcp(np.eye(16), np.ones(16), method="enumerate")  # 16 is allowed; q >= 0: the empty set
+    assert sixteen.success and sixteen.iterations == 1
+    # z = (1, 0): supports tried in order {}, {0}: two index sets
+    assert solve_lcp(np.eye(2), np.array([-1.0, 1.0]), method="enumerate").iterations == 2
+
+
+def test_lemke_pivot_limit_and_enumeration_report_their_fields():
+    rng = np.random.default_rng(3)
+    limited = solve_lcp(random_p_matrix(rng, 8), -np.abs(rng.normal(size=8)) - 1, "lemke", max_iterations=2)
+    assert (limited.status, limited.method, limited.residual) == (LCPStatus.MAX_ITERATIONS, "lemke", np.inf)
+    assert limited.iterations == 2 and limited.message == "pivot limit reached"
+    solved = solve_lcp(np.eye(2), np.array([-1.0, 1.0]), "enumerate")
+    assert (solved.method, solved.iterations, solved.residual) == ("enumerate", 2, 0.0)
+    infeasible = solve_lcp(np.array([[0.0, 0.0], [0.0, 1.0]]), np.array([-1.0, 1.0]), "enumerate")
+    assert (infeasible.status, infeasible.method, infeasible.iterations) == (LCPStatus.INFEASIBLE, "enumerate", 4)
+    assert infeasible.residual == np.inf and "no complementary index set" in infeasible.message
+    empty = solve_lcp(np.zeros((0, 0)), np.zeros(0), "enumerate")
+    assert empty.success and empty.iterations == 1
+
+
+def test_integer_input_is_solved_as_floating_point():
+    """Callers pass lists of ints; M z = -q must not be solved in integer arithmetic (z = 1/3 here)."""
+    for method in ("lemke", "pgs", "enumerate"):
+        res = solve_lcp([[2, 1], [1, 2]], [-1, -1], method, tol=1e-12)
+        np.testing.assert_allclose(res.z, [1 / 3, 1 / 3], atol=1e-10, err_msg=method)
+    as_ints = p_matrix_test([[2, 1], [1, 1]])
+    assert as_ints.is_p_matrix and as_ints.smallest_minor == pytest.approx(1.0)  # det, not integer-truncated
+    empty = p_matrix_test(np.zeros((0, 0)))
+    assert (empty.smallest_minor, empty.minors_checked) == (np.inf, 0)
+    with pytest.raises(LCPError, match=r"needs a square matrix, got shape \(2, 3\)"):
+        p_matrix_test(np.ones((2, 3)))

