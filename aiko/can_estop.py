@@ -61,6 +61,12 @@ class EstopResult:
     def silent(self) -> list[int]:
         return [n for n in self.nodes if n not in self.confirmed]
 
+    def first_frame_sent(self, t0: float) -> float:
+        """Record the first stop frame on the wire now (t0: when the command started); returns that time."""
+        start = time.monotonic()
+        self.sent_after_s, self.sent_monotonic_s, self.frames_sent = start - t0, start, 1
+        return start
+
 
 def estop_confirmation(frame_id: int, data: bytes) -> int | None:
     """The node a received frame proves to be in ESTOP, or None."""
@@ -138,10 +144,7 @@ def estop_slcan(
             ser.write(setup + b"O\r" + frame)
         except (serial.SerialException, OSError) as exc:
             raise EstopError(f"emergency stop NOT sent on slcan:{channel}: {exc}") from None
-        start = time.monotonic()
-        result.sent_after_s = start - t0
-        result.sent_monotonic_s = start
-        result.frames_sent = 1
+        start = result.first_frame_sent(t0)
         seen = _Confirmations(nodes, start)
         buffer = bytearray()
         next_repeat = start + 0.01
@@ -196,10 +199,7 @@ def estop_python_can(
             bus.send(msg, timeout=0.1)
         except can.CanError as exc:
             raise EstopError(f"emergency stop NOT sent on {interface}:{channel}: {exc}") from None
-        start = time.monotonic()
-        result.sent_after_s = start - t0
-        result.sent_monotonic_s = start
-        result.frames_sent = 1
+        start = result.first_frame_sent(t0)
         seen = _Confirmations(nodes, start)
         next_repeat = start + 0.01
         deadline = start + timeout_s

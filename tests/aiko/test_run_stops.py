@@ -28,19 +28,25 @@ def _estop_at(backend: HilBackend, t_stop: float) -> PeriodicTask:
     return PeriodicTask("estop", 100.0, action, priority=90)
 
 
-def test_a_module_in_estop_stops_the_run_with_an_event():
-    experiment = load_experiment(SIDEWINDING)
-    backend, recorder = HilBackend(), MemoryRecorder()
-    with pytest.raises(RunStopped, match=r"joint modules \[1, 2, 3, 4, 5, 6, 7, 8, 9, 10\] reported ESTOP"):
+def _stopped_hil_run(backend: HilBackend, recorder: MemoryRecorder, duration_s: float, task: PeriodicTask, match: str):
+    """Run sidewinding on `backend` with `task` beside the loop; the run must end in RunStopped matching `match`.
+    Returns the run_stopped event's fields."""
+    with pytest.raises(RunStopped, match=match):
         run_experiment(
-            experiment,
+            load_experiment(SIDEWINDING),
             recorder,
-            RunOptions(backend="hil", duration_s=2.0),
+            RunOptions(backend="hil", duration_s=duration_s),
             backend=backend,
-            extra_tasks=[_estop_at(backend, 0.55)],
+            extra_tasks=[task],
         )
+    return next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
+
+
+def test_a_module_in_estop_stops_the_run_with_an_event():
+    backend, recorder = HilBackend(), MemoryRecorder()
+    every_module = r"joint modules \[1, 2, 3, 4, 5, 6, 7, 8, 9, 10\] reported ESTOP"
+    stopped = _stopped_hil_run(backend, recorder, 2.0, _estop_at(backend, 0.55), every_module)
     assert "run_stopped" in recorder.event_kinds() and recorder.event_kinds()[-1] == "stop"
-    stopped = next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
     assert stopped["modules"] == list(range(1, 11)) and stopped["reasons"] == ["estop_or_fault"]
     refs = [t for t, _ in recorder.channels["/references"]]
     assert len(refs) == 6  # t = 0.0 .. 0.5: nothing after the stop
@@ -201,22 +207,14 @@ def test_slew_limit_counts_the_time_that_really_passed():
 
 
 def test_a_module_whose_feedback_goes_stale_stops_the_run():
-    experiment = load_experiment(SIDEWINDING)
     backend, recorder = HilBackend(), MemoryRecorder()
 
     def silence(t_s: float) -> None:
         if abs(t_s - 0.3) < 1e-9:  # module 4 stops reporting (as if unplugged)
             backend.emulator.feedback_rate_hz[3] = 0.0
 
-    with pytest.raises(RunStopped, match=r"joint modules \[4\] sent no feedback"):
-        run_experiment(
-            experiment,
-            recorder,
-            RunOptions(backend="hil", duration_s=3.0),
-            backend=backend,
-            extra_tasks=[PeriodicTask("unplug", 100.0, silence, priority=90)],
-        )
-    stopped = next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
+    unplug = PeriodicTask("unplug", 100.0, silence, priority=90)
+    stopped = _stopped_hil_run(backend, recorder, 3.0, unplug, r"joint modules \[4\] sent no feedback")
     assert stopped["reasons"] == ["feedback_stale"] and stopped["modules"] == [4]
     assert 0.3 + 0.5 < stopped["t_s"] <= 0.3 + 0.5 + 0.02  # can.feedback_timeout_s = 0.5 s after the last frame
 
@@ -227,7 +225,6 @@ def test_a_module_disabled_by_a_stray_command_stops_the_run():
     from firmware_protocol.codec import default_codec
     from firmware_protocol.dbc import Command, MessageKind
 
-    experiment = load_experiment(SIDEWINDING)
     backend, recorder = HilBackend(), MemoryRecorder()
 
     def stray_disable(t_s: float) -> None:
@@ -239,14 +236,9 @@ def test_a_module_disabled_by_a_stray_command_stops_the_run():
             intruder.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=False))
             intruder.shutdown()
 
-    with pytest.raises(RunStopped, match=r"joint modules \[3\] were disabled by something other than this run"):
-        run_experiment(
-            experiment,
-            recorder,
-            RunOptions(backend="hil", duration_s=2.0),
-            backend=backend,
-            extra_tasks=[PeriodicTask("intruder", 100.0, stray_disable, priority=90)],
-        )
-    stopped = next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
+    intruder = PeriodicTask("intruder", 100.0, stray_disable, priority=90)
+    stopped = _stopped_hil_run(
+        backend, recorder, 2.0, intruder, r"joint modules \[3\] were disabled by something other than this run"
+    )
     assert stopped["reasons"] == ["disabled"] and 0.5 < stopped["t_s"] <= 0.55
     assert "module_disabled" in recorder.event_kinds()
