@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from aiko.errors import AikoError
-from aiko.log.recorder import EVENTS_TOPIC, decode_metadata
+from aiko.log.recorder import EVENTS_TOPIC, LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
 from aiko.log.salvage import AttachmentRecord, ChannelRecord, MessageRecord, MetadataRecord, SchemaRecord, scan_bytes
 
 log = logging.getLogger(__name__)
@@ -117,12 +117,16 @@ def printable(text: str) -> str:
 
 
 class LogReader:
-    """All of one log in memory: channels, metadata, attachments and decoded messages in file order."""
+    """All of one log in memory: channels, metadata, attachments and decoded messages in file order.
+
+    Message stamps (``t_ns``) are on the run's clock, as the recorder was given them: the file's epoch log times
+    minus the run's ``log_time_offset_ns`` (``epoch_ns`` converts back)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = require_log_file(path)
         self.truncated = False
         self.truncation_error = ""
+        self.log_time_offset_ns = 0
         self.metadata: dict[str, dict[str, Any]] = {}
         self.attachments: dict[str, AttachmentRecord] = {}
         self._schemas: dict[int, SchemaRecord] = {}
@@ -149,6 +153,11 @@ class LogReader:
                 f"{self.path} is damaged ({what}); `aiko log recover {self.path}` writes its intact records "
                 "to a new file"
             )
+        offset = self.run_metadata.get(LOG_TIME_OFFSET_FIELD, 0)
+        self.log_time_offset_ns = int(offset) if isinstance(offset, int) else 0
+        if self.log_time_offset_ns:  # epoch log times back onto the run's clock (aiko.log.recorder)
+            for topic, msgs in self._messages.items():
+                self._messages[topic] = [(t - self.log_time_offset_ns, p) for t, p in msgs]
         if not scan.clean:
             self.truncated = True
             self.truncation_error = scan.describe()
@@ -251,9 +260,11 @@ class LogReader:
 
     @property
     def run_metadata(self) -> dict[str, Any]:
-        from aiko.log.recorder import RUN_METADATA_NAME
-
         return self.metadata.get(RUN_METADATA_NAME, {})
+
+    def epoch_ns(self, t_ns: int) -> int:
+        """The Unix-epoch time (ns) of run-clock stamp ``t_ns``: its MCAP log time (0 offset in old logs)."""
+        return int(t_ns) + self.log_time_offset_ns
 
 
 _MISSING = object()

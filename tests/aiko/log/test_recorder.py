@@ -2,6 +2,7 @@
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -128,3 +129,24 @@ def test_flush_interval_makes_data_visible_before_close(tmp_path):
     np.testing.assert_array_equal(partial.channel("/x")["k"], np.arange(50))
     rec.close()
     assert not LogReader(path).truncated
+
+
+def test_log_times_are_unix_epoch_and_the_reader_gives_the_run_clock_back(tmp_path):
+
+    path = tmp_path / "epoch.mcap"
+    t0 = time.monotonic_ns()
+    before_ns = time.time_ns()
+    with McapRecorder(path) as rec:
+        for k in range(3):
+            rec.record("/joint_feedback", t0 + k * 10_000_000, {"k": k})
+    after_ns = time.time_ns()
+    with open(path, "rb") as fh:
+        times = [(m.log_time, m.publish_time) for _, _, m in make_reader(fh).iter_messages(topics=["/joint_feedback"])]
+    # on the wall clock (Foxglove shows today's date), 10 ms apart exactly as stamped: one offset, no jumps
+    assert before_ns - 1_000_000_000 <= times[0][0] <= after_ns + 1_000_000_000
+    assert [lt for lt, _ in times] == [pt for _, pt in times]
+    assert np.diff([lt for lt, _ in times]).tolist() == [10_000_000, 10_000_000]
+    log = LogReader(path)
+    assert log.channel("/joint_feedback").t_ns.tolist() == [t0, t0 + 10_000_000, t0 + 20_000_000]
+    assert log.epoch_ns(t0) == times[0][0]
+    assert log.run_metadata["log_time_offset_ns"] == log.log_time_offset_ns
