@@ -41,6 +41,17 @@ def robot_toml_text(experiment: Experiment) -> str | None:
     return None
 
 
+def foxglove_views(robot: Any | None, tracked_link: int = 6) -> Any | None:
+    """The Foxglove-schema views of a run's log (3D body, joint states, rod), or None without foxglove-sdk."""
+    from aiko.log.foxglove_views import FoxgloveUnavailable, FoxgloveViews
+
+    try:
+        return FoxgloveViews(robot, tracked_link)
+    except FoxgloveUnavailable as exc:
+        log.warning("%s; the log has no Foxglove 3D channels", exc)
+        return None
+
+
 def record_run(
     experiment: Experiment,
     log_path: str | Path,
@@ -75,7 +86,8 @@ def record_run(
     metadata["mocap"] = {"source": settings.source, "rate_hz": settings.rate_hz, "links": list(settings.links)}
     metadata.update(extra_metadata or {})
     log_path = Path(log_path)
-    with McapRecorder(log_path, metadata, experiment.log.flush_interval_s) as file_recorder:
+    views = foxglove_views(experiment.robot, options.tracked_link)
+    with McapRecorder(log_path, metadata, experiment.log.flush_interval_s, foxglove_views=views) as file_recorder:
         recorder: Recorder = file_recorder if live is None else FanOutRecorder(file_recorder, live)
         task, mocap_state = mocap_task(settings, backend, recorder, clock)
         if mocap_state is not None:

@@ -105,7 +105,9 @@ def _open_recorder(path: Path, metadata: dict[str, Any]):
         from aiko.log import McapRecorder
     except ImportError:
         return _JsonLinesRecorder(path.with_suffix(".jsonl"), metadata)
-    return McapRecorder(path, metadata=metadata)
+    from aiko.session import foxglove_views
+
+    return McapRecorder(path, metadata=metadata, foxglove_views=foxglove_views(None))
 
 
 class _JsonLinesRecorder:

@@ -132,6 +132,7 @@ class LogReader:
         self._schemas: dict[int, SchemaRecord] = {}
         self._channels: dict[int, ChannelRecord] = {}
         self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        self._foreign: dict[str, list[int]] = {}  # log times of messages not in JSON (protobuf Foxglove views)
         self._load()
 
     def _load(self) -> None:
@@ -158,6 +159,8 @@ class LogReader:
         if self.log_time_offset_ns:  # epoch log times back onto the run's clock (aiko.log.recorder)
             for topic, msgs in self._messages.items():
                 self._messages[topic] = [(t - self.log_time_offset_ns, p) for t, p in msgs]
+            for topic, times in self._foreign.items():
+                self._foreign[topic] = [t - self.log_time_offset_ns for t in times]
         if not scan.clean:
             self.truncated = True
             self.truncation_error = scan.describe()
@@ -173,13 +176,17 @@ class LogReader:
             known = self._channels.setdefault(record.id, record)
             if known != record:
                 return f"channel id {record.id} defined twice, differently"
-            self._messages.setdefault(record.topic, [])
+            if record.message_encoding == "json":
+                self._messages.setdefault(record.topic, [])
+            else:
+                self._foreign.setdefault(record.topic, [])
         elif isinstance(record, MessageRecord):
             channel = self._channels.get(record.channel_id)
             if channel is None:
                 return f"a message on channel id {record.channel_id}, which the file never defines"
-            if channel.message_encoding != "json":
-                return None  # not ours (a foreign channel merged into the file); skipped, not fatal
+            if channel.message_encoding != "json":  # Foxglove-schema views (protobuf) or a foreign channel:
+                self._foreign[channel.topic].append(record.log_time)  # counted, not decoded
+                return None
             try:
                 payload = json.loads(record.data)
             except (ValueError, RecursionError):
@@ -202,15 +209,17 @@ class LogReader:
     def channel_info(self) -> dict[str, ChannelInfo]:
         out = {}
         for channel in self._channels.values():
-            msgs = self._messages[channel.topic]
             schema = self._schemas.get(channel.schema_id)
-            times = [t for t, _ in msgs]
+            if channel.topic in self._messages:
+                times = [t for t, _ in self._messages[channel.topic]]
+            else:
+                times = self._foreign.get(channel.topic, [])
             out[channel.topic] = ChannelInfo(
                 topic=channel.topic,
                 schema_name=schema.name if schema else "",
                 schema=_schema_dict(schema),
                 message_encoding=channel.message_encoding,
-                count=len(msgs),
+                count=len(times),
                 first_t_ns=min(times) if times else None,
                 last_t_ns=max(times) if times else None,
             )

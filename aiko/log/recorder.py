@@ -113,6 +113,7 @@ class McapRecorder:
         *,
         compression: str = "zstd",
         chunk_size_bytes: int = 1024 * 1024,
+        foxglove_views: Any | None = None,
     ) -> None:
         if not flush_interval_s > 0:
             raise ValueError(f"flush_interval_s must be > 0, got {flush_interval_s}")
@@ -141,6 +142,10 @@ class McapRecorder:
         self._closed = False
         self._error: BaseException | None = None
         self._channel_ids: dict[str, int] = {}  # writer-thread side
+        self._view_counts: dict[str, int] = {}
+        self._views = foxglove_views  # aiko.log.foxglove_views.FoxgloveViews: Foxglove-schema channels beside ours
+        self._view_topics: set[str] = {"/sim/link_poses", "/joint_feedback", "/mocap", "/sim/rod/centreline",
+                                       "/sim/rod/base_wrench"}  # fmt: skip
         monotonic_start_ns = time.monotonic_ns()
         wall_start_ns = time.time_ns()
         self.log_time_offset_ns = wall_start_ns - monotonic_start_ns
@@ -292,6 +297,12 @@ class McapRecorder:
                             data=data,
                             sequence=sequence,
                         )
+                        if self._views is not None and channel in self._view_topics:
+                            try:
+                                self._write_views(channel, epoch_ns, data)
+                            except Exception:  # a view is a convenience: the log itself goes on without it
+                                log.exception("Foxglove view of %s failed; no more views in %s", channel, self.path)
+                                self._views = None
                         pending = True
                     elif kind == "declare":
                         _, channel, schema, schema_name = op
@@ -333,6 +344,28 @@ class McapRecorder:
                 except OSError:
                     pass
                 return
+
+
+    def _write_views(self, channel: str, epoch_ns: int, data: bytes) -> None:
+        """The Foxglove-schema messages derived from one of our records, on their own protobuf channels."""
+        for topic, message in self._views.messages(channel, epoch_ns, json.loads(data)):
+            if topic not in self._channel_ids:
+                schema = type(message).get_schema()
+                schema_id = self._writer.register_schema(
+                    name=schema.name, encoding=schema.encoding, data=bytes(schema.data)
+                )
+                self._channel_ids[topic] = self._writer.register_channel(
+                    topic=topic, message_encoding=schema.encoding, schema_id=schema_id
+                )
+            sequence = self._view_counts.get(topic, 0)
+            self._view_counts[topic] = sequence + 1
+            self._writer.add_message(
+                channel_id=self._channel_ids[topic],
+                log_time=epoch_ns,
+                publish_time=epoch_ns,
+                data=message.encode(),
+                sequence=sequence,
+            )
 
 
 def _schema_name(channel: str) -> str:
