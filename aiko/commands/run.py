@@ -12,6 +12,7 @@ from aiko.backends import backend_help, backend_names
 from aiko.backends.can_bus import add_can_arguments, can_context_options
 from aiko.errors import AikoError, writing
 from aiko.experiment import Experiment, load_experiment, parse_override
+from aiko.recording import FanOutRecorder
 from aiko.runner import RunOptions, choose_clock
 
 
@@ -40,6 +41,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--live-screenshot",
         metavar="OUT.png",
         help="with --live: save the dashboard to a PNG when the run ends and close it (for CI and docs)",
+    )
+    run.add_argument(
+        "--foxglove",
+        nargs="?",
+        const=8765,
+        type=int,
+        metavar="PORT",
+        help="serve the run live to Foxglove over its WebSocket protocol (default port 8765; 0 picks a free one)",
+    )
+    run.add_argument(
+        "--foxglove-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address the --foxglove server binds to (default 127.0.0.1: this machine only)",
     )
     run.add_argument("--report", metavar="PATH", help="run report, .html or .png (default: the log's name, .html)")
     run.add_argument("--no-report", action="store_true", help="do not write the run report")
@@ -110,6 +125,17 @@ def run_command(args: argparse.Namespace) -> int:
             screenshot=args.live_screenshot,
             close_when_done=bool(args.live_screenshot),
         )
+    foxglove = None
+    if args.foxglove is not None:
+        from aiko.live_foxglove import FoxgloveLiveServer
+
+        if not 0 <= args.foxglove <= 65535:
+            raise AikoError(f"--foxglove PORT must be in 0..65535, got {args.foxglove}")
+        foxglove = FoxgloveLiveServer(
+            experiment.robot, options.tracked_link, host=args.foxglove_host, port=args.foxglove
+        )
+        print(f"Foxglove live view: open a connection to {foxglove.url}", file=sys.stderr, flush=True)
+    live_recorders = [r for r in (dashboard.recorder if dashboard else None, foxglove) if r is not None]
     try:
         summary = record_run(
             experiment,
@@ -117,12 +143,18 @@ def run_command(args: argparse.Namespace) -> int:
             options,
             clock=clock,
             progress=progress,
-            live=dashboard.recorder if dashboard else None,
+            live=None if not live_recorders else FanOutRecorder(*live_recorders),
             context_options=can_context_options(args),
         )
     finally:
         if dashboard is not None:
             dashboard.finish()
+        if foxglove is not None:
+            foxglove.close()
+    if foxglove is not None:
+        summary["foxglove_url"] = foxglove.url
+        summary["foxglove_sent_messages"] = foxglove.sent
+        summary["foxglove_dropped_records"] = foxglove.dropped
     if progress:
         sys.stderr.write("\n")
     if not args.no_report:
