@@ -157,14 +157,14 @@ def run_command(args: argparse.Namespace) -> int:
         summary["foxglove_dropped_records"] = foxglove.dropped
     if progress:
         sys.stderr.write("\n")
-    if not args.no_report:
-        from aiko.report import write_report
-
-        summary["report_path"] = str(write_report(out, args.report))
     if args.replay:
         from aiko.session import replay_and_compare
 
         summary.update(replay_and_compare(out, backend_name=args.replay))
+    if not args.no_report:  # after the replay: the report says what the replay found
+        from aiko.report import write_report
+
+        summary["report_path"] = str(write_report(out, args.report, summary.get("comparison")))
     if dashboard is not None:
         summary["live_dropped_records"] = dashboard.recorder.dropped
         if not args.json:
