@@ -76,7 +76,7 @@ def decode_command(args: argparse.Namespace) -> int:
 
     from aiko.can_driver.frame_log import SUPPORTED_LOG_SUFFIXES
     from firmware_protocol.codec import default_codec
-    from firmware_protocol.dbc import id_scheme
+    from firmware_protocol.dbc import id_scheme, load_database
     from firmware_protocol.errors import ProtocolError
 
     path = Path(args.log)
@@ -88,6 +88,7 @@ def decode_command(args: argparse.Namespace) -> int:
     if args.node is not None and args.node not in nodes:
         raise AikoError(f"--node {args.node}: the protocol defines nodes {min(nodes)}..{max(nodes)}")
     codec = default_codec()
+    names = value_names(load_database())
     start = None
     try:
         for msg in can.LogReader(str(path)):
@@ -97,6 +98,8 @@ def decode_command(args: argparse.Namespace) -> int:
             try:
                 frame = codec.decode(msg.arbitration_id, bytes(msg.data), check_range=False)
                 kind, node, values = frame.kind.value, frame.node, frame.values
+                choices = names.get(msg.arbitration_id, {})
+                values = {k: choices.get(k, {}).get(v, v) for k, v in values.items()}  # Command=ClearFaults
             except ProtocolError as exc:
                 kind, node, values = "invalid", None, {"error": str(exc), "data": bytes(msg.data).hex()}
             if (args.kind and kind != args.kind) or (args.node is not None and node != args.node):
@@ -113,6 +116,18 @@ def decode_command(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         raise AikoError(f"cannot read {path}: {exc}") from None
     return 0
+
+
+def value_names(database) -> dict[int, dict[str, dict[float, str]]]:
+    """The DBC's value names (VAL_): frame id → signal → raw value → name, e.g. Command 3 → "ClearFaults"."""
+    return {
+        message.frame_id: {
+            signal.name: {float(raw): str(name) for raw, name in signal.choices.items()}
+            for signal in message.signals
+            if signal.choices
+        }
+        for message in database.messages
+    }
 
 
 def _fmt(value) -> str:

@@ -92,6 +92,11 @@ def run_command(args: argparse.Namespace) -> int:
             f"{', '.join(bus_flags)} select the real bus of --backend can; --backend {backend} does not use it "
             "(hil runs the emulated modules on its own virtual bus)"
         )
+    can_flags = [flag for flag, value in (("--can-log", args.can_log), ("--rt-priority", args.rt_priority)) if value]
+    if can_flags and backend not in ("can", "hil"):
+        raise AikoError(
+            f"{', '.join(can_flags)} apply to the CAN bus of --backend can or hil; --backend {backend} has no CAN bus"
+        )
     out = Path(args.out) if args.out else default_log_path(experiment)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
