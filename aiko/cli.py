@@ -86,10 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"aiko: {exc}\n")
         return EXIT_USAGE
     except RunStopped as exc:
-        sys.stderr.write(f"aiko: {exc}\n")
+        sys.stderr.write(f"aiko: {exc}{_notes(exc)}\n")
         return EXIT_FAILURE
-    except KeyboardInterrupt:
-        sys.stderr.write("aiko: interrupted\n")
+    except KeyboardInterrupt as exc:
+        sys.stderr.write(f"aiko: interrupted{_notes(exc)}\n")
         return 130
     except BrokenPipeError:  # `aiko log info LOG | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -97,8 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a failed run ends with one line; -v shows the traceback
         if args.verbose:
             raise
-        sys.stderr.write(f"aiko: failed: {type(exc).__name__}: {exc} (run with -v for the traceback)\n")
+        sys.stderr.write(f"aiko: failed: {type(exc).__name__}: {exc} (run with -v for the traceback){_notes(exc)}\n")
         return EXIT_FAILURE
+
+
+def _notes(exc: BaseException) -> str:
+    """What was added to an error on its way up (e.g. what became of the run's log), on the same line."""
+    return "".join(f"; {note}" for note in getattr(exc, "__notes__", []))
 
 
 def entry_point() -> None:

@@ -151,6 +151,14 @@ def run_command(args: argparse.Namespace) -> int:
             live=None if not live_recorders else FanOutRecorder(*live_recorders),
             context_options=can_context_options(args),
         )
+    except AikoError as exc:  # bad input found once the log was open: one line, saying what became of the log
+        note = failed_log_note(out)
+        raise AikoError(f"{exc}; {note}" if note else str(exc)) from exc
+    except BaseException as exc:
+        note = failed_log_note(out)
+        if note:
+            exc.add_note(note)  # the CLI's one line about the failure ends with it
+        raise
     finally:
         if dashboard is not None:
             dashboard.finish()
@@ -188,6 +196,26 @@ def run_command(args: argparse.Namespace) -> int:
                 f"distance ratio {_ratio_text(c['distance_ratio'])}, plot {summary['comparison_plot']}"
             )
     return 0
+
+
+def failed_log_note(out: Path) -> str | None:
+    """After a failed run: a log of a run that never started (no ``start`` event) is removed, a started one kept;
+    either way the user is told which."""
+    from aiko.log import LogReader
+
+    if not out.is_file():
+        return None
+    try:
+        started = bool(LogReader(out).events("start"))
+    except AikoError:
+        started = True  # unreadable: keep it for `aiko log recover`
+    if started:
+        return f"the log up to the failure is kept: {out}"
+    try:
+        out.unlink()
+    except OSError:
+        return f"nothing ran; the log {out} holds only the run's metadata"
+    return f"nothing ran, so no log was kept ({out} removed)"
 
 
 def _ratio_text(ratio: float | None) -> str:
