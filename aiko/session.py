@@ -134,7 +134,10 @@ def replay_and_compare(
     log_path = Path(log_path)
     replay_path = Path(replay_path) if replay_path else log_path.with_name(log_path.stem + "-replay.mcap")
     plot_path = Path(plot_path) if plot_path else log_path.with_name(log_path.stem + "-vs-replay.png")
-    replay(log_path, replay_path, overrides, backend_name=backend_name)
+    from aiko.progress import Progress
+
+    with Progress(f"replay {log_path.name}") as progress:
+        replay(log_path, replay_path, overrides, backend_name=backend_name, progress=progress)
     comparison = compare_logs(log_path, replay_path)
     plot_comparison(comparison, plot_path, ("run", "replay (sim)"))
     return {"replay_log_path": str(replay_path), "comparison": comparison.result, "comparison_plot": str(plot_path)}

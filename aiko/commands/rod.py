@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from aiko.errors import AikoError
+from aiko.progress import Progress
 from aiko.rod_experiment import load_rod_experiment, log_rate_hz
 from sim.cosserat import ConvergenceError, Smoothing, build_model, uniform_rod
 from sim.cosserat.incline import run_incline
@@ -162,10 +163,11 @@ def run_command(args: argparse.Namespace) -> int:
     }
     snapshots: list[np.ndarray] = []
     wall0 = time.perf_counter()
-    with _open_recorder(out, metadata) as recorder:
+    with _open_recorder(out, metadata) as recorder, Progress(f"rod {scenario.name}") as progress:
         t0_ns = time.monotonic_ns()
 
         def on_sample(sample: Sample) -> None:
+            progress(sample.t_s, scenario.duration_s)
             t_ns = t0_ns + int(round(sample.t_s * 1e9))
             payload: dict[str, Any] = {
                 "t_s": sample.t_s,

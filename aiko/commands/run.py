@@ -12,6 +12,7 @@ from aiko.backends import backend_help, backend_names
 from aiko.backends.can_bus import add_can_arguments, can_context_options
 from aiko.errors import AikoError, writing
 from aiko.experiment import Experiment, load_experiment, parse_override
+from aiko.progress import Progress
 from aiko.recording import FanOutRecorder
 from aiko.runner import RunOptions, choose_clock
 
@@ -119,7 +120,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     options = RunOptions(backend=backend, duration_s=args.duration, realtime=args.realtime)
     clock = choose_clock(backend, args.realtime)
-    progress = _terminal_progress if sys.stderr.isatty() else None
+    progress = Progress(f"run {experiment.name}")
     dashboard = None
     if args.live or args.live_screenshot:
         from aiko.dashboard.live import LiveDashboard
@@ -160,6 +161,7 @@ def run_command(args: argparse.Namespace) -> int:
             exc.add_note(note)  # the CLI's one line about the failure ends with it
         raise
     finally:
+        progress.close()
         if dashboard is not None:
             dashboard.finish()
         if foxglove is not None:
@@ -168,8 +170,6 @@ def run_command(args: argparse.Namespace) -> int:
         summary["foxglove_url"] = foxglove.url
         summary["foxglove_sent_messages"] = foxglove.sent
         summary["foxglove_dropped_records"] = foxglove.dropped
-    if progress:
-        sys.stderr.write("\n")
     if args.replay:
         from aiko.session import replay_and_compare
 
@@ -220,8 +220,3 @@ def failed_log_note(out: Path) -> str | None:
 
 def _ratio_text(ratio: float | None) -> str:
     return "n/a (the run did not move)" if ratio is None else f"{ratio:.3f}"
-
-
-def _terminal_progress(t_s: float, duration_s: float) -> None:
-    sys.stderr.write(f"\r  t = {t_s:7.2f} / {duration_s:.2f} s ({100 * t_s / duration_s:5.1f} %)")
-    sys.stderr.flush()
