@@ -68,6 +68,11 @@ class Progress:
         self._bar.n = round(min(self._done, self._total), 3)
         self._bar.refresh()
 
+    def complete(self) -> None:
+        """The step finished: the bar shows 100 % (the last callback may come a step before the end)."""
+        if self._total > 0:
+            self(self._total, self._total)
+
     def close(self) -> None:
         """End the bar (or, off a terminal, say the step finished if a line about it was printed)."""
         if self._bar is not None:

@@ -138,6 +138,7 @@ def replay_and_compare(
 
     with Progress(f"replay {log_path.name}") as progress:
         replay(log_path, replay_path, overrides, backend_name=backend_name, progress=progress)
+        progress.complete()
     comparison = compare_logs(log_path, replay_path)
     plot_comparison(comparison, plot_path, ("run", "replay (sim)"))
     return {"replay_log_path": str(replay_path), "comparison": comparison.result, "comparison_plot": str(plot_path)}

@@ -54,6 +54,7 @@ def run_replay(args: argparse.Namespace) -> int:
             initial_posture=args.initial_posture,
             progress=progress,
         )
+        progress.complete()
     if args.json:
         print(json.dumps(summary))
     else:

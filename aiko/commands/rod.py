@@ -198,6 +198,7 @@ def run_command(args: argparse.Namespace) -> int:
         recorder.event("run_started", t0_ns, experiment=scenario.name)
         try:
             result = simulate(scenario, on_sample, every)
+            progress.complete()
         except ConvergenceError as exc:
             recorder.event("run_failed", time.monotonic_ns(), error=str(exc))
             raise AikoError(f"{scenario.name}: simulation stopped: {exc}") from None

@@ -152,6 +152,7 @@ def run_command(args: argparse.Namespace) -> int:
             live=None if not live_recorders else FanOutRecorder(*live_recorders),
             context_options=can_context_options(args),
         )
+        progress.complete()
     except AikoError as exc:  # bad input found once the log was open: one line, saying what became of the log
         note = failed_log_note(out)
         raise AikoError(f"{exc}; {note}" if note else str(exc)) from exc
