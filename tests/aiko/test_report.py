@@ -72,7 +72,7 @@ def test_report_says_what_the_replay_found(log_path, tmp_path):
     }  # fmt: skip
     text = write_report(log_path, tmp_path / "r.html", comparison).read_text()
     assert "does not reproduce this run" in text
-    assert "198 mm RMS apart" in text and "0.70 of the run" in text
+    assert "The RMS gap (198 mm)" in text and "distance ratio (0.70)" in text and "When it is expected" in text
     assert "(joint 10)" in text  # the joint that moved most differently
     comparison.update(rms_position_error_m=0.002, distance_ratio=1.01)
     assert "reproduces this run" in write_report(log_path, tmp_path / "r.html", comparison).read_text()
