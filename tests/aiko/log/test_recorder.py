@@ -150,3 +150,25 @@ def test_log_times_are_unix_epoch_and_the_reader_gives_the_run_clock_back(tmp_pa
     assert log.channel("/joint_feedback").t_ns.tolist() == [t0, t0 + 10_000_000, t0 + 20_000_000]
     assert log.epoch_ns(t0) == times[0][0]
     assert log.run_metadata["log_time_offset_ns"] == log.log_time_offset_ns
+
+
+def test_a_log_from_before_epoch_log_times_reads_as_it_always_did(tmp_path):
+    from mcap.writer import Writer
+
+    from aiko.log.recorder import encode_metadata
+
+    path = tmp_path / "old.mcap"
+    with open(path, "wb") as fh:  # what the recorder wrote before: monotonic log times, no offset in aiko.run
+        writer = Writer(fh)
+        writer.start(profile="", library="aiko-stack 0.1.0")
+        writer.add_metadata("aiko.run", encode_metadata({"experiment": "old.toml", "monotonic_start_ns": 5_000}))
+        schema = writer.register_schema(name="aiko.references", encoding="jsonschema", data=b"{}")
+        channel = writer.register_channel(topic="/references", message_encoding="json", schema_id=schema)
+        for k in range(3):
+            t = 5_000 + k * 100_000_000
+            writer.add_message(channel_id=channel, log_time=t, publish_time=t, data=json.dumps({"k": k}).encode())
+        writer.finish()
+    log = LogReader(path)
+    assert log.log_time_offset_ns == 0
+    assert log.channel("/references").t_ns.tolist() == [5_000, 100_005_000, 200_005_000]
+    assert log.epoch_ns(5_000) == 5_000
