@@ -89,6 +89,7 @@ METAVARS = {
     "angle_deg": "DEG",
     "theta_deg": "DEG",
     "can_log": "FRAMES.asc",
+    "frames": "FRAMES",
 }
 OUT_METAVARS = {"run": "LOG.mcap", "rod run": "LOG.mcap", "log recover": "LOG.mcap", "report": "REPORT.html"}
 HELPS = {

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     can_sub = can_parser.add_subparsers(dest="can_command", metavar="ACTION", parser_class=type(can_parser))
 
     decode = can_sub.add_parser("decode", help="decode a CAN frame log with aiko_joint.dbc")
-    decode.add_argument("log", help=f"python-can log ({', '.join(LOG_SUFFIXES)})")
+    decode.add_argument("frames", help=f"CAN frame log, python-can format ({', '.join(LOG_SUFFIXES)})")
     decode.add_argument("--kind", choices=MESSAGE_KINDS, help="only this message family")
     decode.add_argument("--node", type=int, help="only this module (node id)")
     decode.add_argument("--json", action="store_true", help="one JSON object per frame")
@@ -79,7 +79,7 @@ def decode_command(args: argparse.Namespace) -> int:
     from firmware_protocol.dbc import id_scheme, load_database
     from firmware_protocol.errors import ProtocolError
 
-    path = Path(args.log)
+    path = Path(args.frames)
     if not path.is_file():
         raise AikoError(f"CAN log not found: {path}")
     if path.suffix.lower() not in SUPPORTED_LOG_SUFFIXES:
