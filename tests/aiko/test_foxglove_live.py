@@ -136,3 +136,11 @@ def test_aiko_run_foxglove_serves_the_run_live(tmp_path):
     assert len(got["/joint_feedback"]) >= 3 and len(got["/references"]) >= 3
     summary = json.loads(stdout)
     assert summary["foxglove_dropped_records"] == 0 and summary["foxglove_sent_messages"] > 0
+
+
+def test_a_port_in_use_is_one_line_naming_it():
+    from aiko.errors import AikoError
+
+    with FoxgloveLiveServer(None, port=0) as first:
+        with pytest.raises(AikoError, match=f"cannot serve on 127.0.0.1:{first.port}"):
+            FoxgloveLiveServer(None, port=first.port)
