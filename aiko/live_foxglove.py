@@ -44,13 +44,14 @@ class FoxgloveLiveServer:
         port: int = DEFAULT_PORT,
         queue_size: int = 4096,
         name: str = "aiko",
+        body_from_joints: bool = True,
     ) -> None:
         try:
             import foxglove
         except ImportError:
             raise AikoError("--foxglove needs the foxglove-sdk package: pip install foxglove-sdk") from None
         try:
-            self._views: FoxgloveViews | None = FoxgloveViews(robot, tracked_link)
+            self._views: FoxgloveViews | None = FoxgloveViews(robot, tracked_link, body_from_joints=body_from_joints)
         except FoxgloveUnavailable as exc:
             raise AikoError(str(exc)) from None
         self._fg = foxglove

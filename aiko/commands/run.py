@@ -137,8 +137,14 @@ def run_command(args: argparse.Namespace) -> int:
 
         if not 0 <= args.foxglove <= 65535:
             raise AikoError(f"--foxglove PORT must be in 0..65535, got {args.foxglove}")
+        from aiko.session import SIM_POSES
+
         foxglove = FoxgloveLiveServer(
-            experiment.robot, options.tracked_link, host=args.foxglove_host, port=args.foxglove
+            experiment.robot,
+            options.tracked_link,
+            host=args.foxglove_host,
+            port=args.foxglove,
+            body_from_joints=backend not in SIM_POSES,
         )
         print(f"Foxglove live view: open a connection to {foxglove.url}", file=sys.stderr, flush=True)
     live_recorders = [r for r in (dashboard.recorder if dashboard else None, foxglove) if r is not None]

@@ -72,16 +72,17 @@ class FoxgloveViews:
     """Turns aiko records into Foxglove messages: ``messages(topic, epoch_ns, payload) -> [(topic, message)]``.
 
     ``robot`` (an ``aiko.robot.RobotDescription``) sizes the link capsules and lets joint angles give the body
-    shape; without it only simulator poses and the rod are shown. Keeps a little state (the last tracked-link
+    shape (unless ``body_from_joints`` is False: a simulator that logs its link poses); without it only simulator
+    poses and the rod are shown. Keeps a little state (the last tracked-link
     pose, the last body time), so one instance serves one run, fed in time order from one thread.
     """
 
-    def __init__(self, robot: Any | None = None, tracked_link: int = 6) -> None:
+    def __init__(self, robot: Any | None = None, tracked_link: int = 6, *, body_from_joints: bool = True) -> None:
         self.m = foxglove_messages_module()
         self.robot = robot
         self.tracked_link = tracked_link
         self._tracked_pose: tuple[np.ndarray, np.ndarray] | None = None
-        self._sim_poses = False
+        self._sim_poses = not body_from_joints  # True once a simulator's own poses arrive
         self._last_body_ns: int | None = None
         self.errors = 0
 

@@ -74,3 +74,8 @@ def test_simulator_poses_and_the_rod_give_their_own_views():
     wrench = views.messages("/sim/rod/base_wrench", 5, {"force_n": [0.0, 0.0, -2.0], "moment_n_m": [0, 0, 0]})
     assert [topic for topic, _ in wrench] == ["/foxglove/rod/base_wrench"]
     assert views.messages("/sim/link_poses", 5, {"x_m": "garbage"}) == [] and views.errors == 1
+
+
+def test_a_simulator_that_logs_its_poses_draws_the_body_from_them_only():
+    views = FoxgloveViews(ROBOT, body_from_joints=False)  # the first feedback comes before the first pose
+    assert [topic for topic, _ in views.messages("/joint_feedback", 5, _feedback(0))] == ["/foxglove/joint_states"]
