@@ -150,6 +150,12 @@ def test_log_times_are_unix_epoch_and_the_reader_gives_the_run_clock_back(tmp_pa
     assert log.channel("/joint_feedback").t_ns.tolist() == [t0, t0 + 10_000_000, t0 + 20_000_000]
     assert log.epoch_ns(t0) == times[0][0]
     assert log.run_metadata["log_time_offset_ns"] == log.log_time_offset_ns
+    from datetime import datetime
+
+    from aiko.log.info import log_info
+
+    start = datetime.fromisoformat(log_info(log)["start_utc"]).timestamp()
+    assert abs(start - times[0][0] / 1e9) < 1e-3
 
 
 def test_a_log_from_before_epoch_log_times_reads_as_it_always_did(tmp_path):
@@ -172,3 +178,6 @@ def test_a_log_from_before_epoch_log_times_reads_as_it_always_did(tmp_path):
     assert log.log_time_offset_ns == 0
     assert log.channel("/references").t_ns.tolist() == [5_000, 100_005_000, 200_005_000]
     assert log.epoch_ns(5_000) == 5_000
+    from aiko.log.info import log_info
+
+    assert log_info(log)["start_utc"] is None  # no wall-clock start to show
