@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing the locked dependencies into $(VENV) (first run only: about a minute)"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --require-hashes -r requirements/lock.txt
+	$(BIN)/python -m pip install --require-hashes -r requirements/lock.txt  # not quiet: its progress is the first minute
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m aiko.warmup
 	@touch $(STAMP)

@@ -63,7 +63,71 @@ def build_parser(argv: Sequence[str] | None = None, *, only_named: bool = False)
         register = getattr(module, "register", None)
         if register is not None:
             register(sub)
+    apply_help_style(parser)
     return parser
+
+
+# One style for every sub-command's --help: the same placeholder for the same thing, a help text for every flag,
+# a description for every command (its one-line help, as a sentence, where it has none of its own).
+METAVARS = {
+    "log": "LOG",
+    "experiment": "EXPERIMENT",
+    "a": "LOG_A",
+    "b": "LOG_B",
+    "backend": "NAME",
+    "interface": "NAME",
+    "channel": "CH",
+    "bitrate": "BPS",
+    "node": "N",
+    "nodes": "N,N,...",
+    "modules": "N",
+    "repeat": "N",
+    "body": "N",
+    "mu": "MU",
+    "topic": "TOPIC",
+    "rate_hz": "HZ",
+    "angle_deg": "DEG",
+    "theta_deg": "DEG",
+    "can_log": "FRAMES.asc",
+    "frames": "FRAMES",
+}
+OUT_METAVARS = {"run": "LOG.mcap", "rod run": "LOG.mcap", "log recover": "LOG.mcap", "report": "REPORT.html"}
+HELPS = {
+    "json": "print the result as JSON on stdout",
+    "bitrate": "CAN bitrate in bit/s (default 1000000)",
+    "log": "experiment log (.mcap)",
+    "reference_rate": "joint reference stream rate (default: Aiko's 10 Hz)",
+    "feedback_rate": "joint feedback rate per module (default: 100 Hz)",
+    "modules": "number of joint modules on the bus (default: Aiko's 10)",
+    "motion": "the chain's prescribed motion (default cobra)",
+    "link_length": "link length in metres",
+    "link_mass": "link mass in kilograms",
+    "link_radius": "link radius in metres",
+    "controller": "the self-righting controller (paper 003)",
+    "smoothing": "contact smoothing (rod incline default: sigmoid; rod run: the file's contact.smoothing)",
+}
+
+
+def apply_help_style(parser: argparse.ArgumentParser, path: str = "") -> None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                if not sub.description and helps.get(name):
+                    text = str(helps[name])
+                    sub.description = text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
+                apply_help_style(sub, f"{path} {name}".strip())
+            continue
+        if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            continue
+        if not action.help and action.dest in HELPS:
+            action.help = HELPS[action.dest]
+        if action.nargs == 0 or action.choices is not None:
+            continue  # flags and choices show themselves
+        if action.dest == "out" and path in OUT_METAVARS:
+            action.metavar = OUT_METAVARS[path]
+        elif action.dest in METAVARS:
+            action.metavar = METAVARS[action.dest]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,10 +150,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"aiko: {exc}\n")
         return EXIT_USAGE
     except RunStopped as exc:
-        sys.stderr.write(f"aiko: {exc}\n")
+        sys.stderr.write(f"aiko: {exc}{_notes(exc)}\n")
         return EXIT_FAILURE
-    except KeyboardInterrupt:
-        sys.stderr.write("aiko: interrupted\n")
+    except KeyboardInterrupt as exc:
+        sys.stderr.write(f"aiko: interrupted{_notes(exc)}\n")
         return 130
     except BrokenPipeError:  # `aiko log info LOG | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -97,8 +161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a failed run ends with one line; -v shows the traceback
         if args.verbose:
             raise
-        sys.stderr.write(f"aiko: failed: {type(exc).__name__}: {exc} (run with -v for the traceback)\n")
+        sys.stderr.write(f"aiko: failed: {type(exc).__name__}: {exc} (run with -v for the traceback){_notes(exc)}\n")
         return EXIT_FAILURE
+
+
+def _notes(exc: BaseException) -> str:
+    """What was added to an error on its way up (e.g. what became of the run's log), on the same line."""
+    return "".join(f"; {note}" for note in getattr(exc, "__notes__", []))
 
 
 def entry_point() -> None:

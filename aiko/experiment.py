@@ -187,6 +187,11 @@ def _load_robot_entry(entry: Any, experiment_path: Path) -> RobotDescription:
         robot_path = Path(entry)
         if not robot_path.is_absolute():
             robot_path = experiment_path.parent / robot_path
+            if not robot_path.exists():
+                raise ConfigError(
+                    f"{experiment_path}: robot = {entry!r}: robot description not found: {robot_path} "
+                    f"(a relative path is read from the experiment file's folder, {experiment_path.parent or '.'})"
+                )
         return load_robot(robot_path)
     if isinstance(entry, dict):
         return robot_from_table(Table(entry, "robot", str(experiment_path)))

@@ -178,8 +178,102 @@ def plot_run(reader: LogReader, out: str | Path | BinaryIO, joints: tuple[int, .
     ax_j.set_ylabel("horizontal angle [deg]")
     ax_j.grid(alpha=0.3)
     fig.suptitle(f"run {reader.path.name}")
-    if not isinstance(out, (str, Path)):
-        fig.savefig(out, dpi=100, format="png")
+    return _save_to(fig, out)
+
+
+def _save_to(fig, out: str | Path | BinaryIO, dpi: int = 100) -> Path | None:
+    """Write ``fig`` to a path (its directory made) or a binary file object, and close it."""
+    if isinstance(out, (str, Path)):
+        return save_figure(fig, _with_parent_dir(Path(out)), dpi=dpi)
+    plt = _pyplot()
+    try:
+        fig.savefig(out, dpi=dpi, format="png")
+    finally:
         plt.close(fig)
-        return None
-    return save_figure(fig, _with_parent_dir(Path(out)), dpi=100)
+    return None
+
+
+def plot_joints(reader: LogReader, out: str | Path | BinaryIO) -> Path | None | bool:
+    """Reference (dashed) and measured (solid) angle of every joint, horizontal and vertical, one panel each;
+    False when the log has no joint references and feedback."""
+    if not (reader.has("/references") and reader.has("/joint_feedback")):
+        return False
+    refs, fb = reader.channel("/references"), reader.channel("/joint_feedback")
+    n = refs["angle_h_rad"].shape[1]
+    plt = _pyplot()
+    fig, axes = plt.subplots(n, 2, figsize=(12, 1.3 * n + 1), sharex=True, squeeze=False, constrained_layout=True)
+    for j in range(n):
+        for c, axis in enumerate(("h", "v")):
+            ax = axes[j, c]
+            ax.step(refs["t_s"], np.degrees(refs[f"angle_{axis}_rad"][:, j]), where="post", color="C1", ls="--", lw=1)
+            ax.plot(fb["t_s"], np.degrees(fb[f"angle_{axis}_rad"][:, j]), "-", color="C0", lw=1)
+            ax.set_ylabel(f"{j + 1}{axis} [deg]", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3)
+    axes[0, 0].set_title("horizontal joints: reference (dashed) and measured", fontsize=10)
+    axes[0, 1].set_title("vertical joints: reference (dashed) and measured", fontsize=10)
+    axes[-1, 0].set_xlabel("t [s]")
+    axes[-1, 1].set_xlabel("t [s]")
+    return _save_to(fig, out)
+
+
+def plot_body_shapes(reader: LogReader, out: str | Path | BinaryIO, instants: int = 5) -> Path | None | bool:
+    """The body (link centres from the measured joint angles) at a few instants, from above and from the side,
+    placed at the tracked link's motion-capture pose where the log has one; False without joint feedback or a
+    robot description in the log."""
+    from aiko.replay import experiment_from_log
+    from aiko.shape import body_shape
+
+    if not reader.has("/joint_feedback"):
+        return False
+    try:
+        experiment = experiment_from_log(reader)
+    except Exception:  # no experiment in the metadata: no robot to draw
+        return False
+    robot = experiment.robot
+    fb = reader.channel("/joint_feedback")
+    if fb["angle_h_rad"].shape[1] != robot.n_joints:
+        return False
+    mocap = reader.channel("/mocap") if reader.has("/mocap") else None
+    tracked = 6 if robot.n_links >= 6 else 1
+    if mocap is not None and "names" in mocap and mocap["names"].ndim == 2:
+        name = str(mocap["names"][0, 0])
+        tracked = int(name.removeprefix("link")) if name.startswith("link") and name[4:].isdigit() else tracked
+    plt = _pyplot()
+    fig, (ax_top, ax_side) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    picks = np.linspace(0, len(fb) - 1, instants).round().astype(int)
+    cmap = plt.get_cmap("viridis")
+    poses = None
+    if mocap is not None and "position_m" in mocap and "quaternion_wxyz" in mocap:
+        p = np.asarray(mocap["position_m"], dtype=float).reshape(len(mocap), -1, 3)[:, 0]
+        q = np.asarray(mocap["quaternion_wxyz"], dtype=float).reshape(len(mocap), -1, 4)[:, 0]
+        seen = np.isfinite(p).all(axis=1) & np.isfinite(q).all(axis=1)  # occluded samples skipped
+        poses = (mocap.t_ns[seen], p[seen], q[seen]) if seen.any() else None
+    for c, i in enumerate(picks):
+        # without motion capture: link `tracked` at the origin, the body along x (link frames run along e_z)
+        position, quaternion = np.zeros(3), np.array([np.sqrt(0.5), 0.0, np.sqrt(0.5), 0.0])
+        if poses is not None:
+            k = int(np.argmin(np.abs(poses[0] - fb.t_ns[i])))
+            position, quaternion = poses[1][k], poses[2][k]
+        try:
+            shape = body_shape(robot, fb["angle_h_rad"][i], fb["angle_v_rad"][i], tracked, position, quaternion)
+        except Exception:  # a NaN angle: skip that instant
+            continue
+        x = shape.positions_m
+        label = f"t = {fb.t_s[i] - fb.t_s[0]:.1f} s"
+        color = cmap(c / max(1, instants - 1))
+        ax_top.plot(x[:, 0], x[:, 1], "o-", color=color, ms=4, label=label)
+        ax_top.plot(x[0, 0], x[0, 1], "s", color=color, ms=7)
+        ax_side.plot(x[:, 0], x[:, 2], "o-", color=color, ms=4, label=label)
+    ax_top.set_aspect("equal", adjustable="datalim")
+    where = f"placed at link {tracked}'s mocap pose" if poses is not None else f"link {tracked} at the origin"
+    ax_top.set_title(f"body from above (square: link 1; {where})", fontsize=10)
+    ax_top.set_xlabel("x [m]")
+    ax_top.set_ylabel("y [m]")
+    ax_side.set_title("body from the side", fontsize=10)
+    ax_side.set_xlabel("x [m]")
+    ax_side.set_ylabel("z [m]")
+    for ax in (ax_top, ax_side):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save_to(fig, out)

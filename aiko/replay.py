@@ -10,7 +10,7 @@ Its motion capture is the simulator's ideal tracking of the same links (no noise
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -164,6 +164,7 @@ def replay(
     backend_name: str | None = None,
     backend: JointInterface | None = None,
     initial_posture: str = "commanded",
+    progress: Callable[[float, float], None] | None = None,
 ) -> dict[str, Any]:
     """Replay ``log_path`` on a simulator and record ``out_path``; returns the replay's run summary."""
     if Path(out_path).resolve() == Path(log_path).resolve():
@@ -188,6 +189,7 @@ def replay(
         options,
         backend=backend,
         mocap=settings,
+        progress=progress,
         extra_metadata={
             **({"robot_toml": reader.run_metadata["robot_toml"]} if "robot_toml" in reader.run_metadata else {}),
             "replay_of": str(Path(log_path)),

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import platform
 import socket
+import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiko import __version__
@@ -35,6 +37,22 @@ def choose_clock(backend_name: str, realtime: bool) -> Clock:
     return WallClock() if realtime or backend_name in HARDWARE_BACKENDS else SimulatedClock()
 
 
+def source_revision() -> str:
+    """The git commit of the code that runs (``+dirty`` with uncommitted changes); "" outside a git checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here, capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f"{commit}+dirty" if dirty else commit
+
+
 def run_metadata(experiment: Experiment, backend_name: str, clock: Clock) -> dict[str, Any]:
     """Everything needed to understand (and replay) a run later, stored at the head of its log."""
     return {
@@ -45,6 +63,7 @@ def run_metadata(experiment: Experiment, backend_name: str, clock: Clock) -> dic
         "robot_source": experiment.robot.source,
         "backend": backend_name,
         "software_version": __version__,
+        "git_commit": source_revision(),
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "user": current_user(),

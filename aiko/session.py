@@ -26,6 +26,8 @@ from aiko.runner import RunOptions, choose_clock, run_experiment, run_metadata
 log = logging.getLogger(__name__)
 
 SUMMARY_METADATA_NAME = "aiko.summary"
+SIM_POSES = frozenset({"sim"})
+"""Backends that log ``/sim/link_poses`` (the Foxglove body is drawn from them)."""
 
 
 def robot_toml_text(experiment: Experiment) -> str | None:
@@ -39,6 +41,17 @@ def robot_toml_text(experiment: Experiment) -> str | None:
     if Path(source).is_file():
         return Path(source).read_text()
     return None
+
+
+def foxglove_views(robot: Any | None, tracked_link: int = 6, *, body_from_joints: bool = True) -> Any | None:
+    """The Foxglove-schema views of a run's log (3D body, joint states, rod), or None without foxglove-sdk."""
+    from aiko.log.foxglove_views import FoxgloveUnavailable, FoxgloveViews
+
+    try:
+        return FoxgloveViews(robot, tracked_link, body_from_joints=body_from_joints)
+    except FoxgloveUnavailable as exc:
+        log.warning("%s; the log has no Foxglove 3D channels", exc)
+        return None
 
 
 def record_run(
@@ -75,7 +88,9 @@ def record_run(
     metadata["mocap"] = {"source": settings.source, "rate_hz": settings.rate_hz, "links": list(settings.links)}
     metadata.update(extra_metadata or {})
     log_path = Path(log_path)
-    with McapRecorder(log_path, metadata, experiment.log.flush_interval_s) as file_recorder:
+    # simulators log their link poses (/sim/link_poses): the 3D body comes from those, not from the joint angles
+    views = foxglove_views(experiment.robot, options.tracked_link, body_from_joints=backend_name not in SIM_POSES)
+    with McapRecorder(log_path, metadata, experiment.log.flush_interval_s, foxglove_views=views) as file_recorder:
         recorder: Recorder = file_recorder if live is None else FanOutRecorder(file_recorder, live)
         task, mocap_state = mocap_task(settings, backend, recorder, clock)
         if mocap_state is not None:
@@ -122,7 +137,11 @@ def replay_and_compare(
     log_path = Path(log_path)
     replay_path = Path(replay_path) if replay_path else log_path.with_name(log_path.stem + "-replay.mcap")
     plot_path = Path(plot_path) if plot_path else log_path.with_name(log_path.stem + "-vs-replay.png")
-    replay(log_path, replay_path, overrides, backend_name=backend_name)
+    from aiko.progress import Progress
+
+    with Progress(f"replay {log_path.name}") as progress:
+        replay(log_path, replay_path, overrides, backend_name=backend_name, progress=progress)
+        progress.complete()
     comparison = compare_logs(log_path, replay_path)
     plot_comparison(comparison, plot_path, ("run", "replay (sim)"))
     return {"replay_log_path": str(replay_path), "comparison": comparison.result, "comparison_plot": str(plot_path)}

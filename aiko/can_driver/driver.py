@@ -142,6 +142,7 @@ class CanJointDriver(can.Listener):
             arbitration_id=frame_id,
             data=data,
             is_extended_id=False,
+            is_rx=False,  # sent by this PC: frame logs mark it Tx
             timestamp=self.timestamp_offset_s + self.now_s(),
         )
         try:

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     can_sub = can_parser.add_subparsers(dest="can_command", metavar="ACTION", parser_class=type(can_parser))
 
     decode = can_sub.add_parser("decode", help="decode a CAN frame log with aiko_joint.dbc")
-    decode.add_argument("log", help=f"python-can log ({', '.join(LOG_SUFFIXES)})")
+    decode.add_argument("frames", help=f"CAN frame log, python-can format ({', '.join(LOG_SUFFIXES)})")
     decode.add_argument("--kind", choices=MESSAGE_KINDS, help="only this message family")
     decode.add_argument("--node", type=int, help="only this module (node id)")
     decode.add_argument("--json", action="store_true", help="one JSON object per frame")
@@ -76,10 +76,10 @@ def decode_command(args: argparse.Namespace) -> int:
 
     from aiko.can_driver.frame_log import SUPPORTED_LOG_SUFFIXES
     from firmware_protocol.codec import default_codec
-    from firmware_protocol.dbc import id_scheme
+    from firmware_protocol.dbc import id_scheme, load_database
     from firmware_protocol.errors import ProtocolError
 
-    path = Path(args.log)
+    path = Path(args.frames)
     if not path.is_file():
         raise AikoError(f"CAN log not found: {path}")
     if path.suffix.lower() not in SUPPORTED_LOG_SUFFIXES:
@@ -88,6 +88,7 @@ def decode_command(args: argparse.Namespace) -> int:
     if args.node is not None and args.node not in nodes:
         raise AikoError(f"--node {args.node}: the protocol defines nodes {min(nodes)}..{max(nodes)}")
     codec = default_codec()
+    names = value_names(load_database())
     start = None
     try:
         for msg in can.LogReader(str(path)):
@@ -97,6 +98,8 @@ def decode_command(args: argparse.Namespace) -> int:
             try:
                 frame = codec.decode(msg.arbitration_id, bytes(msg.data), check_range=False)
                 kind, node, values = frame.kind.value, frame.node, frame.values
+                choices = names.get(msg.arbitration_id, {})
+                values = {k: choices.get(k, {}).get(v, v) for k, v in values.items()}  # Command=ClearFaults
             except ProtocolError as exc:
                 kind, node, values = "invalid", None, {"error": str(exc), "data": bytes(msg.data).hex()}
             if (args.kind and kind != args.kind) or (args.node is not None and node != args.node):
@@ -113,6 +116,18 @@ def decode_command(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         raise AikoError(f"cannot read {path}: {exc}") from None
     return 0
+
+
+def value_names(database) -> dict[int, dict[str, dict[float, str]]]:
+    """The DBC's value names (VAL_): frame id → signal → raw value → name, e.g. Command 3 → "ClearFaults"."""
+    return {
+        message.frame_id: {
+            signal.name: {float(raw): str(name) for raw, name in signal.choices.items()}
+            for signal in message.signals
+            if signal.choices
+        }
+        for message in database.messages
+    }
 
 
 def _fmt(value) -> str:

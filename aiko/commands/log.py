@@ -43,6 +43,7 @@ def run_info(args: argparse.Namespace) -> int:
         return 0
     out = sys.stdout
     out.write(f"{info['path']}: {info['messages']} messages over {info['duration_s']:.3f} s")
+    out.write(f" from {info['start_utc']}" if info["start_utc"] else "")
     out.write(" (TRUNCATED: run `aiko log recover`)\n" if info["truncated"] else "\n")
     width = max((len(t) for t in info["channels"]), default=7)
     for topic, c in info["channels"].items():

@@ -9,6 +9,7 @@ from pathlib import Path
 import aiko.mocap.config  # noqa: F401  (registers the [mocap] section before any experiment is read)
 from aiko.errors import writing
 from aiko.experiment import parse_override
+from aiko.progress import Progress
 from aiko.replay import DEFAULT_REPLAY_BACKEND, replay
 
 
@@ -44,7 +45,16 @@ def run_replay(args: argparse.Namespace) -> int:
     overrides = dict(parse_override(item) for item in args.set)
     with writing(args.out):
         args.out.parent.mkdir(parents=True, exist_ok=True)
-    summary = replay(args.log, args.out, overrides, backend_name=args.backend, initial_posture=args.initial_posture)
+    with Progress(f"replay {args.log.name}") as progress:
+        summary = replay(
+            args.log,
+            args.out,
+            overrides,
+            backend_name=args.backend,
+            initial_posture=args.initial_posture,
+            progress=progress,
+        )
+        progress.complete()
     if args.json:
         print(json.dumps(summary))
     else:

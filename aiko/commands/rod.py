@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from aiko.errors import AikoError
+from aiko.progress import Progress
 from aiko.rod_experiment import load_rod_experiment, log_rate_hz
 from sim.cosserat import ConvergenceError, Smoothing, build_model, uniform_rod
 from sim.cosserat.incline import run_incline
@@ -105,7 +106,9 @@ def _open_recorder(path: Path, metadata: dict[str, Any]):
         from aiko.log import McapRecorder
     except ImportError:
         return _JsonLinesRecorder(path.with_suffix(".jsonl"), metadata)
-    return McapRecorder(path, metadata=metadata)
+    from aiko.session import foxglove_views
+
+    return McapRecorder(path, metadata=metadata, foxglove_views=foxglove_views(None))
 
 
 class _JsonLinesRecorder:
@@ -160,10 +163,11 @@ def run_command(args: argparse.Namespace) -> int:
     }
     snapshots: list[np.ndarray] = []
     wall0 = time.perf_counter()
-    with _open_recorder(out, metadata) as recorder:
+    with _open_recorder(out, metadata) as recorder, Progress(f"rod {scenario.name}") as progress:
         t0_ns = time.monotonic_ns()
 
         def on_sample(sample: Sample) -> None:
+            progress(sample.t_s, scenario.duration_s)
             t_ns = t0_ns + int(round(sample.t_s * 1e9))
             payload: dict[str, Any] = {
                 "t_s": sample.t_s,
@@ -194,6 +198,7 @@ def run_command(args: argparse.Namespace) -> int:
         recorder.event("run_started", t0_ns, experiment=scenario.name)
         try:
             result = simulate(scenario, on_sample, every)
+            progress.complete()
         except ConvergenceError as exc:
             recorder.event("run_failed", time.monotonic_ns(), error=str(exc))
             raise AikoError(f"{scenario.name}: simulation stopped: {exc}") from None

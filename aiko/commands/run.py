@@ -12,6 +12,8 @@ from aiko.backends import backend_help, backend_names
 from aiko.backends.can_bus import add_can_arguments, can_context_options
 from aiko.errors import AikoError, writing
 from aiko.experiment import Experiment, load_experiment, parse_override
+from aiko.progress import Progress
+from aiko.recording import FanOutRecorder
 from aiko.runner import RunOptions, choose_clock
 
 
@@ -40,6 +42,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--live-screenshot",
         metavar="OUT.png",
         help="with --live: save the dashboard to a PNG when the run ends and close it (for CI and docs)",
+    )
+    run.add_argument(
+        "--foxglove",
+        nargs="?",
+        const=8765,
+        type=int,
+        metavar="PORT",
+        help="serve the run live to Foxglove over its WebSocket protocol (default port 8765; 0 picks a free one)",
+    )
+    run.add_argument(
+        "--foxglove-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address the --foxglove server binds to (default 127.0.0.1: this machine only)",
     )
     run.add_argument("--report", metavar="PATH", help="run report, .html or .png (default: the log's name, .html)")
     run.add_argument("--no-report", action="store_true", help="do not write the run report")
@@ -77,6 +93,11 @@ def run_command(args: argparse.Namespace) -> int:
             f"{', '.join(bus_flags)} select the real bus of --backend can; --backend {backend} does not use it "
             "(hil runs the emulated modules on its own virtual bus)"
         )
+    can_flags = [flag for flag, value in (("--can-log", args.can_log), ("--rt-priority", args.rt_priority)) if value]
+    if can_flags and backend not in ("can", "hil"):
+        raise AikoError(
+            f"{', '.join(can_flags)} apply to the CAN bus of --backend can or hil; --backend {backend} has no CAN bus"
+        )
     out = Path(args.out) if args.out else default_log_path(experiment)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +120,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     options = RunOptions(backend=backend, duration_s=args.duration, realtime=args.realtime)
     clock = choose_clock(backend, args.realtime)
-    progress = _terminal_progress if sys.stderr.isatty() else None
+    progress = Progress(f"run {experiment.name}")
     dashboard = None
     if args.live or args.live_screenshot:
         from aiko.dashboard.live import LiveDashboard
@@ -110,6 +131,23 @@ def run_command(args: argparse.Namespace) -> int:
             screenshot=args.live_screenshot,
             close_when_done=bool(args.live_screenshot),
         )
+    foxglove = None
+    if args.foxglove is not None:
+        from aiko.live_foxglove import FoxgloveLiveServer
+
+        if not 0 <= args.foxglove <= 65535:
+            raise AikoError(f"--foxglove PORT must be in 0..65535, got {args.foxglove}")
+        from aiko.session import SIM_POSES
+
+        foxglove = FoxgloveLiveServer(
+            experiment.robot,
+            options.tracked_link,
+            host=args.foxglove_host,
+            port=args.foxglove,
+            body_from_joints=backend not in SIM_POSES,
+        )
+        print(f"Foxglove live view: open a connection to {foxglove.url}", file=sys.stderr, flush=True)
+    live_recorders = [r for r in (dashboard.recorder if dashboard else None, foxglove) if r is not None]
     try:
         summary = record_run(
             experiment,
@@ -117,22 +155,36 @@ def run_command(args: argparse.Namespace) -> int:
             options,
             clock=clock,
             progress=progress,
-            live=dashboard.recorder if dashboard else None,
+            live=None if not live_recorders else FanOutRecorder(*live_recorders),
             context_options=can_context_options(args),
         )
+        progress.complete()
+    except AikoError as exc:  # bad input found once the log was open: one line, saying what became of the log
+        note = failed_log_note(out)
+        raise AikoError(f"{exc}; {note}" if note else str(exc)) from exc
+    except BaseException as exc:
+        note = failed_log_note(out)
+        if note:
+            exc.add_note(note)  # the CLI's one line about the failure ends with it
+        raise
     finally:
+        progress.close()
         if dashboard is not None:
             dashboard.finish()
-    if progress:
-        sys.stderr.write("\n")
-    if not args.no_report:
-        from aiko.report import write_report
-
-        summary["report_path"] = str(write_report(out, args.report))
+        if foxglove is not None:
+            foxglove.close()
+    if foxglove is not None:
+        summary["foxglove_url"] = foxglove.url
+        summary["foxglove_sent_messages"] = foxglove.sent
+        summary["foxglove_dropped_records"] = foxglove.dropped
     if args.replay:
         from aiko.session import replay_and_compare
 
         summary.update(replay_and_compare(out, backend_name=args.replay))
+    if not args.no_report:  # after the replay: the report says what the replay found
+        from aiko.report import write_report
+
+        summary["report_path"] = str(write_report(out, args.report, summary.get("comparison")))
     if dashboard is not None:
         summary["live_dropped_records"] = dashboard.recorder.dropped
         if not args.json:
@@ -153,10 +205,25 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def failed_log_note(out: Path) -> str | None:
+    """After a failed run: a log of a run that never started (no ``start`` event) is removed, a started one kept;
+    either way the user is told which."""
+    from aiko.log import LogReader
+
+    if not out.is_file():
+        return None
+    try:
+        started = bool(LogReader(out).events("start"))
+    except AikoError:
+        started = True  # unreadable: keep it for `aiko log recover`
+    if started:
+        return f"the log up to the failure is kept: {out}"
+    try:
+        out.unlink()
+    except OSError:
+        return f"nothing ran; the log {out} holds only the run's metadata"
+    return f"nothing ran, so no log was kept ({out} removed)"
+
+
 def _ratio_text(ratio: float | None) -> str:
     return "n/a (the run did not move)" if ratio is None else f"{ratio:.3f}"
-
-
-def _terminal_progress(t_s: float, duration_s: float) -> None:
-    sys.stderr.write(f"\r  t = {t_s:7.2f} / {duration_s:.2f} s ({100 * t_s / duration_s:5.1f} %)")
-    sys.stderr.flush()

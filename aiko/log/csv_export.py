@@ -1,4 +1,8 @@
-"""One CSV per channel: ``t_ns``, one column per scalar and ``name[i]`` (``name[i][j]``) per array element."""
+"""One CSV per channel: ``t_ns``, one column per scalar and ``name[i]`` (``name[i][j]``) per array element.
+
+Indices count from 1, like joints, links and nodes everywhere else in aiko: ``angle_h_rad[1]`` is joint 1,
+``position_m[1]`` is x.
+"""
 
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ def write_channel_csv(arrays: ChannelArrays, path: Path) -> None:
             continue
         flat = values.reshape(len(values), -1)
         for k, index in enumerate(np.ndindex(values.shape[1:])):
-            header.append(name + "".join(f"[{i}]" for i in index))
+            header.append(name + "".join(f"[{i + 1}]" for i in index))
             columns.append(flat[:, k])
     with writing(path), open(path, "w", newline="") as fh:
         writer = csv.writer(fh)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from aiko.log.reader import LogReader
@@ -24,6 +25,12 @@ def log_info(reader: LogReader) -> dict[str, Any]:
         "start_t_ns": span[0] if span else None,
         "end_t_ns": span[1] if span else None,
         "duration_s": (span[1] - span[0]) * 1e-9 if span else 0.0,
+        # the first message on the wall clock (its MCAP log time); None for a log from before epoch log times
+        "start_utc": (
+            datetime.fromtimestamp(reader.epoch_ns(span[0]) / 1e9, UTC).isoformat()
+            if span and reader.log_time_offset_ns
+            else None
+        ),
         "messages": sum(c["messages"] for c in channels.values()),
         "channels": channels,
         "events": [{"t_ns": e.t_ns, "kind": e.kind, **e.fields} for e in reader.events()],

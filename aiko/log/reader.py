@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from aiko.errors import AikoError
-from aiko.log.recorder import EVENTS_TOPIC, decode_metadata
+from aiko.log.recorder import EVENTS_TOPIC, LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
 from aiko.log.salvage import AttachmentRecord, ChannelRecord, MessageRecord, MetadataRecord, SchemaRecord, scan_bytes
 
 log = logging.getLogger(__name__)
@@ -117,17 +117,22 @@ def printable(text: str) -> str:
 
 
 class LogReader:
-    """All of one log in memory: channels, metadata, attachments and decoded messages in file order."""
+    """All of one log in memory: channels, metadata, attachments and decoded messages in file order.
+
+    Message stamps (``t_ns``) are on the run's clock, as the recorder was given them: the file's epoch log times
+    minus the run's ``log_time_offset_ns`` (``epoch_ns`` converts back)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = require_log_file(path)
         self.truncated = False
         self.truncation_error = ""
+        self.log_time_offset_ns = 0
         self.metadata: dict[str, dict[str, Any]] = {}
         self.attachments: dict[str, AttachmentRecord] = {}
         self._schemas: dict[int, SchemaRecord] = {}
         self._channels: dict[int, ChannelRecord] = {}
         self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        self._foreign: dict[str, list[int]] = {}  # log times of messages not in JSON (protobuf Foxglove views)
         self._load()
 
     def _load(self) -> None:
@@ -149,6 +154,13 @@ class LogReader:
                 f"{self.path} is damaged ({what}); `aiko log recover {self.path}` writes its intact records "
                 "to a new file"
             )
+        offset = self.run_metadata.get(LOG_TIME_OFFSET_FIELD, 0)
+        self.log_time_offset_ns = int(offset) if isinstance(offset, int) else 0
+        if self.log_time_offset_ns:  # epoch log times back onto the run's clock (aiko.log.recorder)
+            for topic, msgs in self._messages.items():
+                self._messages[topic] = [(t - self.log_time_offset_ns, p) for t, p in msgs]
+            for topic, times in self._foreign.items():
+                self._foreign[topic] = [t - self.log_time_offset_ns for t in times]
         if not scan.clean:
             self.truncated = True
             self.truncation_error = scan.describe()
@@ -164,13 +176,17 @@ class LogReader:
             known = self._channels.setdefault(record.id, record)
             if known != record:
                 return f"channel id {record.id} defined twice, differently"
-            self._messages.setdefault(record.topic, [])
+            if record.message_encoding == "json":
+                self._messages.setdefault(record.topic, [])
+            else:
+                self._foreign.setdefault(record.topic, [])
         elif isinstance(record, MessageRecord):
             channel = self._channels.get(record.channel_id)
             if channel is None:
                 return f"a message on channel id {record.channel_id}, which the file never defines"
-            if channel.message_encoding != "json":
-                return None  # not ours (a foreign channel merged into the file); skipped, not fatal
+            if channel.message_encoding != "json":  # Foxglove-schema views (protobuf) or a foreign channel:
+                self._foreign[channel.topic].append(record.log_time)  # counted, not decoded
+                return None
             try:
                 payload = json.loads(record.data)
             except (ValueError, RecursionError):
@@ -193,15 +209,17 @@ class LogReader:
     def channel_info(self) -> dict[str, ChannelInfo]:
         out = {}
         for channel in self._channels.values():
-            msgs = self._messages[channel.topic]
             schema = self._schemas.get(channel.schema_id)
-            times = [t for t, _ in msgs]
+            if channel.topic in self._messages:
+                times = [t for t, _ in self._messages[channel.topic]]
+            else:
+                times = self._foreign.get(channel.topic, [])
             out[channel.topic] = ChannelInfo(
                 topic=channel.topic,
                 schema_name=schema.name if schema else "",
                 schema=_schema_dict(schema),
                 message_encoding=channel.message_encoding,
-                count=len(msgs),
+                count=len(times),
                 first_t_ns=min(times) if times else None,
                 last_t_ns=max(times) if times else None,
             )
@@ -251,9 +269,11 @@ class LogReader:
 
     @property
     def run_metadata(self) -> dict[str, Any]:
-        from aiko.log.recorder import RUN_METADATA_NAME
-
         return self.metadata.get(RUN_METADATA_NAME, {})
+
+    def epoch_ns(self, t_ns: int) -> int:
+        """The Unix-epoch time (ns) of run-clock stamp ``t_ns``: its MCAP log time (0 offset in old logs)."""
+        return int(t_ns) + self.log_time_offset_ns
 
 
 _MISSING = object()

@@ -1,5 +1,11 @@
 """The experiment log writer: one MCAP file per run, JSON-schema channels, all stamps on the run's clock.
 
+Time: callers stamp records on the run's clock (``time.monotonic_ns`` based, which never jumps). The file's MCAP
+log and publish times are Unix-epoch nanoseconds, so Foxglove and PlotJuggler place a run on its real date and two
+runs line up by time: ``log_time = t_ns + log_time_offset_ns``, the offset (wall clock minus monotonic clock) taken
+once when the recorder opens and stored in the ``aiko.run`` metadata. ``LogReader`` subtracts it again, so analysis
+sees the run's clock; logs written before the offset existed have none and read as they always did.
+
 Crash safety: MCAP buffers messages in a chunk until the chunk is full. A recorder that only relied on the
 chunk size would lose minutes of data to a SIGKILL. ``McapRecorder``'s writer thread therefore closes the
 current chunk and flushes it to the OS every ``flush_interval_s / 2`` (it wakes four times per period), so
@@ -35,6 +41,8 @@ log = logging.getLogger(__name__)
 
 EVENTS_TOPIC = "/events"
 RUN_METADATA_NAME = "aiko.run"
+LOG_TIME_OFFSET_FIELD = "log_time_offset_ns"
+"""Run metadata key: MCAP log time (Unix epoch ns) minus the run-clock stamp the recorder was given."""
 JSON_KEYS_FIELD = "_json_keys"
 """Metadata values are strings in MCAP; non-string values are JSON-encoded and their keys listed here."""
 
@@ -89,7 +97,8 @@ class McapRecorder:
 
     ``record(channel, t_ns, payload)`` registers a JSON-schema channel on first use (schema inferred from the
     first payload unless declared with ``declare_channel``); ``event(kind, t_ns, **fields)`` writes to
-    ``/events``. ``t_ns`` is the run's monotonic clock in int64 nanoseconds and becomes the MCAP log time.
+    ``/events``. ``t_ns`` is the run's monotonic clock in int64 nanoseconds; the MCAP log time is that plus
+    ``log_time_offset_ns`` (Unix epoch ns).
 
     The caller's thread only encodes the payload to JSON (so later changes to its arrays cannot alter the log)
     and appends it to a queue; a writer thread owns the MCAP writer, compresses chunks and flushes them. The
@@ -104,6 +113,7 @@ class McapRecorder:
         *,
         compression: str = "zstd",
         chunk_size_bytes: int = 1024 * 1024,
+        foxglove_views: Any | None = None,
     ) -> None:
         if not flush_interval_s > 0:
             raise ValueError(f"flush_interval_s must be > 0, got {flush_interval_s}")
@@ -132,6 +142,14 @@ class McapRecorder:
         self._closed = False
         self._error: BaseException | None = None
         self._channel_ids: dict[str, int] = {}  # writer-thread side
+        self._view_counts: dict[str, int] = {}
+        self._views = foxglove_views  # aiko.log.foxglove_views.FoxgloveViews: Foxglove-schema channels beside ours
+        self._view_topics: set[str] = {"/sim/link_poses", "/joint_feedback", "/mocap", "/sim/rod/centreline",
+                                       "/sim/rod/base_wrench"}  # fmt: skip
+        monotonic_start_ns = time.monotonic_ns()
+        wall_start_ns = time.time_ns()
+        self.log_time_offset_ns = wall_start_ns - monotonic_start_ns
+        """Added to every record's ``t_ns`` to give its MCAP log time (Unix epoch ns); constant for the run."""
         run_meta = {
             "software_version": software_version(),
             "python": sys.version.split()[0],
@@ -139,9 +157,10 @@ class McapRecorder:
             "platform": platform.platform(),
             "user": current_user(),
             "wall_clock_start_utc": datetime.now(UTC).isoformat(),
-            "wall_clock_start_ns": time.time_ns(),
-            "monotonic_start_ns": time.monotonic_ns(),
+            "wall_clock_start_ns": wall_start_ns,
+            "monotonic_start_ns": monotonic_start_ns,
             "clock": "time.monotonic_ns (int64 ns) unless the run says otherwise",
+            LOG_TIME_OFFSET_FIELD: self.log_time_offset_ns,
         }
         run_meta.update(metadata or {})
         self._thread = threading.Thread(target=self._write_loop, name="mcap-writer", daemon=True)
@@ -270,13 +289,20 @@ class McapRecorder:
                     kind = op[0]
                     if kind == "message":
                         _, channel, t_ns, data, sequence = op
+                        epoch_ns = t_ns + self.log_time_offset_ns
                         self._writer.add_message(
                             channel_id=self._channel_ids[channel],
-                            log_time=t_ns,
-                            publish_time=t_ns,
+                            log_time=epoch_ns,
+                            publish_time=epoch_ns,
                             data=data,
                             sequence=sequence,
                         )
+                        if self._views is not None and channel in self._view_topics:
+                            try:
+                                self._write_views(channel, epoch_ns, data)
+                            except Exception:  # a view is a convenience: the log itself goes on without it
+                                log.exception("Foxglove view of %s failed; no more views in %s", channel, self.path)
+                                self._views = None
                         pending = True
                     elif kind == "declare":
                         _, channel, schema, schema_name = op
@@ -318,6 +344,28 @@ class McapRecorder:
                 except OSError:
                     pass
                 return
+
+
+    def _write_views(self, channel: str, epoch_ns: int, data: bytes) -> None:
+        """The Foxglove-schema messages derived from one of our records, on their own protobuf channels."""
+        for topic, message in self._views.messages(channel, epoch_ns, json.loads(data)):
+            if topic not in self._channel_ids:
+                schema = type(message).get_schema()
+                schema_id = self._writer.register_schema(
+                    name=schema.name, encoding=schema.encoding, data=bytes(schema.data)
+                )
+                self._channel_ids[topic] = self._writer.register_channel(
+                    topic=topic, message_encoding=schema.encoding, schema_id=schema_id
+                )
+            sequence = self._view_counts.get(topic, 0)
+            self._view_counts[topic] = sequence + 1
+            self._writer.add_message(
+                channel_id=self._channel_ids[topic],
+                log_time=epoch_ns,
+                publish_time=epoch_ns,
+                data=message.encode(),
+                sequence=sequence,
+            )
 
 
 def _schema_name(channel: str) -> str:

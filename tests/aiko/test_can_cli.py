@@ -83,3 +83,35 @@ def test_aiko_can_decode_rejects_a_node_the_protocol_does_not_have(tmp_path, cap
     assert main(["can", "decode", str(log), "--node", node]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "defines nodes 1..10" in err, err
+
+
+@pytest.mark.parametrize("backend", ["sim", "kinematic"])
+def test_can_log_without_a_can_bus_is_refused(tmp_path, capsys, backend):
+    argv = ["run", str(REPO / "experiments" / "sidewinding.toml"), "--backend", backend, "--duration", "0.5"]
+    argv += ["--out", str(tmp_path / "run.mcap"), "--can-log", str(tmp_path / "y.asc")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--can-log" in err and f"--backend {backend} has no CAN bus" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run.mcap").exists() and not (tmp_path / "y.asc").exists()
+
+
+def test_frame_log_marks_the_pcs_frames_tx_and_decode_names_dbc_values(tmp_path, capsys):
+    from aiko.experiment import load_experiment
+    from aiko.recording import MemoryRecorder
+    from aiko.runner import RunOptions, run_experiment
+
+    log = tmp_path / "frames.asc"
+    experiment = load_experiment(REPO / "experiments" / "sidewinding.toml")
+    run_experiment(
+        experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=0.3), context_options={"can_log": str(log)}
+    )
+    import can
+
+    frames = list(can.LogReader(str(log)))
+    sent = [f for f in frames if not f.is_rx]
+    received = [f for f in frames if f.is_rx]
+    assert sent and received
+    assert {f.arbitration_id for f in sent}.isdisjoint({f.arbitration_id for f in received})  # PC vs modules
+    assert main(["can", "decode", str(log), "--kind", "Command"]) == 0
+    out = capsys.readouterr().out
+    assert "Command=ClearFaults" in out and "Command=Enable" in out and "Command=3" not in out

@@ -52,6 +52,10 @@ BAD_FILES = {
     "unknown backend table": (GOOD + "[backend.warp]\nx = 1\n", "backend.warp: unknown backend"),
     "missing robot": ('[gait]\npreset = "sidewinding"\n', "robot: missing"),
     "robot file not found": (GOOD.replace("{robot}", "nowhere/robot.toml"), "robot description not found"),
+    "relative robot path not found": (
+        GOOD.replace("{robot}", "nowhere/robot.toml"),
+        "a relative path is read from the experiment file's folder",
+    ),
     "soft-start that never releases": (
         GOOD.replace(
             'preset = "sidewinding"',
@@ -270,3 +274,34 @@ def test_an_impossible_obstacle_field_is_a_config_error(tmp_path, capsys, overri
     assert main(["run", str(exp), "--set", override, "--out", str(tmp_path / "x.mcap")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+def test_a_run_that_fails_before_it_starts_removes_its_stub_log_and_says_so(tmp_path, capsys, monkeypatch):
+    import aiko.session
+    from aiko.errors import ConfigError
+
+    def fail(*args, **kwargs):
+        raise ConfigError("the bus is not there")
+
+    monkeypatch.setattr(aiko.session, "run_experiment", fail)
+    out = tmp_path / "run.mcap"
+    assert main(["run", str(EXPERIMENTS / "sidewinding.toml"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"aiko: the bus is not there; nothing ran, so no log was kept ({out} removed)\n"
+    assert not out.exists()
+
+
+def test_a_run_that_fails_after_it_started_keeps_its_log_and_says_so(tmp_path, capsys, monkeypatch):
+    import aiko.session
+
+    def fail(experiment, recorder, *args, clock, **kwargs):
+        recorder.event("start", clock.now_ns())
+        raise RuntimeError("the plant diverged")
+
+    monkeypatch.setattr(aiko.session, "run_experiment", fail)
+    out = tmp_path / "run.mcap"
+    assert main(["run", str(EXPERIMENTS / "sidewinding.toml"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the plant diverged" in err
+    assert err.endswith(f"; the log up to the failure is kept: {out}\n")
+    assert out.exists()

@@ -42,7 +42,7 @@ def test_export_csv_one_file_per_channel(tmp_path, capsys):
     assert run_cli(["log", "export", str(path), "--csv", str(tmp_path / "csv")]) == 0
     with open(tmp_path / "csv" / "mocap.csv") as fh:
         rows = list(csv.reader(fh))
-    assert rows[0] == ["t_ns", "position_m[0]", "position_m[1]", "position_m[2]", "occluded"]
+    assert rows[0] == ["t_ns", "position_m[1]", "position_m[2]", "position_m[3]", "occluded"]  # from 1, like joints
     assert len(rows) == 22
     assert rows[4][2] == "" and rows[4][4] == "True"  # occluded sample: empty cell, not 0
     assert float(rows[2][1]) == 0.01

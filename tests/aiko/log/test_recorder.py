@@ -2,6 +2,7 @@
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -128,3 +129,55 @@ def test_flush_interval_makes_data_visible_before_close(tmp_path):
     np.testing.assert_array_equal(partial.channel("/x")["k"], np.arange(50))
     rec.close()
     assert not LogReader(path).truncated
+
+
+def test_log_times_are_unix_epoch_and_the_reader_gives_the_run_clock_back(tmp_path):
+
+    path = tmp_path / "epoch.mcap"
+    t0 = time.monotonic_ns()
+    before_ns = time.time_ns()
+    with McapRecorder(path) as rec:
+        for k in range(3):
+            rec.record("/joint_feedback", t0 + k * 10_000_000, {"k": k})
+    after_ns = time.time_ns()
+    with open(path, "rb") as fh:
+        times = [(m.log_time, m.publish_time) for _, _, m in make_reader(fh).iter_messages(topics=["/joint_feedback"])]
+    # on the wall clock (Foxglove shows today's date), 10 ms apart exactly as stamped: one offset, no jumps
+    assert before_ns - 1_000_000_000 <= times[0][0] <= after_ns + 1_000_000_000
+    assert [lt for lt, _ in times] == [pt for _, pt in times]
+    assert np.diff([lt for lt, _ in times]).tolist() == [10_000_000, 10_000_000]
+    log = LogReader(path)
+    assert log.channel("/joint_feedback").t_ns.tolist() == [t0, t0 + 10_000_000, t0 + 20_000_000]
+    assert log.epoch_ns(t0) == times[0][0]
+    assert log.run_metadata["log_time_offset_ns"] == log.log_time_offset_ns
+    from datetime import datetime
+
+    from aiko.log.info import log_info
+
+    start = datetime.fromisoformat(log_info(log)["start_utc"]).timestamp()
+    assert abs(start - times[0][0] / 1e9) < 1e-3
+
+
+def test_a_log_from_before_epoch_log_times_reads_as_it_always_did(tmp_path):
+    from mcap.writer import Writer
+
+    from aiko.log.recorder import encode_metadata
+
+    path = tmp_path / "old.mcap"
+    with open(path, "wb") as fh:  # what the recorder wrote before: monotonic log times, no offset in aiko.run
+        writer = Writer(fh)
+        writer.start(profile="", library="aiko-stack 0.1.0")
+        writer.add_metadata("aiko.run", encode_metadata({"experiment": "old.toml", "monotonic_start_ns": 5_000}))
+        schema = writer.register_schema(name="aiko.references", encoding="jsonschema", data=b"{}")
+        channel = writer.register_channel(topic="/references", message_encoding="json", schema_id=schema)
+        for k in range(3):
+            t = 5_000 + k * 100_000_000
+            writer.add_message(channel_id=channel, log_time=t, publish_time=t, data=json.dumps({"k": k}).encode())
+        writer.finish()
+    log = LogReader(path)
+    assert log.log_time_offset_ns == 0
+    assert log.channel("/references").t_ns.tolist() == [5_000, 100_005_000, 200_005_000]
+    assert log.epoch_ns(5_000) == 5_000
+    from aiko.log.info import log_info
+
+    assert log_info(log)["start_utc"] is None  # no wall-clock start to show

@@ -1,0 +1,146 @@
+"""``aiko run --foxglove``: a real WebSocket client (Foxglove's protocol) subscribes and receives the live run."""
+
+import json
+import re
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from aiko.live_foxglove import FoxgloveLiveServer
+from aiko.robot import load_robot
+
+ROOT = Path(__file__).resolve().parents[2]
+SUBPROTOCOL = "foxglove.sdk.v1"
+
+
+def receive(url: str, topics: set[str], want: int = 3, timeout_s: float = 60.0) -> dict[str, list[tuple[int, bytes]]]:
+    """Connect, subscribe to ``topics`` as they are advertised, return {topic: [(log_time, data), ...]}."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            ws = connect(url, subprotocols=[SUBPROTOCOL], open_timeout=5)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    by_sub: dict[int, str] = {}
+    advertised: dict[str, tuple[int, float]] = {}  # topic -> (channel id, when to (re)subscribe)
+    got: dict[str, list[tuple[int, bytes]]] = {}
+    with ws:
+        while time.monotonic() < deadline and not (
+            set(got) == topics and all(len(v) >= want for v in got.values())
+        ):
+            now = time.monotonic()
+            # subscribe a little after the advertisement (the server may not know a channel it just advertised),
+            # and again while a subscribed channel stays silent
+            due = [(t, c) for t, (c, when) in advertised.items() if when <= now and t not in got]
+            if due:
+                subs = []
+                for topic, channel_id in due:
+                    by_sub[len(by_sub) + 1] = topic
+                    subs.append({"id": len(by_sub), "channelId": channel_id})
+                    advertised[topic] = (channel_id, now + 2.0)
+                ws.send(json.dumps({"op": "subscribe", "subscriptions": subs}))
+            try:
+                frame = ws.recv(timeout=0.1)
+            except TimeoutError:
+                continue
+            except ConnectionClosed:
+                break
+            if isinstance(frame, str):
+                op = json.loads(frame)
+                if op.get("op") == "advertise":
+                    for ch in op["channels"]:
+                        if ch["topic"] in topics:
+                            advertised[ch["topic"]] = (ch["id"], time.monotonic() + 0.3)
+            elif frame[0] == 1:  # message data: opcode, subscription id, log time, payload
+                sub, log_time = struct.unpack_from("<IQ", frame, 1)
+                got.setdefault(by_sub[sub], []).append((log_time, frame[13:]))
+    return got
+
+
+def test_a_websocket_client_subscribes_and_receives_json_and_foxglove_schema_channels():
+    robot = load_robot(ROOT / "experiments/robots/aiko.toml")
+    n = robot.n_joints
+    with FoxgloveLiveServer(robot, tracked_link=6, port=0) as server:
+        assert server.url.startswith("ws://127.0.0.1:")
+        stop = threading.Event()
+
+        def feed():
+            k = 0
+            while not stop.is_set():
+                t_ns = time.monotonic_ns()
+                angles = [0.2 * np.sin(0.05 * k + j) for j in range(n)]
+                server.record("/joint_feedback", t_ns, {"t_s": 0.01 * k, "angle_h_rad": angles,
+                                                        "angle_v_rad": [0.0] * n, "rate_h_rad_s": [0.0] * n,
+                                                        "rate_v_rad_s": [0.0] * n, "status": [1] * n})  # fmt: skip
+                k += 1
+                time.sleep(0.01)
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        try:
+            got = receive(server.url, {"/joint_feedback", "/foxglove/tf", "/foxglove/joint_states"})
+        finally:
+            stop.set()
+            feeder.join()
+    assert all(len(got[t]) >= 3 for t in ("/joint_feedback", "/foxglove/tf", "/foxglove/joint_states")), {
+        t: len(v) for t, v in got.items()
+    }
+    log_time, data = got["/joint_feedback"][0]
+    assert abs(log_time - time.time_ns()) < 120 * 10**9  # epoch time, as in the log
+    assert len(json.loads(data)["angle_h_rad"]) == n
+    assert b"link11" in got["/foxglove/tf"][0][1]
+    assert server.dropped == 0
+
+
+def test_recording_never_waits_for_the_server_a_full_queue_drops_and_counts():
+    with FoxgloveLiveServer(None, port=0, queue_size=4) as server:
+        start = time.perf_counter()
+        for k in range(20_000):
+            server.record("/references", k, {"k": k, "angle_h_rad": [0.1] * 10})
+        elapsed = time.perf_counter() - start
+    assert server.dropped > 0
+    assert server.dropped + server.sent <= 20_000
+    assert elapsed < 2.0  # a put_nowait each: no waiting on encoding or the network
+
+
+@pytest.mark.slow
+def test_aiko_run_foxglove_serves_the_run_live(tmp_path):
+    out = tmp_path / "live.mcap"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiko.cli", "run", str(ROOT / "experiments/sidewinding.toml"), "--backend",
+         "kinematic", "--realtime", "--duration", "8", "--out", str(out), "--no-report", "--foxglove", "0", "--json"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = proc.stderr.readline()
+        match = re.search(r"ws://127\.0\.0\.1:(\d+)", line)
+        assert match, line
+        got = receive(match.group(0), {"/joint_feedback", "/references"})
+        stdout, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert len(got["/joint_feedback"]) >= 3 and len(got["/references"]) >= 3
+    summary = json.loads(stdout)
+    assert summary["foxglove_dropped_records"] == 0 and summary["foxglove_sent_messages"] > 0
+
+
+def test_a_port_in_use_is_one_line_naming_it():
+    from aiko.errors import AikoError
+
+    with FoxgloveLiveServer(None, port=0) as first:
+        with pytest.raises(AikoError, match=f"cannot serve on 127.0.0.1:{first.port}"):
+            FoxgloveLiveServer(None, port=first.port)
