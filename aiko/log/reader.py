@@ -11,7 +11,7 @@ import logging
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,6 +128,25 @@ class LogReader:
         self._channels: dict[int, Channel] = {}
         self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         self._load()
+
+    @classmethod
+    def from_records(
+        cls,
+        channels: Mapping[str, Iterable[tuple[int, dict[str, Any]]]],
+        events: Iterable[tuple[int, str, dict[str, Any]]] = (),
+        name: str = "<memory>",
+    ) -> LogReader:
+        """A reader over a run kept in memory (``aiko.recording.MemoryRecorder``'s ``channels`` and ``events``),
+        so the same analysis reads a run that wrote no log file (``aiko sweep``)."""
+        reader = cls.__new__(cls)
+        reader.path = Path(name)
+        reader.truncated = False
+        reader.truncation_error = ""
+        reader.metadata, reader.attachments, reader._schemas, reader._channels = {}, {}, {}, {}
+        reader._messages = {topic: list(msgs) for topic, msgs in channels.items()}
+        for t_ns, kind, fields in events:
+            reader._messages.setdefault(EVENTS_TOPIC, []).append((t_ns, {"kind": kind, **fields}))
+        return reader
 
     def _load(self) -> None:
         with open(self.path, "rb") as fh:
