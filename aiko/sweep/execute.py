@@ -127,7 +127,8 @@ def connect(options: SweepOptions) -> tuple[Any, Any]:
                 n_workers=options.workers or default_workers(),
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                dashboard_address="127.0.0.1:0",  # its HTTP server always starts; not on 8787, which may be taken
+                scheduler_kwargs={"dashboard": False},
                 silence_logs=logging.ERROR,
             )
             client = Client(cluster)
@@ -300,6 +301,7 @@ def _submit_and_collect(
                     "log_path": None,
                     "metrics": {},
                     "wall_time_s": None,
+                    "cpu_time_s": None,
                     "worker": None,
                 }
             row.update(index=run.index, seed=run.seed, params=run.params, finished_unix_s=time.time())

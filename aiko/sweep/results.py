@@ -110,6 +110,7 @@ def _schema(parameter_columns: dict[str, list[Any]], metrics: list[str]) -> Any:
         pa.field("status", pa.string()),
         pa.field("error", pa.string()),
         pa.field("wall_time_s", pa.float64()),
+        pa.field("cpu_time_s", pa.float64()),
         pa.field("worker", pa.string()),
         pa.field("log_path", pa.string()),
         pa.field("finished_unix_s", pa.float64()),

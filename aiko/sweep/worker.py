@@ -39,7 +39,7 @@ def run_one(task: RunTask) -> dict[str, Any]:
     ``log_path`` and one value per metric (None where the run cannot tell or failed)."""
     import numpy as np
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     row: dict[str, Any] = {
         "run_id": task.run_id,
         "status": STATUS_OK,
@@ -60,6 +60,7 @@ def run_one(task: RunTask) -> dict[str, Any]:
         row["status"] = STATUS_FAILED
         row["error"] = f"{type(exc).__name__}: {exc}".strip()[:2000]
     row["wall_time_s"] = time.perf_counter() - start
+    row["cpu_time_s"] = time.process_time() - cpu_start
     row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     return row
 
