@@ -283,6 +283,10 @@ def validate_runs(spec: SweepSpec, runs: list[RunPoint]) -> str:
         except ConfigError as exc:
             raise ConfigError(f"{spec.path}: run {run.index} ({_describe(run.params)}): {exc}") from None
         backend = backend or experiment.default_backend
+    from aiko.runner import HARDWARE_BACKENDS
+
+    if backend in HARDWARE_BACKENDS:
+        raise ConfigError(f"{spec.path}: backend: {backend} drives the real robot; sweeps run simulated backends only")
     if backend not in backend_names():
         raise ConfigError(
             f"{spec.path}: backend: unknown backend {backend!r}; known backends: {', '.join(backend_names())}"

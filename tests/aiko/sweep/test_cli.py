@@ -101,3 +101,10 @@ def test_progress_is_a_periodic_line_off_a_terminal():
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2 and lines[0].startswith("sweep: 0/10 runs")
     assert "10/10 runs, 1 failed, 2 lost" in lines[1] and "ETA" in lines[1]
+
+
+def test_the_example_sweep_file_is_valid(capsys):
+    example = REPO / "experiments/sweeps/sidewinding_amplitude_phase.toml"
+    assert main(["sweep", str(example), "--dry-run", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["runs"] == 15 and out["backend"] == "sim"

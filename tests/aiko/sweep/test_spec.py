@@ -133,6 +133,7 @@ def test_bad_spec_names_the_problem(write_spec, body, message):
         ('[parameters]\n"gait.amplitude_h_deg" = [20.0, 80.0]\n', r"run 1 .*exceeds the horizontal joint limit"),
         ('[parameters]\n"sim.mu_transversal" = [-1.0]\n', r"sim.mu_transversal: -1.0 is out of range"),
         ('backend = "warp"\n[parameters]\n"gait.amplitude_h_deg" = [20.0]\n', "unknown backend 'warp'"),
+        ('backend = "can"\n[parameters]\n"gait.amplitude_h_deg" = [20.0]\n', "sweeps run simulated backends only"),
     ],
 )
 def test_every_run_is_checked_like_aiko_run_set(write_spec, body, message):
