@@ -8,14 +8,13 @@ as on Aiko) or ``yaw`` joints (one axis, for planar snakes).
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from aiko.errors import ConfigError
-from aiko.validation import Table
+from aiko.validation import Table, read_toml
 
 JOINT_TYPES = ("cardan", "yaw")
 
@@ -63,12 +62,7 @@ class RobotDescription:
 def load_robot(path: str | Path) -> RobotDescription:
     """Read and validate a robot description file."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"robot description not found: {path}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    data, _ = read_toml(path, "robot description")
     return robot_from_table(Table(data, "", str(path)))
 
 

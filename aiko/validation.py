@@ -8,7 +8,9 @@ itself and the allowed keys, and a value out of range names the range. Errors ca
 from __future__ import annotations
 
 import math
+import tomllib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from aiko.errors import ConfigError
@@ -130,6 +132,22 @@ class Table:
         if unknown:
             allowed = ", ".join(sorted(self._used)) or "(none)"
             raise self._fail(unknown[0], f"unknown key; allowed keys here: {allowed}")
+
+
+def read_toml(path: str | Path, what: str) -> tuple[dict[str, Any], str]:
+    """A TOML file's top-level table and its text. A missing file (``{what} not found: PATH``), a directory or
+    malformed TOML is a ``ConfigError``."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not {'an' if what[0] in 'aeiou' else 'a'} {what}") from None
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
 
 
 def _where(source: str) -> str:

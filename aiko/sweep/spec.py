@@ -32,7 +32,6 @@ import hashlib
 import itertools
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from aiko.errors import ConfigError
-from aiko.validation import Table
+from aiko.validation import Table, read_toml
 
 SAMPLING_KINDS = ("grid", "random", "lhs")
 DEFAULT_METRICS = ("distance_m", "speed_m_s")
@@ -114,14 +113,7 @@ class SweepSpec:
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and check a sweep file (its runs are checked against the experiment by :func:`validate_runs`)."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"sweep file not found: {path}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory, not a sweep file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    data, _ = read_toml(path, "sweep file")
     return spec_from_dict(data, path)
 
 
