@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from aiko.recording import MemoryRecorder
+
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
 FINAL_STATUSES = (STATUS_OK, STATUS_FAILED)
@@ -65,10 +67,19 @@ def run_one(task: RunTask) -> dict[str, Any]:
     return row
 
 
+class MetricRecorder(MemoryRecorder):
+    """Keeps what metrics read; drops the per-sphere contact forces (the bulk of a snake3d run's records)."""
+
+    SKIPPED = frozenset({"/sim/contacts"})
+
+    def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
+        if channel not in self.SKIPPED:
+            super().record(channel, t_ns, payload)
+
+
 def _run(task: RunTask) -> tuple[Any, dict[str, Any], Any]:
     from aiko.experiment import load_experiment
     from aiko.log import LogReader
-    from aiko.recording import MemoryRecorder
     from aiko.runner import RunOptions
     from aiko.session import record_run, run_with_mocap
 
@@ -79,7 +90,7 @@ def _run(task: RunTask) -> tuple[Any, dict[str, Any], Any]:
         overrides["mocap.seed"] = task.seed  # the simulated Vicon's noise and dropouts: the run's own draw
         experiment = load_experiment(task.experiment_path, overrides)
     options = RunOptions(backend=task.backend)
-    memory = MemoryRecorder()
+    memory = MetricRecorder()
     if task.log_path:
         os.makedirs(os.path.dirname(task.log_path) or ".", exist_ok=True)
         summary = record_run(experiment, task.log_path, options, live=memory)
