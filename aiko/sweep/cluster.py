@@ -96,6 +96,22 @@ class LoopbackCluster:
         """SIGKILL worker ``i`` (its nanny and the worker process): what a crashed machine looks like."""
         _kill_group(self.workers[i], signal.SIGKILL)
 
+    def kill_busy_worker(self, timeout_s: float = 120.0) -> dict:
+        """SIGKILL the process group of a worker while it runs a task (waiting up to ``timeout_s`` for one to);
+        returns its address and the tasks it was running."""
+        from distributed import Client
+
+        deadline = time.monotonic() + timeout_s
+        with Client(self.address, timeout="10s") as client:
+            pids = client.run(os.getpid)
+            while time.monotonic() < deadline:
+                for address, keys in client.processing().items():
+                    if keys and address in pids:
+                        os.killpg(os.getpgid(pids[address]), signal.SIGKILL)
+                        return {"worker": address, "running": [str(k) for k in keys]}
+                time.sleep(0.05)
+        raise RuntimeError(f"no worker of {self.address} ran a task within {timeout_s} s")
+
     def stop(self) -> None:
         for proc in [*self.workers, self.scheduler]:
             if proc is not None and proc.poll() is None:

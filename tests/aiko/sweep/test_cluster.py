@@ -35,3 +35,26 @@ def test_eight_snake3d_runs_on_a_scheduler_and_two_worker_processes(write_spec, 
     assert len(set(table.column("worker").to_pylist())) == 2  # both worker processes ran runs
     assert all(proc.poll() is not None for proc in [cluster.scheduler, *cluster.workers])  # stopped
     assert len(pids) == 2
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(write_spec, tmp_path):
+    path = write_spec(
+        'backend = "sim"\nmetrics = ["distance_m"]\n[set]\n"run.duration_s" = 2.0\n'
+        '[parameters]\n"gait.amplitude_h_deg" = [20.0, 25.0, 30.0, 35.0, 40.0, 45.0]\n'
+    )
+    out = tmp_path / "out"
+    with LoopbackCluster(workers=2, log_dir=tmp_path / "cluster-logs") as cluster:
+        cmd = [sys.executable, "-m", "aiko.cli", "sweep", str(path), "--scheduler", cluster.address, "--workers", "2"]
+        sweep = subprocess.Popen([*cmd, "--out", str(out), "--json"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+        try:
+            killed = cluster.kill_busy_worker()
+            stdout, _ = sweep.communicate(timeout=300)
+        finally:
+            if sweep.poll() is None:
+                sweep.kill()
+    assert killed["running"] and sweep.returncode == 0
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    assert (summary["runs"], summary["completed"], summary["lost"], summary["missing"]) == (6, 6, 0, 0)
+    table = pq.read_table(summary["results_path"])
+    assert sorted(table.column("index").to_pylist()) == list(range(6))  # every run once
+    assert all(s == "ok" for s in table.column("status").to_pylist())
