@@ -57,6 +57,7 @@ class Progress:
         self.interval_s = interval_s
         self.start = time.monotonic()
         self._last = -math.inf
+        self._last_done = -1
 
     def text(self, done: int, failed: int, lost: int) -> str:
         elapsed = time.monotonic() - self.start
@@ -78,10 +79,10 @@ class Progress:
                 self.stream.write(f"\r  [{bar}] {self.text(done, failed, lost)}  " + ("\n" if final else ""))
                 self.stream.flush()
                 self._last = now
-        elif final or now - self._last >= self.interval_s:
+        elif (final and done != self._last_done) or now - self._last >= self.interval_s:
             self.stream.write(f"sweep: {self.text(done, failed, lost)}\n")
             self.stream.flush()
-            self._last = now
+            self._last, self._last_done = now, done
 
 
 def _duration(seconds: float) -> str:
