@@ -9,6 +9,7 @@ import sys
 import pyarrow.parquet as pq
 
 from aiko.cli import main
+from aiko.log import LogReader
 from aiko.sweep.execute import Progress
 from aiko.sweep.results import ResultStore
 from aiko.sweep.spec import expand, load_spec
@@ -46,14 +47,14 @@ def test_list_metrics_and_dry_run(write_spec, capsys):
     assert [p["gait.offset_h_deg"] for p in out["points"]] == [0.0, 5.0, 0.0, 5.0]
 
 
-def test_a_sweep_with_a_failing_run_writes_both_rows_and_plots(write_spec, tmp_path, capsys):
+def test_a_sweep_with_a_failing_run_writes_both_rows_logs_and_plots(write_spec, tmp_path, capsys):
     path = write_spec(
         'backend = "sim"\nmetrics = ["distance_m", "newton_iterations_mean"]\n'
         '[set]\n"run.duration_s" = 0.05\n"sim.max_step_halvings" = 0\n'
         '[parameters]\n"sim.max_iterations" = [1, 400]\n'
     )
     out = tmp_path / "out"
-    assert main(["sweep", str(path), "--workers", "1", "--out", str(out), "--json"]) == 0
+    assert main(["sweep", str(path), "--workers", "1", "--out", str(out), "--json", "--keep-logs"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert {k: summary[k] for k in ("runs", "completed", "failed", "lost", "missing")} == {
         "runs": 2, "completed": 1, "failed": 1, "lost": 0, "missing": 0
@@ -63,6 +64,7 @@ def test_a_sweep_with_a_failing_run_writes_both_rows_and_plots(write_spec, tmp_p
     assert len(failed) == 1 and failed[0]["sim.max_iterations"] == 1 and "did not converge" in failed[0]["error"]
     ok = [r for r in table if r["status"] == "ok"][0]
     assert ok["newton_iterations_mean"] > 0 and ok["error"] is None and ok["wall_time_s"] > 0
+    assert ok["log_path"].startswith(str((out / "logs").resolve())) and LogReader(ok["log_path"]).has("/references")
     assert {p.split("/")[-1] for p in summary["plots"]} == {"distance_m.png", "newton_iterations_mean.png"}
 
 
