@@ -22,6 +22,7 @@ from mcap.records import Attachment, Channel, Footer, Message, Metadata, Schema
 from mcap.stream_reader import StreamReader
 
 from aiko.errors import AikoError
+from aiko.log.encoding import to_jsonable
 from aiko.log.recorder import EVENTS_TOPIC, decode_metadata
 
 log = logging.getLogger(__name__)
@@ -137,15 +138,16 @@ class LogReader:
         name: str = "<memory>",
     ) -> LogReader:
         """A reader over a run kept in memory (``aiko.recording.MemoryRecorder``'s ``channels`` and ``events``),
-        so the same analysis reads a run that wrote no log file (``aiko sweep``)."""
+        so the same analysis reads a run that wrote no log file (``aiko sweep``). Payloads are converted as the log
+        stores them (numpy arrays to lists, NaN to null), so both readers give the same arrays."""
         reader = cls.__new__(cls)
         reader.path = Path(name)
         reader.truncated = False
         reader.truncation_error = ""
         reader.metadata, reader.attachments, reader._schemas, reader._channels = {}, {}, {}, {}
-        reader._messages = {topic: list(msgs) for topic, msgs in channels.items()}
+        reader._messages = {topic: [(t, to_jsonable(p)) for t, p in msgs] for topic, msgs in channels.items()}
         for t_ns, kind, fields in events:
-            reader._messages.setdefault(EVENTS_TOPIC, []).append((t_ns, {"kind": kind, **fields}))
+            reader._messages.setdefault(EVENTS_TOPIC, []).append((t_ns, to_jsonable({"kind": kind, **fields})))
         return reader
 
     def _load(self) -> None:

@@ -39,13 +39,18 @@ class RunData:
 
     @cached_property
     def displacement(self) -> dict[str, Any] | None:
-        """``aiko.compare.displacement`` of the tracked point; None without one (or with < 2 valid samples)."""
-        from aiko.compare import CompareError, displacement, tracked_point
+        """``aiko.compare.displacement`` of the tracked point (motion capture); without one, of the tracked link's
+        start and end positions in the run summary (a simulator without simulated motion capture); else None."""
+        from aiko.compare import CompareError, Track, displacement, tracked_point
 
         try:
-            d = displacement(tracked_point(self.reader))
+            track = tracked_point(self.reader)
         except CompareError:
-            return None
+            start, end = self.summary.get("tracked_point_start_m"), self.summary.get("tracked_point_end_m")
+            if start is None or end is None:
+                return None
+            track = Track(np.array([0.0, self.duration_s]), np.array([start, end], dtype=np.float64), np.zeros(2, bool))
+        d = displacement(track)
         return d if d["displacement_m"] is not None else None
 
     @cached_property
@@ -97,10 +102,18 @@ def check_metric_names(names: Iterable[str], where: str) -> None:
             raise ConfigError(f"{where}: unknown metric {name!r}; known metrics: {', '.join(metric_names())}")
 
 
-def compute_metrics(names: Iterable[str], run: RunData) -> dict[str, float | None]:
+def compute_metrics(names: Iterable[str], run: RunData, problems: list[str] | None = None) -> dict[str, float | None]:
+    """Each metric's value (None where unknown or not finite). A metric that raises is None, and its error goes to
+    ``problems`` if given (else it propagates): one metric that cannot read a run does not lose the others."""
     out: dict[str, float | None] = {}
     for name in names:
-        value = _METRICS[name].function(run)
+        try:
+            value = _METRICS[name].function(run)
+        except Exception as exc:
+            if problems is None:
+                raise
+            problems.append(f"metric {name}: {type(exc).__name__}: {exc}")
+            value = None
         out[name] = None if value is None or not math.isfinite(float(value)) else float(value)
     return out
 
@@ -130,11 +143,19 @@ def _yaw_change_deg(run: RunData) -> float | None:
         return None
     from aiko.compare import yaw_rad
 
-    q = np.asarray(run.reader.channel("/sim/link_poses")["quaternion_wxyz"], dtype=np.float64)
+    poses = run.reader.channel("/sim/link_poses")
     link = int(run.summary.get("tracked_link", 6)) - 1
-    if q.ndim != 3 or not 0 <= link < q.shape[1] or len(q) < 2:
+    if "quaternion_wxyz" in poses:  # snake3d: unit quaternions (N, links, 4)
+        q = np.asarray(poses["quaternion_wxyz"], dtype=np.float64)
+        yaw = yaw_rad(q[:, link, :]) if q.ndim == 3 and 0 <= link < q.shape[1] else None
+    elif "theta_rad" in poses:  # planar models: heading angles (N, links)
+        theta = np.asarray(poses["theta_rad"], dtype=np.float64)
+        yaw = theta[:, link] if theta.ndim == 2 and 0 <= link < theta.shape[1] else None
+    else:
+        yaw = None
+    if yaw is None or len(yaw) < 2:
         return None
-    yaw = np.unwrap(yaw_rad(q[:, link, :]))
+    yaw = np.unwrap(yaw)
     return math.degrees(yaw[-1] - yaw[0])
 
 

@@ -57,7 +57,9 @@ def run_one(task: RunTask) -> dict[str, Any]:
             raise RuntimeError("the run was interrupted")
         from aiko.sweep.metrics import RunData, compute_metrics
 
-        row["metrics"] = compute_metrics(task.metrics, RunData(experiment, summary, reader))
+        problems: list[str] = []
+        row["metrics"] = compute_metrics(task.metrics, RunData(experiment, summary, reader), problems)
+        row["error"] = "; ".join(problems)[:2000] or None  # the run is ok; a metric that could not read it says why
     except Exception as exc:  # noqa: BLE001 - a failed run is a row, never a crashed sweep
         row["status"] = STATUS_FAILED
         row["error"] = f"{type(exc).__name__}: {exc}".strip()[:2000]

@@ -112,3 +112,29 @@ def test_reading_keeps_one_row_per_run_a_final_row_over_a_lost_one(tmp_path):
     assert table.column("run_id").to_pylist() == ["x0", "x1"]
     assert table.column("status").to_pylist() == ["ok", "ok"]
     assert table.column("distance_m").to_pylist() == [2.0, 1.0]
+
+
+def test_hil_with_simulated_motion_capture_and_the_planar_snake_report_motion():
+    names = ("distance_m", "yaw_change_deg", "tracking_rms_h_deg")
+    hil = run_one(RunTask("h", 0, str(EXPERIMENTS / "sidewinding_hil.toml"), "hil", {"run.duration_s": 0.5}, 1, names))
+    assert hil["status"] == "ok" and hil["error"] is None, hil["error"]  # /mocap payloads hold numpy arrays
+    assert all(hil["metrics"][n] is not None for n in names)
+    planar = str(EXPERIMENTS / "obstacle_aided_structured.toml")
+    row = run_one(RunTask("p", 0, planar, "sim", {"run.duration_s": 0.3}, 1, names))
+    assert row["status"] == "ok" and row["error"] is None, row["error"]
+    assert row["metrics"]["distance_m"] > 0 and row["metrics"]["yaw_change_deg"] is not None  # from the summary
+
+
+def test_a_metric_that_raises_leaves_the_run_ok_with_the_reason():
+    from aiko.sweep.metrics import _METRICS, register_metric
+
+    def broken(run):
+        raise KeyError("no such field")
+
+    register_metric("broken_for_test", broken, "raises")
+    try:
+        row = run_one(RunTask("b", 0, SIDEWINDING, "kinematic", {"run.duration_s": 0.2}, 1, ("broken_for_test",)))
+    finally:
+        del _METRICS["broken_for_test"]
+    assert row["status"] == "ok" and row["metrics"] == {"broken_for_test": None}
+    assert row["error"] == "metric broken_for_test: KeyError: 'no such field'"
