@@ -184,12 +184,14 @@ def run_sweep(
             f"{options.out} already holds the results of a sweep ({len(store.done)} runs); "
             "--resume continues it, or choose another --out"
         )
+    if options.resume:
+        _check_same_sweep(options.out, str(spec.experiment_path.resolve()), backend)
     todo = [run for run in runs if run.run_id not in store.done]
     write_manifest(
         options.out,
         {
             "spec": str(spec.path),
-            "experiment": str(spec.experiment_path),
+            "experiment": str(spec.experiment_path.resolve()),
             "backend": backend,
             "metrics": list(spec.metrics),
             "set": spec.fixed,
@@ -231,6 +233,22 @@ def run_sweep(
 
         summary["plots"] = [str(p) for p in plot_sweep(results_path, spec.parameter_keys, spec.metrics, options.out)]
     return summary
+
+
+def _check_same_sweep(out: Path, experiment: str, backend: str) -> None:
+    """``--resume`` continues a sweep of the same experiment on the same backend (the grid may have grown)."""
+    import json
+
+    try:
+        before = json.loads((out / "sweep.json").read_text())
+    except (OSError, ValueError):
+        return
+    for key, now in (("experiment", experiment), ("backend", backend)):
+        if before.get(key) not in (None, now):
+            raise AikoError(
+                f"{out} holds a sweep of {key} {before[key]}; this one is {now}: "
+                "--resume continues the same sweep (choose another --out)"
+            )
 
 
 def summarize(directory: Path, ids: set[str]) -> dict[str, Any]:

@@ -69,10 +69,11 @@ def test_a_sweep_with_a_failing_run_writes_both_rows_logs_and_plots(write_spec, 
 
 
 def test_resume_runs_only_what_is_missing_and_refuses_to_mix_without_it(write_spec, tmp_path, capsys):
-    path = write_spec(
+    body = (
         'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[set]\n"run.duration_s" = 0.3\n'
         '[parameters]\n"gait.amplitude_h_deg" = [20.0, 25.0, 30.0, 35.0]\n'
     )
+    path = write_spec(body)
     spec = load_spec(path)
     runs = expand(spec)
     out = tmp_path / "out"
@@ -92,6 +93,11 @@ def test_resume_runs_only_what_is_missing_and_refuses_to_mix_without_it(write_sp
     assert main(["sweep", str(path), "--workers", "1", "--out", str(out), "--json", "--resume", "--no-plots"]) == 0
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (again["skipped"], again["ran"], again["workers"]) == (4, 0, 0)  # nothing to do: no cluster started
+    other = write_spec(body.replace('"kinematic"', '"sim"'), "other.toml")
+    assert main(["sweep", str(other), "--out", str(out), "--resume", "--dry-run"]) == 0  # a dry run writes nothing
+    capsys.readouterr()
+    assert main(["sweep", str(other), "--out", str(out), "--resume"]) == 2
+    assert "holds a sweep of backend kinematic; this one is sim" in capsys.readouterr().err
 
 
 def test_progress_is_a_periodic_line_off_a_terminal():
