@@ -157,7 +157,7 @@ def read_table(directory: str | Path) -> Any:
         tables = [pq.read_table(f) for f in files]
     except (OSError, pa.ArrowException) as exc:
         raise AikoError(f"cannot read the sweep results in {directory}: {exc}") from None
-    table = pa.concat_tables(tables, promote_options="default")
+    table = pa.concat_tables(tables, promote_options="permissive")
     ids = table.column("run_id").to_pylist()
     status = table.column("status").to_pylist()
     best: dict[str, int] = {}
