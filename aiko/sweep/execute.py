@@ -90,16 +90,22 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def _probe() -> dict[str, Any]:
-    """Runs on every worker before the sweep: can it import the run path, and which aiko does it have?"""
+def _probe(experiment: str | None = None) -> dict[str, Any]:
+    """Runs on every worker before the sweep: can it import the run path and read the experiment file?"""
     import aiko
     import aiko.sweep.worker  # noqa: F401
 
-    return {"aiko_version": aiko.__version__, "aiko_path": os.path.dirname(aiko.__file__), "pid": os.getpid()}
+    return {
+        "aiko_version": aiko.__version__,
+        "aiko_path": os.path.dirname(aiko.__file__),
+        "pid": os.getpid(),
+        "experiment_readable": experiment is None or os.access(experiment, os.R_OK),
+    }
 
 
-def connect(options: SweepOptions) -> tuple[Any, Any]:
-    """A Dask client (and the ``LocalCluster`` it owns, or None), with every worker able to run aiko runs."""
+def connect(options: SweepOptions, experiment: str | None = None) -> tuple[Any, Any]:
+    """A Dask client (and the ``LocalCluster`` it owns, or None), with every worker able to run aiko runs (and
+    to read ``experiment``)."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -140,7 +146,7 @@ def connect(options: SweepOptions) -> tuple[Any, Any]:
     try:
         if not client.scheduler_info()["workers"]:
             client.wait_for_workers(1, timeout=options.connect_timeout_s)
-        probes = client.run(_probe)
+        probes = client.run(_probe, experiment)
     except TimeoutError:
         _close(client, cluster)
         raise AikoError(f"the Dask cluster has no workers (waited {options.connect_timeout_s:.0f} s)") from None
@@ -150,6 +156,13 @@ def connect(options: SweepOptions) -> tuple[Any, Any]:
             f"the Dask workers cannot run aiko sweeps ({type(exc).__name__}: {exc}); "
             "install this aiko stack (with the sweep extra) into the workers' environment"
         ) from None
+    blind = sorted(address for address, p in probes.items() if not p["experiment_readable"])
+    if blind:
+        _close(client, cluster)
+        raise AikoError(
+            f"{len(blind)} Dask worker(s) cannot read {experiment} (e.g. {blind[0]}): workers need the experiment "
+            "and its robot file at the same path (a shared file system or the same checkout)"
+        )
     import aiko
 
     versions = {p["aiko_version"] for p in probes.values()}
@@ -205,7 +218,7 @@ def run_sweep(
     workers = 0
     scheduler = options.scheduler
     if todo:
-        client, cluster = connect(options)
+        client, cluster = connect(options, str(spec.experiment_path.resolve()))
         try:
             workers = len(client.scheduler_info()["workers"])
             scheduler = client.scheduler.address

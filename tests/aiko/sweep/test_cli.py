@@ -116,3 +116,10 @@ def test_the_example_sweep_file_is_valid(capsys):
     assert main(["sweep", str(example), "--dry-run", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["runs"] == 15 and out["backend"] == "sim"
+
+
+def test_the_worker_probe_reports_an_experiment_it_cannot_read(tmp_path):
+    from aiko.sweep.execute import _probe
+
+    assert _probe(str(tmp_path / "elsewhere.toml"))["experiment_readable"] is False
+    assert _probe(str(REPO / "experiments/sidewinding.toml"))["experiment_readable"] is True
