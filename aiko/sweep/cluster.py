@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,27 +36,29 @@ class LoopbackCluster:
         self.scheduler: subprocess.Popen | None = None
         self.workers: list[subprocess.Popen] = []
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        self.bare_env = dict(env)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         self.env = env
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, args: list[str], *, with_repo: bool = True) -> subprocess.Popen:
         out = subprocess.DEVNULL
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
         return subprocess.Popen(
             [sys.executable, "-m", *args],
-            cwd=REPO,
-            env=self.env,
+            cwd=REPO if with_repo else tempfile.gettempdir(),
+            env=self.env if with_repo else self.bare_env,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: a kill takes the nanny and its worker together
         )
 
     def start(self) -> LoopbackCluster:
-        self.scheduler = self._spawn(
+        self.scheduler = self._spawn(  # without this checkout on its path: a scheduler needs no aiko
             "scheduler",
             ["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"],
+            with_repo=False,
         )
         for _ in range(self.n_workers):
             self.add_worker()

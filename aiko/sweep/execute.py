@@ -16,14 +16,14 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from aiko.errors import AikoError
 from aiko.sweep.results import ResultStore, write_manifest
 from aiko.sweep.spec import RunPoint, SweepSpec, run_overrides
-from aiko.sweep.worker import STATUS_FAILED, STATUS_LOST, STATUS_OK, RunTask, run_one
+from aiko.sweep.worker import STATUS_FAILED, STATUS_LOST, STATUS_OK, RunTask
 
 log = logging.getLogger(__name__)
 
@@ -287,6 +287,15 @@ def summarize(directory: Path, ids: set[str]) -> dict[str, Any]:
     }
 
 
+def _by_name(target: str, *args: Any) -> tuple[Any, ...]:
+    """``client.submit(*_by_name("module:function", *args))`` calls ``module.function(*args)`` on a worker, imported
+    there. Dask's scheduler unpickles every task it is given; a task holding aiko's function or classes could not be
+    read by a scheduler that has no aiko installed (a cluster started outside the project), so the task is the
+    builtin ``eval`` of a fixed call with plain arguments (dicts, strings, numbers)."""
+    module, function = target.split(":")
+    return eval, f"__import__({module!r}, fromlist=[{function!r}]).{function}(*args)", {"args": args}
+
+
 def _submit_and_collect(
     client: Any,
     spec: SweepSpec,
@@ -317,7 +326,7 @@ def _submit_and_collect(
         )
         key = f"aiko-run-{run.run_id}-{nonce}"
         by_key[key] = run
-        futures.append(client.submit(run_one, task, key=key, pure=False))
+        futures.append(client.submit(*_by_name("aiko.sweep.worker:run_dict", asdict(task)), key=key, pure=False))
     progress = Progress(len(todo), progress_stream, options.progress_interval_s)
     progress.update(0, final=False)
     try:

@@ -36,6 +36,11 @@ class RunTask:
     log_path: str | None = None
 
 
+def run_dict(task: dict[str, Any]) -> dict[str, Any]:
+    """:func:`run_one` of a task given as a plain dict (how a sweep submits it: see ``aiko.sweep.execute``)."""
+    return run_one(RunTask(**{**task, "metrics": tuple(task["metrics"])}))
+
+
 def run_one(task: RunTask) -> dict[str, Any]:
     """Run ``task`` and return its row: ``run_id``, ``status``, ``error``, ``wall_time_s``, ``worker``,
     ``log_path`` and one value per metric (None where the run cannot tell or failed)."""
