@@ -68,7 +68,7 @@ SAMPLED = """
 [parameters]
 "gait.amplitude_h_deg" = {{ low = 10.0, high = 40.0 }}
 "gait.phase_step_h_deg" = {{ low = -80.0, high = -20.0 }}
-"gait.preset" = ["sidewinding", "lateral_undulation"]
+"gait.preset" = ["sidewinding", "lateral_undulation_isotropic"]
 [sampling]
 kind = "{kind}"
 count = {count}
@@ -85,17 +85,19 @@ def test_samples_are_reproducible_from_the_seed_and_inside_the_ranges(write_spec
     assert a == b and a != c and len(a) == 12
     amp = np.array([p["gait.amplitude_h_deg"] for p in a])
     assert ((amp >= 10.0) & (amp <= 40.0)).all()
-    assert {p["gait.preset"] for p in a} <= {"sidewinding", "lateral_undulation"}
+    assert {p["gait.preset"] for p in a} <= {"sidewinding", "lateral_undulation_isotropic"}
 
 
 def test_latin_hypercube_puts_one_point_in_every_stratum_of_every_parameter(write_spec):
     n = 20
-    runs = expand(load_spec(write_spec(SAMPLED.format(kind="lhs", count=n, seed=3))))
+    spec = load_spec(write_spec(SAMPLED.format(kind="lhs", count=n, seed=3)))
+    runs = expand(spec)
+    validate_runs(spec, runs)  # every sampled point is a valid experiment
     for key, (lo, hi) in {"gait.amplitude_h_deg": (10.0, 40.0), "gait.phase_step_h_deg": (-80.0, -20.0)}.items():
         strata = sorted(int((r.params[key] - lo) / (hi - lo) * n) for r in runs)
         assert strata == list(range(n))
     presets = [r.params["gait.preset"] for r in runs]  # a list of 2 values over 20 strata: 10 each
-    assert presets.count("sidewinding") == presets.count("lateral_undulation") == n // 2
+    assert presets.count("sidewinding") == presets.count("lateral_undulation_isotropic") == n // 2
 
 
 @pytest.mark.parametrize(
