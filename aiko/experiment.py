@@ -16,7 +16,7 @@ from typing import Any
 from aiko.errors import ConfigError
 from aiko.gait import Gait, gait_from_table
 from aiko.robot import RobotDescription, load_robot, robot_from_table
-from aiko.validation import Table, read_config_text
+from aiko.validation import Table, read_toml
 
 SectionValidator = Callable[[Table, "Experiment"], None]
 _SECTION_VALIDATORS: dict[str, SectionValidator] = {}
@@ -96,11 +96,7 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> None:
 def load_experiment(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Experiment:
     """Read, override and validate an experiment file."""
     path = Path(path)
-    text = read_config_text(path, "experiment file")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    data, text = read_toml(path, "experiment file")
     apply_overrides(data, overrides or {})
     return experiment_from_dict(data, path, text, dict(overrides or {}))
 

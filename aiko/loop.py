@@ -52,7 +52,10 @@ class PeriodicTask:
         """If the next deadline has passed by more than the tolerance, move to the next future deadline;
         returns (deadlines skipped, how late the first one was) or None."""
         late_s = now_s - self.next_time()
-        if late_s <= self.late_fraction / self.rate_hz:
+        if self.count == 0 or late_s <= self.late_fraction / self.rate_hz:
+            # The first deadline always runs: nothing was sent before it, so nothing is replayed, and its reference
+            # is the gait's start (a late start on a loaded machine used to drop t = 0 from the run). If the start
+            # was late by periods, the next deadline is late too and is skipped from there.
             return None
         k = max(self.count + 1, math.ceil(now_s * self.rate_hz - 1e-9))
         skipped = k - self.count

@@ -8,14 +8,13 @@ as on Aiko) or ``yaw`` joints (one axis, for planar snakes).
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from aiko.errors import ConfigError
-from aiko.validation import Table, read_config_text
+from aiko.validation import Table, read_toml
 
 JOINT_TYPES = ("cardan", "yaw")
 
@@ -65,11 +64,7 @@ class RobotDescription:
 def load_robot(path: str | Path) -> RobotDescription:
     """Read and validate a robot description file."""
     path = Path(path)
-    text = read_config_text(path, "robot description")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    data, _ = read_toml(path, "robot description")
     return robot_from_table(Table(data, "", str(path)))
 
 

@@ -92,28 +92,63 @@ def record_run(
     views = foxglove_views(experiment.robot, options.tracked_link, body_from_joints=backend_name not in SIM_POSES)
     with McapRecorder(log_path, metadata, experiment.log.flush_interval_s, foxglove_views=views) as file_recorder:
         recorder: Recorder = file_recorder if live is None else FanOutRecorder(file_recorder, live)
-        task, mocap_state = mocap_task(settings, backend, recorder, clock)
-        if mocap_state is not None:
-            file_recorder.add_metadata("aiko.mocap", mocap_state.source.describe())
-        tasks = [*([task] if task is not None else []), *extra_tasks]
-        try:
-            _, summary = run_experiment(
-                experiment,
-                recorder,
-                options,
-                backend=backend,
-                clock=clock,
-                extra_tasks=tasks,
-                progress=progress,
-                context_options=context_options,
-            )
-        finally:
-            if mocap_state is not None:
-                mocap_state.source.stop()
-        if mocap_state is not None:
-            summary.update(mocap_state.summary())
+        summary = run_with_mocap(
+            experiment,
+            recorder,
+            options,
+            backend=backend,
+            clock=clock,
+            mocap=settings,
+            extra_tasks=extra_tasks,
+            progress=progress,
+            context_options=context_options,
+            add_metadata=file_recorder.add_metadata,
+        )
         summary["log_path"] = str(log_path)
         file_recorder.add_metadata(SUMMARY_METADATA_NAME, summary)
+    return summary
+
+
+def run_with_mocap(
+    experiment: Experiment,
+    recorder: Recorder,
+    options: RunOptions | None = None,
+    *,
+    backend: JointInterface | None = None,
+    clock: Clock | None = None,
+    mocap: MocapSettings | None = None,
+    extra_tasks: Sequence[PeriodicTask] = (),
+    progress: Callable[[float, float], None] | None = None,
+    context_options: dict[str, Any] | None = None,
+    add_metadata: Callable[[str, Any], None] | None = None,
+) -> dict[str, Any]:
+    """The run :func:`record_run` records, into any recorder: the control loop plus motion capture from the
+    ``[mocap]`` table. ``aiko sweep`` keeps a run in memory this way when it writes no log."""
+    options = options or RunOptions()
+    backend_name = options.backend or experiment.default_backend
+    backend = backend or create_backend(backend_name)
+    clock = clock or choose_clock(backend_name, options.realtime)
+    settings = mocap if mocap is not None else mocap_settings(experiment)
+    task, mocap_state = mocap_task(settings, backend, recorder, clock)
+    if mocap_state is not None and add_metadata is not None:
+        add_metadata("aiko.mocap", mocap_state.source.describe())
+    tasks = [*([task] if task is not None else []), *extra_tasks]
+    try:
+        _, summary = run_experiment(
+            experiment,
+            recorder,
+            options,
+            backend=backend,
+            clock=clock,
+            extra_tasks=tasks,
+            progress=progress,
+            context_options=context_options,
+        )
+    finally:
+        if mocap_state is not None:
+            mocap_state.source.stop()
+    if mocap_state is not None:
+        summary.update(mocap_state.summary())
     return summary
 
 

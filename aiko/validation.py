@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,16 @@ def read_config_text(path: str | os.PathLike[str], what: str, max_bytes: int = M
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+
+
+def read_toml(path: str | os.PathLike[str], what: str) -> tuple[dict[str, Any], str]:
+    """A TOML file's top-level table and its text: `read_config_text`'s checks (a regular UTF-8 file of sane size,
+    each failure one line), then malformed TOML is a ``ConfigError`` too."""
+    text = read_config_text(path, what)
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
 
 
 def _where(source: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from aiko.errors import AikoError
+from aiko.log.encoding import to_jsonable
 from aiko.log.recorder import EVENTS_TOPIC, LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
 from aiko.log.salvage import AttachmentRecord, ChannelRecord, MessageRecord, MetadataRecord, SchemaRecord, scan_bytes
 
@@ -134,6 +135,27 @@ class LogReader:
         self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         self._foreign: dict[str, list[int]] = {}  # log times of messages not in JSON (protobuf Foxglove views)
         self._load()
+
+    @classmethod
+    def from_records(
+        cls,
+        channels: Mapping[str, Iterable[tuple[int, dict[str, Any]]]],
+        events: Iterable[tuple[int, str, dict[str, Any]]] = (),
+        name: str = "<memory>",
+    ) -> LogReader:
+        """A reader over a run kept in memory (``aiko.recording.MemoryRecorder``'s ``channels`` and ``events``),
+        so the same analysis reads a run that wrote no log file (``aiko sweep``). Payloads are converted as the log
+        stores them (numpy arrays to lists, NaN to null), so both readers give the same arrays."""
+        reader = cls.__new__(cls)
+        reader.path = Path(name)
+        reader.truncated = False
+        reader.truncation_error = ""
+        reader.log_time_offset_ns = 0
+        reader.metadata, reader.attachments, reader._schemas, reader._channels, reader._foreign = {}, {}, {}, {}, {}
+        reader._messages = {topic: [(t, to_jsonable(p)) for t, p in msgs] for topic, msgs in channels.items()}
+        for t_ns, kind, fields in events:
+            reader._messages.setdefault(EVENTS_TOPIC, []).append((t_ns, to_jsonable({"kind": kind, **fields})))
+        return reader
 
     def _load(self) -> None:
         try:

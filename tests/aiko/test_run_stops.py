@@ -183,6 +183,17 @@ def test_a_slightly_late_deadline_still_runs():
     assert task.skip_missed(0.5 + 0.011) == (1, pytest.approx(0.011)) and task.next_time() == pytest.approx(0.6)
 
 
+def test_the_first_deadline_runs_however_late_the_start_and_the_rest_resume_in_the_future():
+    """A run whose loop starts 0.35 s after its clock (a loaded machine): t = 0 is sent (nothing came before it,
+    so nothing is replayed: it is the gait's start); the deadlines at 0.1–0.3 s are skipped as after any stall."""
+    from aiko.loop import PeriodicTask
+
+    task = PeriodicTask("references", 10.0, lambda t: None, late_fraction=0.1)
+    assert task.skip_missed(0.35) is None and task.next_time() == 0.0
+    task.count += 1  # the loop ran the t = 0 deadline
+    assert task.skip_missed(0.351) == (3, pytest.approx(0.251)) and task.next_time() == pytest.approx(0.4)
+
+
 def test_slew_limit_counts_the_time_that_really_passed():
     from aiko.can_driver.driver import CanDriverSettings, CanJointDriver
 

@@ -1,0 +1,91 @@
+"""``aiko sweep``: run an experiment over a grid or a sample of its settings on Dask distributed (docs/sweeps.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from aiko.errors import AikoError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sweep = sub.add_parser(
+        "sweep",
+        help="run an experiment over many settings on a Dask cluster; one Parquet table of results",
+        description=(
+            "Run the experiment a sweep file names over its parameters (lists, ranges, random or Latin-hypercube "
+            "samples) on Dask distributed: a LocalCluster of processes on this machine by default, any cluster "
+            "with --scheduler. Writes OUT/results.parquet (a row per run: parameters, metrics, status, error, "
+            "wall time) as runs finish, and OUT/plots/. See docs/sweeps.md."
+        ),
+    )
+    sweep.add_argument("spec", nargs="?", help="sweep file (TOML; see docs/sweeps.md)")
+    sweep.add_argument("--scheduler", metavar="tcp://HOST:8786", help="run on this Dask cluster (default: a local one)")
+    sweep.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes of the local cluster (default: one per core); with --scheduler, wait for N workers",
+    )
+    sweep.add_argument("--out", metavar="DIR", help="output directory (default: the spec's out, else runs/sweeps/NAME)")
+    sweep.add_argument("--resume", action="store_true", help="continue a sweep in --out: skip the runs already done")
+    sweep.add_argument("--keep-logs", action="store_true", help="also write every run's MCAP log (OUT/logs/)")
+    sweep.add_argument("--no-plots", action="store_true", help="do not write OUT/plots/")
+    sweep.add_argument("--dry-run", action="store_true", help="check the spec and every run's settings, list the runs")
+    sweep.add_argument("--json", action="store_true", help="end with a JSON summary on stdout")
+    sweep.add_argument("--list-metrics", action="store_true", help="print the metrics a sweep can record and exit")
+    sweep.set_defaults(handler=sweep_command)
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    from aiko.sweep.metrics import metric_help
+
+    if args.list_metrics:
+        for name, text in metric_help().items():
+            print(f"{name:26s} {text}")
+        return 0
+    if not args.spec:
+        raise AikoError("sweep: a sweep file is required (aiko sweep SPEC.toml; --list-metrics lists the metrics)")
+    if args.workers is not None and not 1 <= args.workers <= 4096:
+        raise AikoError(f"--workers must be in [1, 4096], got {args.workers}")
+    from aiko.sweep.spec import expand, load_spec, validate_runs
+
+    spec = load_spec(args.spec)
+    runs = expand(spec)
+    backend = validate_runs(spec, runs)
+    out = Path(args.out) if args.out else (spec.out or Path("runs") / "sweeps" / spec.name)
+    if args.dry_run:
+        listing = [{"run_id": r.run_id, "index": r.index, "seed": r.seed, **r.params} for r in runs]
+        if args.json:
+            print(json.dumps({"runs": len(runs), "backend": backend, "out": str(out), "points": listing}))
+        else:
+            for row in listing:
+                print(json.dumps(row))
+            print(f"{len(runs)} runs of {spec.experiment_path} on {backend}; results would go to {out}")
+        return 0
+
+    from aiko.sweep.execute import SweepOptions, run_sweep
+
+    options = SweepOptions(
+        out=out,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        resume=args.resume,
+        keep_logs=args.keep_logs,
+        plots=not args.no_plots,
+    )
+    summary = run_sweep(spec, runs, backend, options, progress_stream=sys.stderr)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(
+            f"{summary['runs']} runs: {summary['completed']} ok, {summary['failed']} failed"
+            + (f", {summary['lost']} lost (--resume runs them again)" if summary["lost"] else "")
+            + (f", {summary['skipped']} done before" if summary["skipped"] else "")
+        )
+        print(f"results: {summary['results_path']}")
+        if summary.get("plots"):
+            print(f"plots: {Path(summary['plots'][0]).parent}")
+    return 0 if summary["lost"] == 0 and summary["missing"] == 0 else 1

@@ -1,0 +1,106 @@
+"""The unit of work of a sweep: one run, from its settings to its result row, in whatever process Dask chooses.
+
+:func:`run_one` is a pure function of its :class:`RunTask` (no state shared between runs or workers; every run
+seeds its own generators), and never raises for a failed run: an error (a simulator that diverged, a step that did
+not converge, a setting the experiment rejects) is a row with ``status = "failed"`` and the error's one line. The
+run goes through the same path as ``aiko run`` (``aiko.session``) on the simulated clock, kept in memory, or
+written as an MCAP log too when the sweep keeps logs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from aiko.recording import MemoryRecorder
+
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"
+FINAL_STATUSES = (STATUS_OK, STATUS_FAILED)
+STATUS_LOST = "lost"  # the cluster gave up on the task (its workers kept dying); --resume runs it again
+
+
+@dataclass(frozen=True)
+class RunTask:
+    run_id: str
+    index: int
+    experiment_path: str
+    backend: str
+    overrides: dict[str, Any]
+    seed: int
+    metrics: tuple[str, ...]
+    log_path: str | None = None
+
+
+def run_dict(task: dict[str, Any]) -> dict[str, Any]:
+    """:func:`run_one` of a task given as a plain dict (how a sweep submits it: see ``aiko.sweep.execute``)."""
+    return run_one(RunTask(**{**task, "metrics": tuple(task["metrics"])}))
+
+
+def run_one(task: RunTask) -> dict[str, Any]:
+    """Run ``task`` and return its row: ``run_id``, ``status``, ``error``, ``wall_time_s``, ``worker``,
+    ``log_path`` and one value per metric (None where the run cannot tell or failed)."""
+    import numpy as np
+
+    start, cpu_start = time.perf_counter(), time.process_time()
+    row: dict[str, Any] = {
+        "run_id": task.run_id,
+        "status": STATUS_OK,
+        "error": None,
+        "log_path": task.log_path,
+        "metrics": dict.fromkeys(task.metrics),
+    }
+    try:
+        random.seed(task.seed)
+        np.random.seed(task.seed)
+        experiment, summary, reader = _run(task)
+        if summary.get("interrupted"):
+            raise RuntimeError("the run was interrupted")
+        from aiko.sweep.metrics import RunData, compute_metrics
+
+        problems: list[str] = []
+        row["metrics"] = compute_metrics(task.metrics, RunData(experiment, summary, reader), problems)
+        row["error"] = "; ".join(problems)[:2000] or None  # the run is ok; a metric that could not read it says why
+    except Exception as exc:  # noqa: BLE001 - a failed run is a row, never a crashed sweep
+        row["status"] = STATUS_FAILED
+        row["error"] = f"{type(exc).__name__}: {exc}".strip()[:2000]
+    row["wall_time_s"] = time.perf_counter() - start
+    row["cpu_time_s"] = time.process_time() - cpu_start
+    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
+    return row
+
+
+class MetricRecorder(MemoryRecorder):
+    """Keeps what metrics read; drops the per-sphere contact forces (the bulk of a snake3d run's records)."""
+
+    SKIPPED = frozenset({"/sim/contacts"})
+
+    def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
+        if channel not in self.SKIPPED:
+            super().record(channel, t_ns, payload)
+
+
+def _run(task: RunTask) -> tuple[Any, dict[str, Any], Any]:
+    from aiko.experiment import load_experiment
+    from aiko.log import LogReader
+    from aiko.runner import RunOptions
+    from aiko.session import record_run, run_with_mocap
+
+    overrides = dict(task.overrides)
+    experiment = load_experiment(task.experiment_path, overrides)
+    mocap = experiment.tables.get("mocap", {})
+    if mocap.get("source") == "simulated" and "mocap.seed" not in overrides:
+        overrides["mocap.seed"] = task.seed  # the simulated Vicon's noise and dropouts: the run's own draw
+        experiment = load_experiment(task.experiment_path, overrides)
+    options = RunOptions(backend=task.backend)
+    memory = MetricRecorder()
+    if task.log_path:
+        os.makedirs(os.path.dirname(task.log_path) or ".", exist_ok=True)
+        summary = record_run(experiment, task.log_path, options, live=memory)
+    else:
+        summary = run_with_mocap(experiment, memory, options)
+    return experiment, summary, LogReader.from_records(memory.channels, memory.events, name=f"run {task.run_id}")
