@@ -9,8 +9,9 @@ machine, not of the code. What the code does guarantee:
 
 * pages the writer handed to the OS survive a SIGKILL, so every message the parent read from the file before the
   kill is still there afterwards (``recover`` keeps the readable prefix);
-* the control loop fires every deadline k / rate, in order, late if it must but never early and never twice, so the
-  references carry t_s = 0, 0.1, 0.2, … without gaps or repeats, and the k-th message of a channel is stamped no
+* the control loop fires deadlines k / rate in order, never early and never twice, so the references carry
+  t_s = k / 10 from 0 on, without repeats; a deadline a stall made too late is skipped, not replayed, and logged as
+  a ``deadline_missed`` event, so every gap in k is one counted skip; the k-th message of a channel is stamped no
   earlier than clock start + k / rate — which also bounds the count from above by the time the run had;
 * no stamp is later than the kill (run stamps and the kill instant are both CLOCK_MONOTONIC).
 """
@@ -104,7 +105,12 @@ def test_sigkill_of_a_realtime_run(tmp_path, backend):
         assert len(channel) >= seen_counts[topic], f"{topic}: data that had reached the disk were lost"
         _assert_deadline_ordered(channel.t_ns, clock_start_ns, rate_hz, t_kill_ns, topic)
     references_t_s = log.channel("/references")["t_s"]
-    np.testing.assert_array_equal(references_t_s, np.arange(len(references_t_s)) / REFERENCE_RATE_HZ)
+    k = np.round(references_t_s * REFERENCE_RATE_HZ).astype(int)
+    np.testing.assert_array_equal(references_t_s, k / REFERENCE_RATE_HZ)  # on the deadlines k / rate
+    assert k[0] == 0 and np.all(np.diff(k) >= 1), "references start at t = 0, in order, never repeated"
+    # a deadline a stall made late is skipped, never replayed (issue 14), and each skip is in the log: every gap
+    skipped = sum(e.fields["count"] for e in log.events("deadline_missed") if e.fields.get("task") == "references")
+    assert k[-1] + 1 - len(k) == skipped, "every missing reference is a skipped deadline with its event"
 
     result = recover(log_path)
     with open(result.output, "rb") as fh:
