@@ -88,3 +88,33 @@ def test_free_spinning_rod_energy_drift_is_a_vanishing_discretisation_effect():
         gains.append(np.max(np.diff(e)) / e[0])
     assert gains[0] < 2e-4
     assert gains[1] < gains[0] / 50
+
+
+def test_a_halved_step_reports_the_mean_force_over_the_step_and_the_end_state_of_the_second_half():
+    """Two half steps joined (`dynamics._joined`) report what one whole step would: contact forces and base wrench
+    as impulse / dt (the mean of the halves, not the last half's), gaps, slips and multipliers of the end state,
+    the iterations and sub-steps of both."""
+    import dataclasses
+
+    from sim.cosserat.dynamics import StepInfo, _joined
+
+    def half(force: float, gap: float, iterations: int) -> StepInfo:
+        return StepInfo(
+            iterations=iterations,
+            residual=1e-9,
+            used_fallback=False,
+            base_wrench=np.full(6, force),
+            contact_force_n=np.full((3, 3), force),
+            contact_gap_m=np.full(3, gap),
+            contact_slip_m_s=np.full((3, 2), gap),
+            constraint_multipliers=np.array([gap]),
+        )
+
+    first, second = half(4.0, 1.0, 3), dataclasses.replace(half(0.0, 2.0, 5), substeps=2)
+    joined = _joined(first, second)
+    np.testing.assert_array_equal(joined.contact_force_n, np.full((3, 3), 2.0))
+    np.testing.assert_array_equal(joined.base_wrench, np.full(6, 2.0))
+    np.testing.assert_array_equal(joined.contact_gap_m, second.contact_gap_m)
+    np.testing.assert_array_equal(joined.contact_slip_m_s, second.contact_slip_m_s)
+    np.testing.assert_array_equal(joined.constraint_multipliers, second.constraint_multipliers)
+    assert (joined.iterations, joined.substeps, joined.used_fallback) == (8, 3, True)
