@@ -24,12 +24,17 @@ from firmware_protocol.emulator.drive import DriveParams
 from firmware_protocol.emulator.emulator import EmulatorConfig, EmulatorConfigError, JointControllerEmulator
 from firmware_protocol.emulator.slcan_server import SlcanPtyServer
 
+DESCRIPTION = "Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus."
+
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="aiko-emulator",
-        description="Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus.",
-    )
+    p = argparse.ArgumentParser(prog="aiko-emulator", description=DESCRIPTION)
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The emulator's options, on its own parser or on ``aiko emulate can``'s."""
     p.add_argument("--interface", help="join this python-can interface instead of serving slcan (e.g. socketcan)")
     p.add_argument("--channel", help="channel for --interface (e.g. vcan0)")
     p.add_argument("--link", metavar="PATH", help="also create a symlink PATH -> the pty (stable device name)")
@@ -43,7 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rt-priority", type=int, default=0, metavar="P", help="SCHED_FIFO priority (Linux; 0 = off)")
     p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
     p.add_argument("-v", "--verbose", action="count", default=0)
-    return p
 
 
 def parse_nodes(text: str) -> tuple[int, ...]:
@@ -61,7 +65,10 @@ def parse_nodes(text: str) -> tuple[int, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
         format="aiko-emulator %(levelname)s %(name)s: %(message)s",
