@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reply-to-references", action="store_true", help="answer each accepted reference at once")
     p.add_argument("--rt-priority", type=int, default=0, metavar="P", help="SCHED_FIFO priority (Linux; 0 = off)")
     p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
-    p.add_argument("-v", "--verbose", action="count", default=0)
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
 
 
 def parse_nodes(text: str) -> tuple[int, ...]:
