@@ -37,7 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The emulator's options, on its own parser or on ``aiko emulate can``'s."""
     p.add_argument("--interface", help="join this python-can interface instead of serving slcan (e.g. socketcan)")
     p.add_argument("--channel", help="channel for --interface (e.g. vcan0)")
-    p.add_argument("--link", metavar="PATH", help="also create a symlink PATH -> the pty (stable device name)")
+    p.add_argument(
+        "--link", dest="link_path", metavar="PATH", help="also create a symlink PATH -> the pty (stable device name)"
+    )
     p.add_argument("--nodes", default="1-10", help="node ids, e.g. 1-10 or 1,2,5 (default 1-10)")
     p.add_argument("--feedback-rate", type=float, default=100.0, metavar="HZ", help="feedback rate (default 100)")
     p.add_argument("--reference-period-ms", type=float, default=100.0, help="expected reference period (default 100)")
@@ -105,13 +107,13 @@ def run(args: argparse.Namespace) -> int:
             opened += [bus, bridge]
             emulator = JointControllerEmulator(bus, config)
             server = SlcanPtyServer(bridge, on_garbage=emulator.count_serial_garbage)
-            if args.link:
+            if args.link_path:
                 try:
-                    if os.path.lexists(args.link):
-                        os.unlink(args.link)
-                    os.symlink(server.slave_path, args.link)
+                    if os.path.lexists(args.link_path):
+                        os.unlink(args.link_path)
+                    os.symlink(server.slave_path, args.link_path)
                 except OSError as exc:
-                    problem = f"cannot create --link {args.link}: {exc.strerror}"
+                    problem = f"cannot create --link {args.link_path}: {exc.strerror}"
             if problem is None:
                 server.start()
                 print(f"slcan: {server.slave_path}", flush=True)
@@ -142,8 +144,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.shutdown()  # stop reading the pty first ...
-            if args.link and os.path.islink(args.link):
-                os.unlink(args.link)
+            if args.link_path and os.path.islink(args.link_path):
+                os.unlink(args.link_path)
         emulator.stop()
         emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
         counters = emulator.counters()
