@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import aiko._blas_threads  # noqa: F401  (before numpy loads)
 from aiko import __version__
-from aiko.errors import AikoError, RunStopped
+from aiko.core.errors import AikoError, RunStopped
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1

@@ -22,13 +22,13 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 def _snake3d() -> None:
-    from aiko.snake3d_runs import run_paper
+    from aiko.robots.aiko.paper_runs import run_paper
 
     run_paper("sidewinding", 0.005)
 
 
 def _cosserat() -> None:
-    from aiko.rod_experiment import load_rod_experiment
+    from aiko.robots.rod_bench.experiment import load_rod_experiment
     from sim.cosserat import step
 
     scenario = load_rod_experiment(EXPERIMENTS / "rod" / "rod_on_plane.toml")
@@ -37,10 +37,10 @@ def _cosserat() -> None:
 
 
 def _planar_snake() -> None:
-    from aiko.backends import backend_names
-    from aiko.experiment import load_experiment
-    from aiko.recording import MemoryRecorder
-    from aiko.runner import RunOptions, run_experiment
+    from aiko.core.recording import MemoryRecorder
+    from aiko.robots.aiko.experiment import load_experiment
+    from aiko.robots.aiko.plugins import backend_names
+    from aiko.robots.aiko.run import RunOptions, run_experiment
 
     backend_names()  # registers the backends' sections
     experiment = load_experiment(EXPERIMENTS / "obstacle_aided_structured.toml")

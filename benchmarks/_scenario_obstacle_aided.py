@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from aiko.backends import backend_names
-from aiko.experiment import load_experiment
-from aiko.recording import MemoryRecorder
-from aiko.runner import RunOptions, run_experiment
+from aiko.core.recording import MemoryRecorder
+from aiko.robots.aiko.backends import backend_names
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions, run_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 

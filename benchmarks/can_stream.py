@@ -33,11 +33,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from aiko.backends.can_bus import CanBackend, HilBackend  # noqa: E402
-from aiko.clock import WallClock  # noqa: E402
-from aiko.experiment import load_experiment  # noqa: E402
-from aiko.recording import MemoryRecorder  # noqa: E402
-from aiko.runner import RunOptions, run_experiment  # noqa: E402
+from aiko.core.clock import WallClock  # noqa: E402
+from aiko.core.recording import MemoryRecorder  # noqa: E402
+from aiko.robots.aiko.backends.can import CanBackend  # noqa: E402
+from aiko.robots.aiko.backends.hil import HilBackend  # noqa: E402
+from aiko.robots.aiko.experiment import load_experiment  # noqa: E402
+from aiko.robots.aiko.run import RunOptions, run_experiment  # noqa: E402
 
 
 def _start_emulator_process(rate_hz: float, feedback_rate_hz: float, rt_priority: int) -> tuple[subprocess.Popen, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.rod_experiment import load_rod_experiment
+from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat import ConvergenceError, step
 from sim.cosserat.scenario import released_model
 

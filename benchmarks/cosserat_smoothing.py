@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from aiko.rod_experiment import load_rod_experiment  # noqa: E402
+from aiko.robots.rod_bench.experiment import load_rod_experiment  # noqa: E402
 from sim.cosserat import ConvergenceError, step  # noqa: E402
 from sim.cosserat.scenario import released_model, simulate  # noqa: E402
 from sim.cosserat.slack import Smoothing, slack_from_regular  # noqa: E402

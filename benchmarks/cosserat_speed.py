@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from aiko.rod_experiment import load_rod_experiment  # noqa: E402
+from aiko.robots.rod_bench.experiment import load_rod_experiment  # noqa: E402
 from sim.cosserat import step  # noqa: E402
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import aiko.backends.can_bus  # noqa: E402,F401  (registers [can] and [hil])
-from aiko.experiment import load_experiment  # noqa: E402
-from aiko.recording import MemoryRecorder  # noqa: E402
-from aiko.runner import RunOptions, run_experiment  # noqa: E402
+import aiko.robots.aiko.backends.hil  # noqa: E402,F401  (registers [can] and [hil])
+from aiko.core.recording import MemoryRecorder  # noqa: E402
+from aiko.robots.aiko.experiment import load_experiment  # noqa: E402
+from aiko.robots.aiko.run import RunOptions, run_experiment  # noqa: E402
 
 
 def run(plant: str, duration_s: float) -> dict:

@@ -32,7 +32,7 @@ SCENARIOS = {
 
 
 def run_snake3d(scenario: str, duration_s: float, dt_s: float) -> dict:
-    from aiko.snake3d_runs import run_paper
+    from aiko.robots.aiko.paper_runs import run_paper
 
     run_paper(SCENARIOS[scenario], 0.01, dt_s=dt_s)  # compile (or load the numba cache) outside the timing
     result = run_paper(SCENARIOS[scenario], duration_s, dt_s=dt_s)

@@ -2,7 +2,7 @@
 
 - ``aiko can decode LOG``: every frame of a python-can log (.asc .blf .log .csv .trc) decoded with the DBC.
 - ``aiko can estop --interface I --channel C``: send the emergency-stop frame (id 0) on a bus, from any shell, and
-  confirm that every module reports ESTOP (exit 0), else name the silent ones (exit 1). See ``aiko.can_estop``.
+  confirm that every module reports ESTOP (exit 0), else name the silent ones (exit 1). See ``aiko.devices.can.estop``.
 - ``aiko can bus-load``: the worst-case load of the protocol at given rates.
 
 Heavy imports (python-can, numpy, cantools) happen inside the handlers: ``aiko can estop`` must not wait for them.
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from aiko.errors import AikoError, HardwareError
+from aiko.core.errors import AikoError, HardwareError
 
 # the DBC's message families, for --kind (restated so that registering the parser does not load cantools;
 # tests/aiko/test_can_estop.py checks the list against firmware_protocol.dbc.MessageKind)
@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def decode_command(args: argparse.Namespace) -> int:
     import can
 
-    from aiko.can_driver.frame_log import SUPPORTED_LOG_SUFFIXES
+    from aiko.devices.can.frame_log import SUPPORTED_LOG_SUFFIXES
     from firmware_protocol.codec import default_codec
     from firmware_protocol.dbc import id_scheme, load_database
     from firmware_protocol.errors import ProtocolError
@@ -135,7 +135,7 @@ def _fmt(value) -> str:
 
 
 def _parse_nodes(text: str) -> tuple[int, ...]:
-    from aiko.can_estop import NODES
+    from aiko.devices.can.estop import NODES
 
     nodes: list[int] = []
     try:
@@ -152,7 +152,7 @@ def _parse_nodes(text: str) -> tuple[int, ...]:
 
 def estop_command(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    from aiko.can_estop import EstopError, EstopRefused, emergency_stop
+    from aiko.devices.can.estop import EstopError, EstopRefused, emergency_stop
 
     if not 0 < args.timeout <= 60:
         raise AikoError(f"--timeout {args.timeout}: must be in (0, 60] s")

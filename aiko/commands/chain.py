@@ -13,8 +13,8 @@ import math
 import sys
 import time
 
-from aiko.errors import AikoError
-from aiko.plots import save_figure
+from aiko.analysis.plots import save_figure
+from aiko.core.errors import AikoError
 
 DEFAULTS = {"link_length_m": 0.122, "link_mass_kg": 0.682, "link_radius_m": 0.0525}  # one Aiko link (paper 000)
 
@@ -166,8 +166,8 @@ def offset_effect_command(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from aiko.experiment import load_experiment
-    from aiko.shape import body_shape
+    from aiko.robots.aiko.experiment import load_experiment
+    from aiko.robots.aiko.shape import body_shape
 
     experiment = load_experiment(args.experiment)
     robot = experiment.robot

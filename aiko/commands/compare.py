@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from aiko.compare import compare_logs
+from aiko.analysis.compare import compare_logs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from aiko.errors import AikoError
+    from aiko.core.errors import AikoError
 
     if not 0 < args.max_lag <= 60:
         raise AikoError(f"--max-lag must be in (0, 60] s, got {args.max_lag}")
@@ -46,7 +46,7 @@ def run_compare(args: argparse.Namespace) -> int:
         args.a, args.b, max_lag_s=args.max_lag, start_window_s=args.start_window, body=args.body, topic=args.topic
     )
     if args.plot:
-        from aiko.plots import plot_comparison
+        from aiko.analysis.plots import plot_comparison
 
         cmp.result["plot"] = str(plot_comparison(cmp, args.plot, tuple(args.labels)))
     r = cmp.result

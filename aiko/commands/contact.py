@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
 
 EXAMPLE_NAMES = ("block", "two_link", "table", "bearing", "painleve")
 INPUT_HELP = {

@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
 from aiko.log import LogReader
 
 

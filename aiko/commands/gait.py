@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.errors import AikoError, writing
-from aiko.experiment import load_experiment
-from aiko.plots import save_figure
+from aiko.analysis.plots import save_figure
+from aiko.core.errors import AikoError, writing
+from aiko.robots.aiko.experiment import load_experiment
 
 MAX_SAMPLES = 1_000_000
 """A CSV row per sample: a million rows (~200 MB) is already more than a plot or a check needs."""

@@ -6,11 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-import aiko.mocap.config  # noqa: F401  (registers the [mocap] section before any experiment is read)
-from aiko.errors import writing
-from aiko.experiment import parse_override
-from aiko.progress import Progress
-from aiko.replay import DEFAULT_REPLAY_BACKEND, replay
+import aiko.robots.aiko.mocap  # noqa: F401  (registers the [mocap] section before any experiment is read)
+from aiko.analysis.replay import DEFAULT_REPLAY_BACKEND, replay
+from aiko.core.config import parse_override
+from aiko.core.errors import writing
+from aiko.core.progress import Progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from aiko.report import write_report
+from aiko.analysis.report import write_report
 
 
 def register(sub: argparse._SubParsersAction) -> None:

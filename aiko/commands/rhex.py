@@ -7,8 +7,8 @@ import json
 import math
 from pathlib import Path
 
-from aiko.errors import AikoError
-from aiko.plots import save_figure
+from aiko.analysis.plots import save_figure
+from aiko.core.errors import AikoError
 
 #: Table V of paper 003: RMSE of predicted pitch acceleration [rad/s²].
 PAPER_RMSE = {

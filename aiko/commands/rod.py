@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from aiko.errors import AikoError
-from aiko.progress import Progress
-from aiko.rod_experiment import load_rod_experiment, log_rate_hz
+from aiko.core.errors import AikoError
+from aiko.core.progress import Progress
+from aiko.robots.rod_bench.experiment import load_rod_experiment, log_rate_hz
 from sim.cosserat import ConvergenceError, Smoothing, build_model, uniform_rod
 from sim.cosserat.incline import run_incline
 from sim.cosserat.scenario import Sample, simulate
@@ -106,7 +106,7 @@ def _open_recorder(path: Path, metadata: dict[str, Any]):
         from aiko.log import McapRecorder
     except ImportError:
         return _JsonLinesRecorder(path.with_suffix(".jsonl"), metadata)
-    from aiko.session import foxglove_views
+    from aiko.robots.aiko.run import foxglove_views
 
     return McapRecorder(path, metadata=metadata, foxglove_views=foxglove_views(None))
 
@@ -236,7 +236,7 @@ def _view_axes(snapshots: list[np.ndarray]) -> tuple[int, int]:
 
 
 def _plot(snapshots: list[np.ndarray], out: Path, title: str) -> None:
-    from aiko.plots import _pyplot, save_figure
+    from aiko.analysis.plots import _pyplot, save_figure
 
     plt = _pyplot()
     a, b = _view_axes(snapshots)

@@ -7,14 +7,16 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from aiko.backends import backend_help, backend_names
-from aiko.backends.can_bus import add_can_arguments, can_context_options
-from aiko.errors import AikoError, writing
-from aiko.experiment import Experiment, load_experiment, parse_override
-from aiko.progress import Progress
-from aiko.recording import FanOutRecorder
-from aiko.runner import RunOptions, choose_clock
+from aiko.core.config import parse_override
+from aiko.core.errors import AikoError, writing
+from aiko.core.progress import Progress
+from aiko.core.recording import FanOutRecorder
+from aiko.robots.aiko.backends.can import add_can_arguments, can_overrides
+from aiko.robots.aiko.experiment import Experiment, load_experiment
+from aiko.robots.aiko.plugins import backend_help, backend_info, backend_names
+from aiko.robots.aiko.run import RunOptions, choose_clock
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,28 +78,48 @@ def default_log_path(experiment: Experiment) -> Path:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    experiment, backend = _load(args)
+    out = _log_path(args, experiment)
+    options = RunOptions(backend=backend, duration_s=args.duration, realtime=args.realtime)
+    dashboard, foxglove = _live_views(args, experiment, backend, options.tracked_link)
+    summary = _record(args, experiment, out, options, dashboard, foxglove)
+    _after_run(args, out, summary, dashboard)
+    _print_summary(args, out, summary)
+    return 0
+
+
+def _load(args: argparse.Namespace) -> tuple[Experiment, str]:
+    """The experiment (``--set`` and the CAN flags applied as overrides) and the backend's name; refuses flags
+    the chosen backend would ignore, before anything runs."""
+    if args.duration is not None and not (0 < args.duration < 86400):
+        raise AikoError(f"--duration must be in (0, 86400) seconds, got {args.duration}")
     overrides = dict(parse_override(item) for item in args.set)
+    overrides.update(can_overrides(args))
     experiment = load_experiment(args.experiment, overrides)
     backend = args.backend or experiment.default_backend
     if backend not in backend_names():
         raise AikoError(f"unknown backend {backend!r}; known backends: {', '.join(backend_names())}")
-    if args.duration is not None and not (0 < args.duration < 86400):
-        raise AikoError(f"--duration must be in (0, 86400) seconds, got {args.duration}")
+    capabilities = backend_info(backend).capabilities
     bus_flags = [
         flag
         for flag, value in (("--interface", args.interface), ("--channel", args.channel), ("--bitrate", args.bitrate))
         if value is not None
     ]
-    if bus_flags and backend != "can":
+    if bus_flags and "hardware_can_bus" not in capabilities:
         raise AikoError(
             f"{', '.join(bus_flags)} select the real bus of --backend can; --backend {backend} does not use it "
             "(hil runs the emulated modules on its own virtual bus)"
         )
     can_flags = [flag for flag, value in (("--can-log", args.can_log), ("--rt-priority", args.rt_priority)) if value]
-    if can_flags and backend not in ("can", "hil"):
+    if can_flags and "can_bus" not in capabilities:
         raise AikoError(
             f"{', '.join(can_flags)} apply to the CAN bus of --backend can or hil; --backend {backend} has no CAN bus"
         )
+    return experiment, backend
+
+
+def _log_path(args: argparse.Namespace, experiment: Experiment) -> Path:
+    """Where the log goes, its folder created; and the live-view outputs checked, before the run and not after."""
     out = Path(args.out) if args.out else default_log_path(experiment)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -110,17 +132,18 @@ def run_command(args: argparse.Namespace) -> int:
             raise AikoError(
                 "--live needs a display (no DISPLAY or WAYLAND_DISPLAY); --live-screenshot OUT.png renders offscreen"
             )
-    if args.live_screenshot:  # found out before the run, not by the dashboard process after it
+    if args.live_screenshot:
         shot = Path(args.live_screenshot)
         with writing(shot):
             shot.parent.mkdir(parents=True, exist_ok=True)
             shot.touch()
+    if args.foxglove is not None and not 0 <= args.foxglove <= 65535:
+        raise AikoError(f"--foxglove PORT must be in 0..65535, got {args.foxglove}")
+    return out
 
-    from aiko.session import record_run
 
-    options = RunOptions(backend=backend, duration_s=args.duration, realtime=args.realtime)
-    clock = choose_clock(backend, args.realtime)
-    progress = Progress(f"run {experiment.name}")
+def _live_views(args: argparse.Namespace, experiment: Experiment, backend: str, tracked_link: int) -> tuple[Any, Any]:
+    """The Qt dashboard (``--live``) and the Foxglove WebSocket server (``--foxglove``), each None if not asked."""
     dashboard = None
     if args.live or args.live_screenshot:
         from aiko.dashboard.live import LiveDashboard
@@ -133,30 +156,36 @@ def run_command(args: argparse.Namespace) -> int:
         )
     foxglove = None
     if args.foxglove is not None:
-        from aiko.live_foxglove import FoxgloveLiveServer
-
-        if not 0 <= args.foxglove <= 65535:
-            raise AikoError(f"--foxglove PORT must be in 0..65535, got {args.foxglove}")
-        from aiko.session import SIM_POSES
+        from aiko.log.live_foxglove import FoxgloveLiveServer
+        from aiko.robots.aiko.run import SIM_POSES
 
         foxglove = FoxgloveLiveServer(
             experiment.robot,
-            options.tracked_link,
+            tracked_link,
             host=args.foxglove_host,
             port=args.foxglove,
             body_from_joints=backend not in SIM_POSES,
         )
         print(f"Foxglove live view: open a connection to {foxglove.url}", file=sys.stderr, flush=True)
+    return dashboard, foxglove
+
+
+def _record(
+    args: argparse.Namespace, experiment: Experiment, out: Path, options: RunOptions, dashboard: Any, foxglove: Any
+) -> dict[str, Any]:
+    """The run itself, with progress; a failure says what became of the log."""
+    from aiko.robots.aiko.run import record_run
+
     live_recorders = [r for r in (dashboard.recorder if dashboard else None, foxglove) if r is not None]
+    progress = Progress(f"run {experiment.name}")
     try:
         summary = record_run(
             experiment,
             out,
             options,
-            clock=clock,
+            clock=choose_clock(options.backend or experiment.default_backend, options.realtime),
             progress=progress,
             live=None if not live_recorders else FanOutRecorder(*live_recorders),
-            context_options=can_context_options(args),
         )
         progress.complete()
     except AikoError as exc:  # bad input found once the log was open: one line, saying what became of the log
@@ -177,12 +206,17 @@ def run_command(args: argparse.Namespace) -> int:
         summary["foxglove_url"] = foxglove.url
         summary["foxglove_sent_messages"] = foxglove.sent
         summary["foxglove_dropped_records"] = foxglove.dropped
+    return summary
+
+
+def _after_run(args: argparse.Namespace, out: Path, summary: dict[str, Any], dashboard: Any) -> None:
+    """``--replay`` and compare, the report (after the replay: it says what the replay found), the dashboard."""
     if args.replay:
-        from aiko.session import replay_and_compare
+        from aiko.analysis.replay import replay_and_compare
 
         summary.update(replay_and_compare(out, backend_name=args.replay))
-    if not args.no_report:  # after the replay: the report says what the replay found
-        from aiko.report import write_report
+    if not args.no_report:
+        from aiko.analysis.report import write_report
 
         summary["report_path"] = str(write_report(out, args.report, summary.get("comparison")))
     if dashboard is not None:
@@ -190,19 +224,21 @@ def run_command(args: argparse.Namespace) -> int:
         if not args.json:
             print("close the dashboard window to finish", file=sys.stderr)
         summary["live_exit_code"] = dashboard.wait()
+
+
+def _print_summary(args: argparse.Namespace, out: Path, summary: dict[str, Any]) -> None:
     if args.json:
         print(json.dumps(summary))
-    else:
-        print(f"log: {out}")
-        if "report_path" in summary:
-            print(f"report: {summary['report_path']}")
-        if "comparison" in summary:
-            c = summary["comparison"]
-            print(
-                f"replay: {summary['replay_log_path']}: RMS {c['rms_position_error_m'] * 1e3:.2f} mm, "
-                f"distance ratio {_ratio_text(c['distance_ratio'])}, plot {summary['comparison_plot']}"
-            )
-    return 0
+        return
+    print(f"log: {out}")
+    if "report_path" in summary:
+        print(f"report: {summary['report_path']}")
+    if "comparison" in summary:
+        c = summary["comparison"]
+        print(
+            f"replay: {summary['replay_log_path']}: RMS {c['rms_position_error_m'] * 1e3:.2f} mm, "
+            f"distance ratio {_ratio_text(c['distance_ratio'])}, plot {summary['comparison_plot']}"
+        )
 
 
 def failed_log_note(out: Path) -> str | None:

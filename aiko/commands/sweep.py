@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from aiko.interfaces import JointStatus
+from aiko.robots.aiko.joints import JointStatus
 
 
 class LiveRecorder:

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from aiko.core.errors import AikoError, writing
 from aiko.dashboard.model import DashboardModel, LiveRecorder
-from aiko.errors import AikoError, writing
 
 
 def qt_modules():

@@ -1,6 +1,6 @@
 """The experiment log: MCAP files with JSON-schema channels on one monotonic clock.
 
-``McapRecorder`` writes (the ``aiko.interfaces.Recorder`` protocol), ``LogReader`` reads back numpy arrays,
+``McapRecorder`` writes (the ``aiko.core.interfaces.Recorder`` protocol), ``LogReader`` reads back numpy arrays,
 ``recover`` repairs a file whose writer was killed, ``export_csv`` writes one CSV per channel.
 """
 

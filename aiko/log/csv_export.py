@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.errors import writing
+from aiko.core.errors import writing
 from aiko.log.reader import ChannelArrays, LogReader
 
 

@@ -15,7 +15,7 @@ topic                      schema                  from
 =========================  ======================  ==========================================================
 
 Link poses come from the simulator's ``/sim/link_poses`` where a backend writes them; otherwise (HIL, hardware) from
-the measured joint angles (``aiko.shape``) placed at the last motion-capture pose of the tracked link.
+the measured joint angles (``aiko.robots.aiko.shape``) placed at the last motion-capture pose of the tracked link.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def _yaw_wxyz(theta: float) -> tuple[float, float, float, float]:
 class FoxgloveViews:
     """Turns aiko records into Foxglove messages: ``messages(topic, epoch_ns, payload) -> [(topic, message)]``.
 
-    ``robot`` (an ``aiko.robot.RobotDescription``) sizes the link capsules and lets joint angles give the body
-    shape (unless ``body_from_joints`` is False: a simulator that logs its link poses); without it only simulator
+    ``robot`` (an ``aiko.robots.aiko.description.RobotDescription``) sizes the link capsules and lets joint angles
+    give the body shape (unless ``body_from_joints`` is False: a simulator that logs its link poses); without it only simulator
     poses and the rod are shown. Keeps a little state (the last tracked-link
     pose, the last body time), so one instance serves one run, fed in time order from one thread.
     """
@@ -135,7 +135,7 @@ class FoxgloveViews:
             return out
         if not (np.isfinite(np.asarray(h, dtype=float)).all() and np.isfinite(np.asarray(v, dtype=float)).all()):
             return out
-        from aiko.shape import body_shape
+        from aiko.robots.aiko.shape import body_shape
 
         self._last_body_ns = epoch_ns
         p, q = self._tracked_pose if self._tracked_pose is not None else (None, None)
@@ -185,10 +185,21 @@ class FoxgloveViews:
                 frame_id=f"link{i + 1}",
                 id=f"link{i + 1}",
                 frame_locked=True,
-                cylinders=[m.CylinderPrimitive(pose=at(0.0), size=m.Vector3(x=diameter, y=diameter, z=2 * half),
-                                               bottom_scale=1.0, top_scale=1.0, color=color)],
-                spheres=[m.SpherePrimitive(pose=at(s * half), size=m.Vector3(x=diameter, y=diameter, z=diameter),
-                                           color=color) for s in (-1.0, 1.0)],
+                cylinders=[
+                    m.CylinderPrimitive(
+                        pose=at(0.0),
+                        size=m.Vector3(x=diameter, y=diameter, z=2 * half),
+                        bottom_scale=1.0,
+                        top_scale=1.0,
+                        color=color,
+                    )
+                ],
+                spheres=[
+                    m.SpherePrimitive(
+                        pose=at(s * half), size=m.Vector3(x=diameter, y=diameter, z=diameter), color=color
+                    )
+                    for s in (-1.0, 1.0)
+                ],
             )  # fmt: skip
             for i in range(len(positions))
         ]

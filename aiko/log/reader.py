@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
 from aiko.log.encoding import to_jsonable
 from aiko.log.recorder import EVENTS_TOPIC, LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
 from aiko.log.salvage import AttachmentRecord, ChannelRecord, MessageRecord, MetadataRecord, SchemaRecord, scan_bytes
@@ -143,7 +143,7 @@ class LogReader:
         events: Iterable[tuple[int, str, dict[str, Any]]] = (),
         name: str = "<memory>",
     ) -> LogReader:
-        """A reader over a run kept in memory (``aiko.recording.MemoryRecorder``'s ``channels`` and ``events``),
+        """A reader over a run kept in memory (``aiko.core.recording.MemoryRecorder``'s ``channels`` and ``events``),
         so the same analysis reads a run that wrote no log file (``aiko sweep``). Payloads are converted as the log
         stores them (numpy arrays to lists, NaN to null), so both readers give the same arrays."""
         reader = cls.__new__(cls)

@@ -18,13 +18,9 @@ from __future__ import annotations
 
 import atexit
 import collections
-import getpass
 import json
 import logging
 import os
-import platform
-import socket
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -34,7 +30,8 @@ from typing import Any
 
 from mcap.writer import CompressionType, Writer
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
+from aiko.core.provenance import provenance
 from aiko.log.encoding import encode, infer_schema, to_jsonable
 
 log = logging.getLogger(__name__)
@@ -63,15 +60,6 @@ class LogOpenError(LogWriteError, AikoError):
     reports it as bad input (one line, exit 2) rather than as a failed run."""
 
 
-def software_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("aiko-stack")
-    except PackageNotFoundError:  # not installed as a distribution: running from a checkout
-        return "0+checkout"
-
-
 def encode_metadata(data: Mapping[str, Any]) -> dict[str, str]:
     """Dict of any JSON-able values → MCAP's str→str map (non-strings JSON-encoded and listed)."""
     out: dict[str, str] = {}
@@ -93,7 +81,7 @@ def decode_metadata(data: Mapping[str, str]) -> dict[str, Any]:
 
 
 class McapRecorder:
-    """Recorder (``aiko.interfaces.Recorder``) writing an MCAP file; use as a context manager.
+    """Recorder (``aiko.core.interfaces.Recorder``) writing an MCAP file; use as a context manager.
 
     ``record(channel, t_ns, payload)`` registers a JSON-schema channel on first use (schema inferred from the
     first payload unless declared with ``declare_channel``); ``event(kind, t_ns, **fields)`` writes to
@@ -131,7 +119,8 @@ class McapRecorder:
         except OSError as exc:
             raise LogOpenError(f"cannot open log {self.path} for writing: {exc}") from exc
         self._writer = Writer(self._file, chunk_size=chunk_size_bytes, compression=compressions[compression])
-        self._writer.start(profile="", library=f"aiko-stack {software_version()}")
+        facts = provenance()
+        self._writer.start(profile="", library=f"aiko-stack {facts['software_version']}")
         self.flush_interval_s = float(flush_interval_s)
         self._flush_period_s = 0.5 * self.flush_interval_s
         self._lock = threading.Lock()  # caller side: channel table and counts
@@ -151,11 +140,7 @@ class McapRecorder:
         self.log_time_offset_ns = wall_start_ns - monotonic_start_ns
         """Added to every record's ``t_ns`` to give its MCAP log time (Unix epoch ns); constant for the run."""
         run_meta = {
-            "software_version": software_version(),
-            "python": sys.version.split()[0],
-            "host": socket.gethostname(),
-            "platform": platform.platform(),
-            "user": current_user(),
+            **facts,
             "wall_clock_start_utc": datetime.now(UTC).isoformat(),
             "wall_clock_start_ns": wall_start_ns,
             "monotonic_start_ns": monotonic_start_ns,
@@ -345,7 +330,6 @@ class McapRecorder:
                     pass
                 return
 
-
     def _write_views(self, channel: str, epoch_ns: int, data: bytes) -> None:
         """The Foxglove-schema messages derived from one of our records, on their own protobuf channels."""
         for topic, message in self._views.messages(channel, epoch_ns, json.loads(data)):
@@ -370,11 +354,3 @@ class McapRecorder:
 
 def _schema_name(channel: str) -> str:
     return "aiko" + channel.replace("/", ".")
-
-
-def current_user() -> str:
-    """The login name for the run metadata; "" where there is none (containers without a passwd entry)."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError, ImportError):  # no passwd entry / no pwd module: not worth failing a run for
-        return ""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mcap.writer import CompressionType, Writer
 
-from aiko.errors import writing
+from aiko.core.errors import writing
 from aiko.log.reader import LogReadError, printable, require_log_file
 from aiko.log.recorder import decode_metadata
 from aiko.log.salvage import (

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
 from aiko.sweep.results import ResultStore, write_manifest
 from aiko.sweep.spec import RunPoint, SweepSpec, run_overrides
 from aiko.sweep.worker import STATUS_FAILED, STATUS_LOST, STATUS_OK, RunTask

@@ -3,7 +3,7 @@
 A metric is a function of the finished run (:class:`RunData`: the experiment, the run summary and the run's
 records, read through ``LogReader`` whether or not a log file was written) returning a number, or None where the
 run cannot tell (no tracked point on the kinematic backend, no motor effort, a run that did not move). The motion
-metrics reuse ``aiko.compare``: the tracked point is the one ``aiko compare`` aligns (``/mocap`` or
+metrics reuse ``aiko.analysis.compare``: the tracked point is the one ``aiko compare`` aligns (``/mocap`` or
 ``/mocap/tracked_point``; link 6 on Aiko), its planar displacement from the first to the last valid sample.
 
 ``register_metric(name, function, help)`` adds one; ``aiko sweep --list-metrics`` prints them all.
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from aiko.errors import ConfigError
+from aiko.core.errors import ConfigError
 
 GRAVITY_M_S2 = 9.81
 
@@ -28,7 +28,7 @@ GRAVITY_M_S2 = 9.81
 class RunData:
     """A finished run as metrics see it."""
 
-    experiment: Any  # aiko.experiment.Experiment
+    experiment: Any  # aiko.robots.aiko.experiment.Experiment
     summary: dict[str, Any]
     reader: Any  # aiko.log.LogReader (a file, or the run's records in memory)
     cache: dict[str, Any] = field(default_factory=dict)
@@ -39,9 +39,9 @@ class RunData:
 
     @cached_property
     def displacement(self) -> dict[str, Any] | None:
-        """``aiko.compare.displacement`` of the tracked point (motion capture); without one, of the tracked link's
-        start and end positions in the run summary (a simulator without simulated motion capture); else None."""
-        from aiko.compare import CompareError, Track, displacement, tracked_point
+        """``aiko.analysis.compare.displacement`` of the tracked point (motion capture); without one, of the tracked
+        link's start and end positions in the run summary (a simulator without simulated motion capture); else None."""
+        from aiko.analysis.compare import CompareError, Track, displacement, tracked_point
 
         try:
             track = tracked_point(self.reader)
@@ -141,7 +141,7 @@ def _yaw_change_deg(run: RunData) -> float | None:
         return d["yaw_change_deg"]
     if not run.reader.has("/sim/link_poses"):
         return None
-    from aiko.compare import yaw_rad
+    from aiko.analysis.compare import yaw_rad
 
     poses = run.reader.channel("/sim/link_poses")
     link = int(run.summary.get("tracked_link", 6)) - 1
@@ -177,7 +177,7 @@ def _cost_of_transport(run: RunData) -> float | None:
 
 def _tracking_rms_deg(axis: str) -> MetricFunction:
     def metric(run: RunData) -> float | None:
-        from aiko.compare import joint_tracking_rms
+        from aiko.analysis.compare import joint_tracking_rms
 
         rms = joint_tracking_rms(run.reader)
         if rms is None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from aiko.plots import _pyplot, _with_parent_dir, save_figure
+from aiko.analysis.plots import _pyplot, _with_parent_dir, save_figure
 
 MAX_GRID_LEVELS = 60
 

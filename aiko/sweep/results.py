@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
 from aiko.sweep.worker import FINAL_STATUSES
 
 RESULTS_FILE = "results.parquet"

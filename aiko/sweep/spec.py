@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from aiko.errors import ConfigError
-from aiko.validation import Table, read_toml
+from aiko.core.config import Table, read_toml
+from aiko.core.errors import ConfigError
 
 SAMPLING_KINDS = ("grid", "random", "lhs")
 DEFAULT_METRICS = ("distance_m", "speed_m_s")
@@ -265,8 +265,8 @@ def run_overrides(spec: SweepSpec, run: RunPoint) -> dict[str, Any]:
 def validate_runs(spec: SweepSpec, runs: list[RunPoint]) -> str:
     """Load the experiment with every run's overrides (strict, as ``aiko run --set``); the first bad one is a
     one-line error naming the run. Returns the backend the runs use."""
-    from aiko.backends import backend_names
-    from aiko.experiment import load_experiment
+    from aiko.robots.aiko.experiment import load_experiment
+    from aiko.robots.aiko.plugins import backend_info, backend_names
 
     backend = spec.backend
     for run in runs:
@@ -275,14 +275,12 @@ def validate_runs(spec: SweepSpec, runs: list[RunPoint]) -> str:
         except ConfigError as exc:
             raise ConfigError(f"{spec.path}: run {run.index} ({_describe(run.params)}): {exc}") from None
         backend = backend or experiment.default_backend
-    from aiko.runner import HARDWARE_BACKENDS
-
-    if backend in HARDWARE_BACKENDS:
-        raise ConfigError(f"{spec.path}: backend: {backend} drives the real robot; sweeps run simulated backends only")
     if backend not in backend_names():
         raise ConfigError(
             f"{spec.path}: backend: unknown backend {backend!r}; known backends: {', '.join(backend_names())}"
         )
+    if backend_info(backend).wall_clock_only:
+        raise ConfigError(f"{spec.path}: backend: {backend} drives the real robot; sweeps run simulated backends only")
     return backend  # type: ignore[return-value]
 
 

@@ -3,7 +3,7 @@
 :func:`run_one` is a pure function of its :class:`RunTask` (no state shared between runs or workers; every run
 seeds its own generators), and never raises for a failed run: an error (a simulator that diverged, a step that did
 not converge, a setting the experiment rejects) is a row with ``status = "failed"`` and the error's one line. The
-run goes through the same path as ``aiko run`` (``aiko.session``) on the simulated clock, kept in memory, or
+run goes through the same path as ``aiko run`` (``aiko.robots.aiko.run``) on the simulated clock, kept in memory, or
 written as an MCAP log too when the sweep keeps logs.
 """
 
@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from aiko.recording import MemoryRecorder
+from aiko.core.recording import MemoryRecorder
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -85,10 +85,9 @@ class MetricRecorder(MemoryRecorder):
 
 
 def _run(task: RunTask) -> tuple[Any, dict[str, Any], Any]:
-    from aiko.experiment import load_experiment
     from aiko.log import LogReader
-    from aiko.runner import RunOptions
-    from aiko.session import record_run, run_with_mocap
+    from aiko.robots.aiko.experiment import load_experiment
+    from aiko.robots.aiko.run import RunOptions, record_run, run_with_mocap
 
     overrides = dict(task.overrides)
     experiment = load_experiment(task.experiment_path, overrides)

@@ -8,14 +8,20 @@ the free play, and returns joint angles and rates; the emulator never needs to k
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 
 @runtime_checkable
 class JointPlant(Protocol):
-    """Joint-space view of a robot with n two-axis (horizontal, vertical) joints."""
+    """Joint-space view of a robot with n two-axis (horizontal, vertical) joints.
+
+    ``physics_dt_s``: the plant's own fixed time step, if it has one (a multibody simulator); the emulator's physics
+    sub-step must then equal it. ``link_poses`` and ``solver_summary`` report where a simulated robot went and how
+    its solver did (None / {} for a plant that has no bodies or no solver)."""
+
+    physics_dt_s: float | None
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         """(angles_rad (n, 2), rates_rad_s (n, 2)); column 0 horizontal, column 1 vertical."""
@@ -23,6 +29,14 @@ class JointPlant(Protocol):
 
     def advance(self, torques_nm: np.ndarray, dt_s: float) -> None:
         """Integrate dt_s with the joint torques (n, 2) held constant."""
+        ...
+
+    def link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Link centre positions (n+1, 3) in m and unit quaternions (n+1, 4) (w, x, y, z), if the plant has bodies."""
+        ...
+
+    def solver_summary(self) -> dict[str, Any]:
+        """The plant's solver statistics for the run summary ({} without a solver)."""
         ...
 
 
@@ -58,6 +72,14 @@ class IndependentInertiaPlant:
             self.angles_rad[...] = initial_angles_rad
         self.rates_rad_s = np.zeros((n_joints, 2))
         self._limits = np.array([self.params.limit_h_rad, self.params.limit_v_rad])
+
+    physics_dt_s = None  # any step: the emulator's sub-step
+
+    def link_poses(self) -> None:
+        return None  # joint space only: no bodies
+
+    def solver_summary(self) -> dict[str, Any]:
+        return {}
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.angles_rad, self.rates_rad_s

@@ -7,7 +7,7 @@ or in value shows up in the poses, not only in the joint angles).
 
 import numpy as np
 
-from aiko.backends.kinematic import KinematicBackend
+from aiko.robots.aiko.backends.kinematic import KinematicBackend
 
 
 class ChainBackend(KinematicBackend):

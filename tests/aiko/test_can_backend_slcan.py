@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from aiko.backends.can_bus import CanBackend
-from aiko.clock import WallClock
-from aiko.errors import HardwareError
-from aiko.experiment import load_experiment
-from aiko.interfaces import JointStatus
-from aiko.recording import MemoryRecorder
-from aiko.runner import RunOptions, run_experiment
+from aiko.core.clock import WallClock
+from aiko.core.errors import HardwareError
+from aiko.robots.aiko.joints import JointStatus
+from aiko.core.recording import MemoryRecorder
+from aiko.robots.aiko.backends.can import CanBackend
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions, run_experiment
 from tests.emulator_process import start_emulator, stop_emulator
 
 REPO = Path(__file__).resolve().parents[2]

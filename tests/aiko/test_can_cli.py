@@ -31,9 +31,9 @@ def test_bad_can_setting_is_one_line_exit_2(capsys):
 
 
 def test_aiko_can_decode_reads_a_hil_frame_log(tmp_path, capsys):
-    from aiko.experiment import load_experiment
-    from aiko.recording import MemoryRecorder
-    from aiko.runner import RunOptions, run_experiment
+    from aiko.core.recording import MemoryRecorder
+    from aiko.robots.aiko.experiment import load_experiment
+    from aiko.robots.aiko.run import RunOptions, run_experiment
 
     log = tmp_path / "frames.blf"
     experiment = load_experiment(REPO / "experiments" / "sidewinding.toml")
@@ -96,9 +96,9 @@ def test_can_log_without_a_can_bus_is_refused(tmp_path, capsys, backend):
 
 
 def test_frame_log_marks_the_pcs_frames_tx_and_decode_names_dbc_values(tmp_path, capsys):
-    from aiko.experiment import load_experiment
-    from aiko.recording import MemoryRecorder
-    from aiko.runner import RunOptions, run_experiment
+    from aiko.core.recording import MemoryRecorder
+    from aiko.robots.aiko.experiment import load_experiment
+    from aiko.robots.aiko.run import RunOptions, run_experiment
 
     log = tmp_path / "frames.asc"
     experiment = load_experiment(REPO / "experiments" / "sidewinding.toml")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from aiko import can_estop
-from aiko.can_driver.frame_log import SUPPORTED_LOG_SUFFIXES
-from aiko.can_driver.slcan_bus import BufferedSlcanBus
 from aiko.cli import main
 from aiko.commands import can as can_command
+from aiko.devices.can import estop as can_estop
+from aiko.devices.can.frame_log import SUPPORTED_LOG_SUFFIXES
+from aiko.devices.can.slcan_bus import BufferedSlcanBus
 from firmware_protocol.codec import default_codec
 from firmware_protocol.dbc import ESTOP_KEY, MessageKind, ModuleState, id_scheme
 from tests.emulator_process import start_emulator, stop_emulator
@@ -96,7 +96,7 @@ def test_estop_on_a_channel_that_does_not_open_is_one_line_exit_2(capsys):
 
 def test_estop_command_imports_no_numpy_or_simulator():
     code = "import sys; from aiko.cli import build_parser; build_parser(['can', 'estop'], only_named=True);"
-    code += "import aiko.can_estop; print(sorted(m for m in sys.modules if m.split('.')[0] in"
+    code += "import aiko.devices.can.estop; print(sorted(m for m in sys.modules if m.split('.')[0] in"
     code += " ('numpy', 'scipy', 'numba', 'cantools', 'can', 'sim')))"
     out = subprocess.run([_PY, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert out.strip() == "[]"

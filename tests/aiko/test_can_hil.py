@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 import sim.snake3d.plant  # noqa: F401  (the hil backend's "snake3d" plant; a broken import must fail, not skip)
-from aiko.backends.can_bus import HilBackend
-from aiko.can_driver import ReferenceShaper
-from aiko.clock import SimulatedClock, WallClock
-from aiko.errors import ConfigError
-from aiko.experiment import load_experiment
-from aiko.interfaces import JointStatus, RunContext
-from aiko.loop import ControlLoop
-from aiko.recording import MemoryRecorder
-from aiko.runner import RunOptions, run_experiment
+from aiko.core.clock import SimulatedClock, WallClock
+from aiko.core.errors import ConfigError
+from aiko.robots.aiko.joints import JointStatus, RunContext
+from aiko.robots.aiko.control_loop import ControlLoop
+from aiko.core.recording import MemoryRecorder
+from aiko.devices.can import ReferenceShaper
+from aiko.robots.aiko.backends.hil import HilBackend
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions, run_experiment
 from firmware_protocol.dbc import DBC_PATH, ModuleState
 
 REPO = Path(__file__).resolve().parents[2]
@@ -271,8 +271,8 @@ def test_can_and_hil_tables_are_validated(tmp_path):
 
 
 def test_can_backend_reports_an_unopenable_bus(experiment):
-    from aiko.backends.can_bus import CanBackend
-    from aiko.errors import HardwareError
+    from aiko.core.errors import HardwareError
+    from aiko.robots.aiko.backends.can import CanBackend
 
     backend = CanBackend()
     ctx = RunContext(
@@ -290,7 +290,7 @@ def test_can_backend_reports_an_unopenable_bus(experiment):
 
 
 def test_health_monitor_reports_each_transition_once():
-    from aiko.can_driver import HealthMonitor
+    from aiko.devices.can import HealthMonitor
 
     events = []
     monitor = HealthMonitor((1, 2), stale_after_s=0.5, on_transition=lambda kind, node, f: events.append((kind, node)))
@@ -374,7 +374,7 @@ def test_a_module_that_goes_silent_is_reported_stale(experiment):
 def test_streaming_asks_for_realtime_priority_on_the_wall_clock_only(experiment):
     """SCHED_FIFO is what keeps the 10 Hz jitter under 1 ms on a loaded PC; a lockstep run computes flat out, and a
     FIFO thread doing that would starve the machine, so it must never ask for it."""
-    from aiko.backends.can_bus import WALL_CLOCK_REALTIME_PRIORITY
+    from aiko.robots.aiko.backends.can import WALL_CLOCK_REALTIME_PRIORITY
 
     cases = [
         ({}, None, 0),

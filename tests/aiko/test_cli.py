@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aiko.cli import main
-from aiko.experiment import load_experiment
+from aiko.robots.aiko.experiment import load_experiment
 from tests.conftest import EXPERIMENTS
 
 GOOD = """robot = "{robot}"
@@ -162,9 +162,9 @@ def test_experiment_copied_elsewhere_still_finds_its_robot(tmp_path, experiments
 
 
 def test_a_run_that_fails_midway_ends_with_one_line_status_1_and_a_readable_log(tmp_path, capsys, experiments_dir):
-    from aiko.backends import register_backend
-    from aiko.backends.kinematic import KinematicBackend
     from aiko.log import LogReader
+    from aiko.robots.aiko.backends import register_backend
+    from aiko.robots.aiko.backends.kinematic import KinematicBackend
 
     class BrokenPlant(KinematicBackend):
         def advance_to(self, t_s: float) -> None:
@@ -277,13 +277,13 @@ def test_an_impossible_obstacle_field_is_a_config_error(tmp_path, capsys, overri
 
 
 def test_a_run_that_fails_before_it_starts_removes_its_stub_log_and_says_so(tmp_path, capsys, monkeypatch):
-    import aiko.session
-    from aiko.errors import ConfigError
+    import aiko.robots.aiko.run
+    from aiko.core.errors import ConfigError
 
     def fail(*args, **kwargs):
         raise ConfigError("the bus is not there")
 
-    monkeypatch.setattr(aiko.session, "run_experiment", fail)
+    monkeypatch.setattr(aiko.robots.aiko.run, "run_experiment", fail)
     out = tmp_path / "run.mcap"
     assert main(["run", str(EXPERIMENTS / "sidewinding.toml"), "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -292,13 +292,13 @@ def test_a_run_that_fails_before_it_starts_removes_its_stub_log_and_says_so(tmp_
 
 
 def test_a_run_that_fails_after_it_started_keeps_its_log_and_says_so(tmp_path, capsys, monkeypatch):
-    import aiko.session
+    import aiko.robots.aiko.run
 
     def fail(experiment, recorder, *args, clock, **kwargs):
         recorder.event("start", clock.now_ns())
         raise RuntimeError("the plant diverged")
 
-    monkeypatch.setattr(aiko.session, "run_experiment", fail)
+    monkeypatch.setattr(aiko.robots.aiko.run, "run_experiment", fail)
     out = tmp_path / "run.mcap"
     assert main(["run", str(EXPERIMENTS / "sidewinding.toml"), "--out", str(out)]) == 1
     err = capsys.readouterr().err

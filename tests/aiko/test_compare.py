@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import aiko.mocap.config  # noqa: F401
+import aiko.robots.aiko.mocap  # noqa: F401
+from aiko.analysis.compare import CompareError, compare_logs, sample_track, tracked_point
 from aiko.cli import main
-from aiko.compare import CompareError, compare_logs, sample_track, tracked_point
-from aiko.experiment import load_experiment
 from aiko.log import LogReader, McapRecorder
-from aiko.runner import RunOptions
-from aiko.session import record_run
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions
+from aiko.robots.aiko.run import record_run
 
 from .chain_backend import ChainBackend
 
@@ -102,7 +102,7 @@ def test_occluded_samples_are_nan_flagged_skipped_and_counted(run_a, tmp_path):
 
 
 def test_interpolation_never_bridges_an_occlusion():
-    from aiko.compare import Track
+    from aiko.analysis.compare import Track
 
     t = np.arange(5) * 0.05
     p = np.column_stack([t, t, t])
@@ -158,7 +158,7 @@ def test_a_wrong_body_or_topic_is_a_compare_error(run_a, kwargs, message):
 
 
 def test_yaw_of_the_tracked_body():
-    from aiko.compare import Track, displacement, yaw_rad
+    from aiko.analysis.compare import Track, displacement, yaw_rad
 
     def q_z(a):
         return np.array([np.cos(a / 2), 0, 0, np.sin(a / 2)])

@@ -14,8 +14,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from aiko.live_foxglove import FoxgloveLiveServer
-from aiko.robot import load_robot
+from aiko.log.live_foxglove import FoxgloveLiveServer
+from aiko.robots.aiko.description import load_robot
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBPROTOCOL = "foxglove.sdk.v1"
@@ -36,9 +36,7 @@ def receive(url: str, topics: set[str], want: int = 3, timeout_s: float = 60.0) 
     advertised: dict[str, tuple[int, float]] = {}  # topic -> (channel id, when to (re)subscribe)
     got: dict[str, list[tuple[int, bytes]]] = {}
     with ws:
-        while time.monotonic() < deadline and not (
-            set(got) == topics and all(len(v) >= want for v in got.values())
-        ):
+        while time.monotonic() < deadline and not (set(got) == topics and all(len(v) >= want for v in got.values())):
             now = time.monotonic()
             # subscribe a little after the advertisement (the server may not know a channel it just advertised),
             # and again while a subscribed channel stays silent
@@ -139,7 +137,7 @@ def test_aiko_run_foxglove_serves_the_run_live(tmp_path):
 
 
 def test_a_port_in_use_is_one_line_naming_it():
-    from aiko.errors import AikoError
+    from aiko.core.errors import AikoError
 
     with FoxgloveLiveServer(None, port=0) as first:
         with pytest.raises(AikoError, match=f"cannot serve on 127.0.0.1:{first.port}"):

@@ -6,8 +6,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from aiko.errors import ConfigError
-from aiko.gait import (
+from aiko.core.config import Table
+from aiko.core.errors import ConfigError
+from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.gait import (
     _GAITS,
     PRESETS,
     SerpenoidGait,
@@ -17,8 +19,6 @@ from aiko.gait import (
     register_gait,
     validate_serpenoid,
 )
-from aiko.robot import load_robot
-from aiko.validation import Table
 
 N_JOINTS = 10
 
@@ -415,10 +415,10 @@ def test_registered_gait_kinds_are_built_from_their_tables(experiments_dir):
 
 
 def test_plugin_gaits_are_found_by_kind(experiments_dir):
-    """Reactive gaits live in `aiko.gaits` and register themselves when `gait_from_table` first looks for kinds
+    """Reactive gaits live in `aiko.robots.aiko.gaits` and register themselves when `gait_from_table` first looks for kinds
     (nothing here imports them before the call, so in this file alone the lookup is what loads them)."""
     robot = load_robot(experiments_dir / "robots/planar_snake_001.toml")
     gait = gait_from_table(Table({"kind": "obstacle_aided", "propagation_speed_m_s": 0.2}, "gait"), robot)
-    from aiko.gaits.obstacle_aided import obstacle_aided_from_table
+    from aiko.robots.aiko.gaits.obstacle_aided import obstacle_aided_from_table
 
     assert _GAITS["obstacle_aided"] is obstacle_aided_from_table and gait.n_joints == robot.n_joints

@@ -5,16 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from aiko.errors import ConfigError
-from aiko.gaits.obstacle_aided import (
+from aiko.core.config import Table
+from aiko.core.errors import ConfigError
+from aiko.robots.aiko.joints import JointFeedback
+from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.gaits.obstacle_aided import (
     PAPER_PHI0_DEG,
     ObstacleAidedGait,
     ObstacleAidedParams,
     obstacle_aided_from_table,
 )
-from aiko.interfaces import JointFeedback
-from aiko.robot import load_robot
-from aiko.validation import Table
 
 LINK = 0.14
 

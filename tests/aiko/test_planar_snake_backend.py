@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from aiko.backends import backend_names
-from aiko.errors import ConfigError
-from aiko.experiment import load_experiment
-from aiko.recording import MemoryRecorder
-from aiko.runner import RunOptions, run_experiment
+from aiko.core.errors import ConfigError
+from aiko.core.recording import MemoryRecorder
+from aiko.robots.aiko.backends import backend_names
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions, run_experiment
 from sim.planar_snake.obstacles import ObstacleField, check_assumption_3
 
 backend_names()  # registers the [sim] section (imported lazily on main)
@@ -41,8 +41,8 @@ def test_runs_through_the_loop_with_contacts_checked(experiment):
 
 
 def test_unstructured_field_respects_assumption_3(experiments_dir):
-    from aiko.backends.planar_snake import parse_obstacles
-    from aiko.validation import Table
+    from aiko.core.config import Table
+    from aiko.robots.aiko.backends.planar_snake import parse_obstacles
 
     exp = load_experiment(experiments_dir / "obstacle_aided_unstructured.toml")
     field, _ = parse_obstacles(Table(exp.tables["sim"]["obstacles"], "sim.obstacles"), 0.14)
@@ -64,9 +64,9 @@ def test_unknown_sim_key_names_itself(experiments_dir):
 def test_three_d_robot_is_rejected(experiments_dir):
     from types import SimpleNamespace
 
-    from aiko.backends.planar_snake import parse_sim_table
-    from aiko.robot import load_robot
-    from aiko.validation import Table
+    from aiko.core.config import Table
+    from aiko.robots.aiko.backends.planar_snake import parse_sim_table
+    from aiko.robots.aiko.description import load_robot
 
     aiko = SimpleNamespace(robot=load_robot(experiments_dir / "robots" / "aiko.toml"))
     with pytest.raises(ConfigError, match="yaw joints only"):
@@ -90,7 +90,7 @@ def test_cli_run_prints_the_json_summary(experiments_dir, tmp_path, monkeypatch,
     try:
         import aiko.log  # noqa: F401
     except ModuleNotFoundError:
-        from aiko.recording import MemoryRecorder
+        from aiko.core.recording import MemoryRecorder
 
         class StandIn(MemoryRecorder):
             def __init__(self, *args, **kwargs):

@@ -2,7 +2,7 @@
 
 import io
 
-from aiko.progress import Progress
+from aiko.core.progress import Progress
 
 
 def test_off_a_terminal_a_plain_line_every_interval_and_a_closing_line():

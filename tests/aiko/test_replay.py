@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import aiko.mocap.config  # noqa: F401  (registers the [mocap] section)
-from aiko.experiment import load_experiment
+import aiko.robots.aiko.mocap  # noqa: F401  (registers the [mocap] section)
+from aiko.analysis.replay import LoggedReferences, ReplayError, experiment_from_log, replay
 from aiko.log import LogReader
-from aiko.replay import LoggedReferences, ReplayError, experiment_from_log, replay
-from aiko.runner import RunOptions
-from aiko.session import record_run
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions
+from aiko.robots.aiko.run import record_run
 
 from .chain_backend import ChainBackend
 

@@ -6,15 +6,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import aiko.mocap.config  # noqa: F401
-from aiko.backends import backend_names, create_backend
-from aiko.backends.sim import sim_model_names
-from aiko.compare import compare_logs
-from aiko.experiment import load_experiment
+import aiko.robots.aiko.mocap  # noqa: F401
+from aiko.analysis.compare import compare_logs
+from aiko.analysis.replay import replay
 from aiko.log import LogReader
-from aiko.replay import replay
-from aiko.runner import RunOptions
-from aiko.session import record_run
+from aiko.robots.aiko.backends import backend_names, create_backend
+from aiko.robots.aiko.backends.sim import sim_model_names
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions
+from aiko.robots.aiko.run import record_run
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-import aiko.mocap.config  # noqa: F401
+import aiko.robots.aiko.mocap  # noqa: F401
+from aiko.analysis.report import write_report
 from aiko.cli import main
-from aiko.errors import AikoError
-from aiko.experiment import load_experiment
-from aiko.report import write_report
-from aiko.runner import RunOptions
-from aiko.session import record_run
+from aiko.core.errors import AikoError
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions
+from aiko.robots.aiko.run import record_run
 
 from .chain_backend import ChainBackend
 

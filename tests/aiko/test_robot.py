@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from aiko.errors import ConfigError
-from aiko.robot import load_robot
+from aiko.core.errors import ConfigError
+from aiko.robots.aiko.description import load_robot
 
 
 def test_aiko_matches_the_paper(experiments_dir):

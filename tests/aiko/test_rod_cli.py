@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from aiko.cli import main
-from aiko.rod_experiment import load_rod_experiment
+from aiko.robots.rod_bench.experiment import load_rod_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 ROD_EXPERIMENTS = sorted((ROOT / "experiments" / "rod").glob("*.toml"))
@@ -106,8 +106,8 @@ def test_the_plot_views_the_plane_the_rod_moves_in():
 )
 def test_slack_scales_outside_a_physical_range_are_rejected(key, value):
     """A scale so wide that contact would silently stop acting is a config error naming the key and its range."""
-    from aiko.errors import ConfigError
-    from aiko.rod_experiment import scenario_from_dict
+    from aiko.core.errors import ConfigError
+    from aiko.robots.rod_bench.experiment import scenario_from_dict
 
     table = {
         "rod": {"length_m": 1.0, "radius_base_m": 0.01, "young_modulus_pa": 1e7, "density_kg_m3": 1000.0},

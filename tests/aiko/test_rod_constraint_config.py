@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from aiko.errors import ConfigError
-from aiko.rod_experiment import scenario_from_dict
+from aiko.core.errors import ConfigError
+from aiko.robots.rod_bench.experiment import scenario_from_dict
 from sim.cosserat.scenario import simulate
 
 BASE = {

@@ -6,14 +6,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiko.backends.can_bus import HilBackend
 from aiko.cli import main
-from aiko.errors import RunStopped
-from aiko.experiment import load_experiment
-from aiko.interfaces import JointFeedback, JointStatus
-from aiko.loop import ControlLoop, PeriodicTask
-from aiko.recording import MemoryRecorder
-from aiko.runner import RunOptions, run_experiment
+from aiko.core.errors import RunStopped
+from aiko.robots.aiko.joints import JointFeedback, JointStatus
+from aiko.core.loop import PeriodicTask
+from aiko.robots.aiko.control_loop import ControlLoop
+from aiko.core.recording import MemoryRecorder
+from aiko.robots.aiko.backends.hil import HilBackend
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions, run_experiment
 from firmware_protocol.dbc import ModuleState
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,7 +103,7 @@ class _StatusBackend:
 
 @pytest.mark.parametrize("status", [int(JointStatus.WATCHDOG), int(JointStatus.FAULT)])
 def test_watchdog_or_fault_stops_the_loop_and_deactivates(status):
-    from aiko.clock import SimulatedClock
+    from aiko.core.clock import SimulatedClock
 
     experiment = load_experiment(SIDEWINDING)
     backend = _StatusBackend(status, 0.3)
@@ -122,7 +123,7 @@ def test_cli_exits_1_with_one_line_when_the_run_is_stopped(monkeypatch, capsys, 
     def stopped(*args, **kwargs):
         raise RunStopped("joint modules [3] reported WATCHDOG at t = 1.000 s; run stopped")
 
-    monkeypatch.setattr("aiko.session.record_run", stopped)
+    monkeypatch.setattr("aiko.robots.aiko.run.record_run", stopped)
     argv = ["run", str(SIDEWINDING), "--backend", "hil", "--out", str(tmp_path / "x.mcap"), "--no-report"]
     assert run_command is not None
     assert main(argv) == 1
@@ -135,7 +136,7 @@ class _StallingClock:
     """Simulated time that jumps over [stall_at, stall_to) once, as a SIGSTOP/SIGCONT does to the wall clock."""
 
     def __init__(self, stall_at: float, stall_to: float) -> None:
-        from aiko.clock import SimulatedClock
+        from aiko.core.clock import SimulatedClock
 
         self._inner = SimulatedClock()
         self.start_ns = self._inner.start_ns
@@ -175,7 +176,7 @@ def test_missed_deadlines_are_skipped_not_replayed():
 
 
 def test_a_slightly_late_deadline_still_runs():
-    from aiko.loop import PeriodicTask
+    from aiko.core.loop import PeriodicTask
 
     task = PeriodicTask("x", 10.0, lambda t: None, late_fraction=0.1)
     task.count = 5
@@ -186,7 +187,7 @@ def test_a_slightly_late_deadline_still_runs():
 def test_the_first_deadline_runs_however_late_the_start_and_the_rest_resume_in_the_future():
     """A run whose loop starts 0.35 s after its clock (a loaded machine): t = 0 is sent (nothing came before it,
     so nothing is replayed: it is the gait's start); the deadlines at 0.1–0.3 s are skipped as after any stall."""
-    from aiko.loop import PeriodicTask
+    from aiko.core.loop import PeriodicTask
 
     task = PeriodicTask("references", 10.0, lambda t: None, late_fraction=0.1)
     assert task.skip_missed(0.35) is None and task.next_time() == 0.0
@@ -195,7 +196,7 @@ def test_the_first_deadline_runs_however_late_the_start_and_the_rest_resume_in_t
 
 
 def test_slew_limit_counts_the_time_that_really_passed():
-    from aiko.can_driver.driver import CanDriverSettings, CanJointDriver
+    from aiko.devices.can.driver import CanDriverSettings, CanJointDriver
 
     class _NullBus:
         channel_info = "null"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import aiko.backends
-from aiko.backends import register_backend
+import aiko.robots.aiko.backends
 from aiko.cli import main
+from aiko.robots.aiko.backends import register_backend
 
 from .chain_backend import ChainBackend
 
@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 def chain_backend():
     register_backend("test_chain", ChainBackend, "deterministic chain plant with link poses (tests only)")
     yield
-    aiko.backends._BACKENDS.pop("test_chain", None)  # the registry has no public unregister; leave it as found
+    aiko.robots.aiko.backends._BACKENDS.pop(
+        "test_chain", None
+    )  # the registry has no public unregister; leave it as found
 
 
 def test_run_report_replay_compare_in_one_command(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""aiko.shape: body shape from joint feedback and one tracked link; `aiko chain offset-effect`."""
+"""aiko.robots.aiko.shape: body shape from joint feedback and one tracked link; `aiko chain offset-effect`."""
 
 import json
 
@@ -7,10 +7,10 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from aiko.cli import main
-from aiko.errors import ConfigError
-from aiko.interfaces import JointFeedback
-from aiko.robot import load_robot
-from aiko.shape import body_shape, body_shape_from_feedback
+from aiko.core.errors import ConfigError
+from aiko.robots.aiko.joints import JointFeedback
+from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.shape import body_shape, body_shape_from_feedback
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from aiko.errors import ConfigError
-from aiko.experiment import load_experiment
-from aiko.recording import MemoryRecorder
-from aiko.runner import RunOptions, run_experiment
+from aiko.core.errors import ConfigError
+from aiko.core.recording import MemoryRecorder
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions, run_experiment
 
 SIDEWINDING = "experiments/sidewinding.toml"
 

@@ -7,14 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import aiko.mocap.config  # noqa: F401
+import aiko.robots.aiko.mocap  # noqa: F401
 from aiko.cli import main
+from aiko.core.errors import AikoError
+from aiko.robots.aiko.joints import JointStatus
 from aiko.dashboard.model import DashboardModel, LiveRecorder
-from aiko.errors import AikoError
-from aiko.experiment import load_experiment
-from aiko.interfaces import JointStatus
-from aiko.runner import RunOptions
-from aiko.session import record_run
+from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.run import RunOptions
+from aiko.robots.aiko.run import record_run
 
 from ..chain_backend import ChainBackend
 

@@ -7,7 +7,7 @@ from mcap.reader import make_reader
 
 from aiko.log import LogReader, McapRecorder
 from aiko.log.foxglove_views import FoxgloveViews
-from aiko.robot import load_robot
+from aiko.robots.aiko.description import load_robot
 
 ROBOT = load_robot("experiments/robots/aiko.toml")
 

@@ -6,16 +6,16 @@ import cv2
 import numpy as np
 import pytest
 
-from aiko.errors import ConfigError
-from aiko.mocap.camera import (
+from aiko.core.errors import ConfigError
+from aiko.devices.mocap.camera import (
     CalibrationError,
     CameraIntrinsics,
     PlaneCalibration,
     calibrate_intrinsics,
     calibrate_plane,
 )
-from aiko.mocap.markers import ArucoFinder, HsvRange, diagonal_intersection, find_colour_blobs
-from aiko.mocap.opencv import MarkerSpec, MarkerTracker, OpenCVMocap
+from aiko.devices.mocap.markers import ArucoFinder, HsvRange, diagonal_intersection, find_colour_blobs
+from aiko.devices.mocap.opencv import MarkerSpec, MarkerTracker, OpenCVMocap
 
 from .render import Scene, look_at_camera, render
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from aiko.core.recording import MemoryRecorder
+from aiko.devices.mocap.base import MocapTask
+from aiko.devices.mocap.simulated import SimulatedMocap
 from aiko.log import LogReader, McapRecorder
-from aiko.mocap.base import MocapTask
-from aiko.mocap.simulated import SimulatedMocap
-from aiko.recording import MemoryRecorder
 
 N_LINKS = 11
 VELOCITY_M_S = np.array([0.02, -0.01, 0.0])

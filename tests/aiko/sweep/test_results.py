@@ -59,7 +59,7 @@ def test_metrics_read_a_kept_log_exactly_as_the_run_in_memory(tmp_path):
     names = ("distance_m", "heading_deg", "joint_work_j", "tracking_rms_h_deg", "yaw_change_deg")
     row = run_one(RunTask("r5", 0, SIDEWINDING, "sim", {"run.duration_s": 0.2}, 1, names, str(log)))
     assert row["status"] == "ok" and row["log_path"] == str(log)
-    from aiko.experiment import load_experiment
+    from aiko.robots.aiko.experiment import load_experiment
 
     reader = LogReader(log)
     summary = reader.metadata["aiko.summary"]

@@ -4,7 +4,7 @@ every bad input a one-line error."""
 import numpy as np
 import pytest
 
-from aiko.errors import ConfigError
+from aiko.core.errors import ConfigError
 from aiko.sweep.spec import expand, load_spec, validate_runs
 
 GRID = """

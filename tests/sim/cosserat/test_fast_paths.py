@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiko.rod_experiment import load_rod_experiment
+from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat import (
     ContactSettings,
     CurvedTube,

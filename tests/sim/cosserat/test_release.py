@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aiko.rod_experiment import load_rod_experiment
+from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat import ConvergenceError, step
 from sim.cosserat.dynamics import StepProblem, _predicted_slack, energy
 from sim.cosserat.newton import NewtonSettings, finite_difference_jacobian, solve_error_oriented

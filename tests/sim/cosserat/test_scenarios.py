@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from aiko.rod_experiment import load_rod_experiment
+from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat import kinematics
 from sim.cosserat.scenario import simulate
 

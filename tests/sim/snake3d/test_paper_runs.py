@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from aiko.snake3d_runs import run_paper
+from aiko.robots.aiko.paper_runs import run_paper
 from sim.snake3d import kinematics as kin
 
 RUNS = ("lateral_undulation_orthotropic", "lateral_undulation_isotropic", "sidewinding")

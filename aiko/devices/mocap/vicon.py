@@ -1,0 +1,231 @@
+"""Vicon motion capture through ``pyvicon-datastream`` (the ``vicon`` extra), read on its own thread.
+
+``get_frame()`` blocks up to 1 s holding the GIL when no frame comes (see notes/vicon-datastream.md), so the
+client runs in ServerPush mode on a reader thread and ``sample`` only copies the newest frame. A segment the
+SDK cannot see reads as NaN with ``occluded`` set; a frame older than ``stale_after_s`` reads as occluded too
+(the loop never reuses an old pose as if it were new). A dropped connection is retried every
+``reconnect_interval_s`` and both the loss and the reconnection are reported as log events.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aiko.core.errors import ConfigError, HardwareError
+from aiko.devices.mocap.base import MocapEvent, MocapSample, MotionCapture, occluded_sample
+
+log = logging.getLogger(__name__)
+
+RESULT_SUCCESS = 2  # pyvicon_datastream.Result.Success
+RESULT_NOT_CONNECTED = 9
+
+
+def import_pyvicon() -> Any:
+    try:
+        import pyvicon_datastream
+    except ImportError as exc:
+        raise HardwareError(
+            "Vicon motion capture needs the 'vicon' extra: pip install 'aiko-stack[vicon]' "
+            "(builds Vicon's DataStream SDK; see docs/experiments.md for offline builds)"
+        ) from exc
+    return pyvicon_datastream
+
+
+def default_client_factory() -> Any:
+    return import_pyvicon().PyViconDatastream()
+
+
+@dataclass(frozen=True)
+class ViconBody:
+    subject: str
+    segment: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.subject}/{self.segment}"
+
+
+@dataclass
+class _Frame:
+    received_ns: int
+    frame_number: int
+    latency_s: float
+    position_m: np.ndarray
+    quaternion_wxyz: np.ndarray
+    occluded: np.ndarray
+
+
+class ViconMocap(MotionCapture):
+    def __init__(
+        self,
+        host: str,
+        bodies: Sequence[ViconBody],
+        *,
+        rate_hz: float = 20.0,
+        stale_after_s: float = 0.25,
+        reconnect_interval_s: float = 1.0,
+        clock_ns: Callable[[], int] = time.monotonic_ns,
+        client_factory: Callable[[], Any] = default_client_factory,
+    ) -> None:
+        if not host:
+            raise ConfigError("mocap.host must be 'hostname[:port]' of the Vicon PC (port 801 by default)")
+        if not bodies:
+            raise ConfigError("mocap: name at least one subject/segment to track")
+        self.host = host
+        self.bodies = tuple(bodies)
+        self.names = tuple(b.name for b in self.bodies)
+        self.rate_hz = float(rate_hz)
+        self.stale_after_ns = int(stale_after_s * 1e9)
+        self.reconnect_interval_s = float(reconnect_interval_s)
+        self._clock_ns = clock_ns
+        self._client_factory = client_factory
+        self._client: Any = None
+        self._latest: _Frame | None = None
+        self._lock = threading.Lock()
+        self._events: list[MocapEvent] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._connected = False
+        self.frames_received = 0
+        self.reconnects = 0
+        self._latency_warned = False
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "host": self.host, "stale_after_s": self.stale_after_ns * 1e-9}
+
+    # -- lifecycle
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._client = self._client_factory()
+        if not self._connect(first=True):
+            raise HardwareError(f"cannot connect to the Vicon DataStream server at {self.host}")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="vicon-reader", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=3.0)
+            self._thread = None
+        if self._client is not None:
+            try:
+                self._client.disconnect()
+            except Exception:  # already gone
+                log.debug("vicon disconnect failed", exc_info=True)
+            self._client = None
+
+    # -- loop side
+    def sample(self, t_ns: int) -> MocapSample:
+        with self._lock:
+            frame = self._latest
+        if frame is None or t_ns - frame.received_ns > self.stale_after_ns:
+            number = frame.frame_number if frame else -1
+            return occluded_sample(t_ns, self.names, number, "vicon")
+        capture = frame.received_ns - int(frame.latency_s * 1e9)
+        return MocapSample(
+            t_ns=int(t_ns),
+            capture_t_ns=capture,
+            names=self.names,
+            position_m=frame.position_m.copy(),
+            quaternion_wxyz=frame.quaternion_wxyz.copy(),
+            occluded=frame.occluded.copy(),
+            frame=frame.frame_number,
+            source="vicon",
+        )
+
+    def pop_events(self) -> list[MocapEvent]:
+        with self._lock:
+            events, self._events = self._events, []
+        return events
+
+    # -- reader thread
+    def _emit(self, kind: str, **fields: Any) -> None:
+        with self._lock:
+            self._events.append(MocapEvent(kind, self._clock_ns(), {"host": self.host, **fields}))
+
+    def _connect(self, first: bool = False) -> bool:
+        client = self._client
+        try:
+            result = client.connect(self.host)
+        except Exception as exc:  # the SDK raises on name resolution errors
+            log.debug("vicon connect raised %s", exc)
+            return False
+        if int(result) != RESULT_SUCCESS and not client.is_connected():
+            return False
+        client.enable_segment_data()
+        try:  # ServerPush keeps get_frame short (the server pushes at its frame rate)
+            mode = import_pyvicon().StreamMode.ServerPush
+        except HardwareError:
+            mode = None  # a stand-in client (tests) without the SDK: keep its default mode
+        if mode is not None:
+            client.set_stream_mode(mode)
+        self._connected = True
+        if not first:
+            self.reconnects += 1
+            self._emit("mocap_reconnected", reconnects=self.reconnects)
+        else:
+            self._emit("mocap_connected")
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if not self._connected:
+                if self._connect():
+                    continue
+                self._stop.wait(self.reconnect_interval_s)
+                continue
+            try:
+                result = int(self._client.get_frame())
+            except Exception as exc:
+                log.warning("vicon get_frame failed: %s", exc)
+                result = RESULT_NOT_CONNECTED
+            if result == RESULT_SUCCESS:
+                self._store_frame()
+            elif result == RESULT_NOT_CONNECTED or not self._client.is_connected():
+                self._connected = False
+                self._emit("mocap_connection_lost", result=result)
+                log.warning(
+                    "lost the Vicon stream from %s; reconnecting every %.1f s", self.host, self.reconnect_interval_s
+                )
+            else:
+                self._stop.wait(0.001)  # NoFrame etc.: try again
+
+    def _store_frame(self) -> None:
+        client = self._client
+        received = self._clock_ns()
+        k = len(self.bodies)
+        position = np.full((k, 3), np.nan)
+        quaternion = np.full((k, 4), np.nan)
+        occluded = np.ones(k, dtype=bool)
+        for i, body in enumerate(self.bodies):
+            translation_mm = client.get_segment_global_translation(body.subject, body.segment)
+            if translation_mm is None:
+                continue  # occluded: stays NaN and flagged, never zeros
+            translation_mm = np.asarray(translation_mm, dtype=np.float64)
+            if translation_mm.shape != (3,) or not np.all(np.isfinite(translation_mm)):
+                continue
+            position[i] = translation_mm * 1e-3
+            q = client.get_segment_global_quaternion(body.subject, body.segment)
+            if q is not None:
+                quaternion[i] = np.asarray(q, dtype=np.float64)  # SDK order w, x, y, z
+            occluded[i] = False
+        try:
+            latency_s = float(client.get_latency_total() or 0.0)
+        except Exception as exc:  # noqa: BLE001 - SDK versions differ; the stamp falls back to the receive time
+            latency_s = 0.0
+            if not self._latency_warned:  # once, not at 100 Hz: capture times are now late by the real latency
+                self._latency_warned = True
+                log.warning("Vicon latency unavailable (%s); capture_t_ns = receive time", exc)
+        frame = _Frame(received, int(client.get_frame_number() or -1), latency_s, position, quaternion, occluded)
+        with self._lock:
+            self._latest = frame
+            self.frames_received += 1

@@ -1,1 +1,0 @@
-"""Reactive gaits; each module registers itself with ``aiko.gait.register_gait``."""

@@ -1,9 +1,0 @@
-"""Motion capture behind one interface: simulated (from a backend's link poses), OpenCV markers, Vicon.
-
-Sources are imported lazily by :func:`aiko.mocap.config.create_mocap`, so OpenCV or the Vicon SDK load only when
-an experiment uses them.
-"""
-
-from aiko.mocap.base import MOCAP_TOPIC, MocapEvent, MocapSample, MocapTask, MotionCapture, occluded_sample
-
-__all__ = ["MOCAP_TOPIC", "MocapEvent", "MocapSample", "MocapTask", "MotionCapture", "occluded_sample"]

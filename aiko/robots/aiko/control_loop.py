@@ -1,0 +1,155 @@
+"""Aiko's control loop: the gait sampled at the reference rate, joint feedback read at the feedback rate and
+checked for modules that are no longer safe to drive, everything recorded — on the spine's :class:`TaskLoop`.
+
+At one instant, feedback is read before references are computed, so a reactive gait sees the freshest state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from aiko.core.clock import Clock
+from aiko.core.errors import RunStopped
+from aiko.core.interfaces import Recorder
+from aiko.core.loop import PeriodicTask, ProgressCallback, TaskLoop
+from aiko.robots.aiko.gait import Gait
+from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointStatus
+
+
+@dataclass
+class LoopResult:
+    duration_s: float
+    reference_updates: int
+    feedback_reads: int
+    tracked_point_start_m: list[float] | None
+    tracked_point_end_m: list[float] | None
+    backend_summary: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
+    deadlines_missed: int = 0
+
+
+class ControlLoop:
+    """Samples the gait at the reference rate, writes references, reads feedback and records everything."""
+
+    def __init__(
+        self,
+        gait: Gait,
+        backend: JointInterface,
+        recorder: Recorder,
+        clock: Clock,
+        *,
+        reference_rate_hz: float,
+        feedback_rate_hz: float,
+        tracked_link: int = 6,
+        progress: ProgressCallback | None = None,
+        allow_degraded: bool = False,
+    ) -> None:
+        self.gait = gait
+        self.backend = backend
+        self.recorder = recorder
+        self.clock = clock
+        self.tracked_link = tracked_link
+        self.allow_degraded = allow_degraded
+        self.latest_feedback: JointFeedback | None = None
+        self.loop = TaskLoop(
+            backend,
+            recorder,
+            clock,
+            [
+                PeriodicTask("feedback", feedback_rate_hz, self._read_feedback, priority=10),
+                # a reference more than 10 % of a period late is skipped: consecutive references are never closer
+                # than 0.9 periods in wall time, and after a stall the stream resumes on its own grid
+                PeriodicTask("references", reference_rate_hz, self._send_references, priority=20, late_fraction=0.1),
+            ],
+            progress=progress,
+        )
+        self._reference_updates = 0
+        self._feedback_reads = 0
+
+    @property
+    def tasks(self) -> list[PeriodicTask]:
+        return self.loop.tasks
+
+    def add_task(self, task: PeriodicTask) -> None:
+        """Extra periodic work on the run clock (motion capture, dashboards, …)."""
+        self.loop.add_task(task)
+
+    def _read_feedback(self, t_s: float) -> None:
+        feedback = self.backend.read()
+        self.latest_feedback = feedback
+        self._feedback_reads += 1
+        self.recorder.record("/joint_feedback", self.clock.now_ns(), feedback.as_payload())
+        if not self.allow_degraded:
+            self._stop_if_unsafe(feedback)
+
+    _UNSAFE = JointStatus.FAULT | JointStatus.WATCHDOG  # the firmware reports an e-stop as FAULT (+ EStop)
+
+    def _stop_if_unsafe(self, feedback: JointFeedback) -> None:
+        """A module in ESTOP, WATCHDOG or fault has cut its drive: streaming on would move the others alone. A
+        module whose feedback went stale (backends that track it) may be in any of those: the same."""
+        stale = getattr(self.backend, "stale_modules", None)
+        silent = stale() if callable(stale) else []
+        if silent:
+            raise RunStopped(
+                f"joint modules {silent} sent no feedback for longer than the feedback timeout at "
+                f"t = {feedback.t_s:.3f} s: their state is unknown; run stopped, references no longer sent "
+                "(set run.allow_degraded = true to keep running)",
+                {"modules": list(silent), "reasons": ["feedback_stale"], "t_s": float(feedback.t_s)},
+            )
+        disabled = getattr(self.backend, "disabled_modules", None)
+        lost = disabled() if callable(disabled) else []
+        if lost:
+            raise RunStopped(
+                f"joint modules {lost} were disabled by something other than this run at t = {feedback.t_s:.3f} s; "
+                "run stopped, references no longer sent (set run.allow_degraded = true to keep running)",
+                {"modules": list(lost), "reasons": ["disabled"], "t_s": float(feedback.t_s)},
+            )
+        status = np.asarray(feedback.status, dtype=np.int64)
+        bad = np.flatnonzero(status & int(self._UNSAFE))
+        if bad.size == 0:
+            return
+        modules = [int(i) + 1 for i in bad]  # joint modules, 1-based in chain order
+        reasons = sorted({"watchdog" if status[i] & JointStatus.WATCHDOG else "estop_or_fault" for i in bad})
+        raise RunStopped(
+            f"joint modules {modules} reported {' / '.join(r.upper().replace('_OR_', ' or ') for r in reasons)} "
+            f"at t = {feedback.t_s:.3f} s; run stopped, references no longer sent "
+            "(set run.allow_degraded = true to keep running)",
+            {"modules": modules, "reasons": reasons, "t_s": float(feedback.t_s)},
+        )
+
+    def _send_references(self, t_s: float) -> None:
+        refs = self.gait.references(t_s, self.latest_feedback)
+        self.backend.write(refs)
+        self._reference_updates += 1
+        self.recorder.record("/references", self.clock.now_ns(), refs.as_payload())
+
+    def _tracked_point(self) -> list[float] | None:
+        poses = self.backend.link_poses()
+        if poses is None:
+            return None
+        positions = np.asarray(poses[0])
+        index = min(max(self.tracked_link - 1, 0), len(positions) - 1)
+        return [float(x) for x in positions[index]]
+
+    def run(self, duration_s: float) -> LoopResult:
+        """Run for ``duration_s``. The backend is deactivated on every exit path, including Ctrl-C."""
+        start_point: list[float] | None = None
+
+        def at_start() -> None:
+            nonlocal start_point
+            start_point = self._tracked_point()
+
+        result = self.loop.run(duration_s, on_start=at_start)
+        return LoopResult(
+            duration_s=result.duration_s,
+            reference_updates=self._reference_updates,
+            feedback_reads=self._feedback_reads,
+            tracked_point_start_m=start_point,
+            tracked_point_end_m=self._tracked_point(),
+            backend_summary=self.backend.summary(),
+            interrupted=result.interrupted,
+            deadlines_missed=result.deadlines_missed,
+        )

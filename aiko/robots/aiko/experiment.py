@@ -1,0 +1,168 @@
+"""Experiment files: one TOML file describes a run (robot, gait, timing, backend, simulator, motion capture, log).
+
+Validation is strict and happens at load time, before anything moves: an unknown section or key names itself and
+the allowed ones; an out-of-range value names the range. Sections owned by plug-ins (``sim``, ``mocap``, ``can``,
+``hil``, …) register a parser in :mod:`aiko.core.registry`; each is parsed here, once, into its typed settings
+(``Experiment.settings(name)``), so a typo there is caught as early as in ``gait`` and no backend reads a raw table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiko.core import registry
+from aiko.core.config import Table, read_toml
+from aiko.core.errors import ConfigError
+from aiko.robots.aiko.description import RobotDescription, load_robot, robot_from_table
+from aiko.robots.aiko.gait import Gait, gait_from_table
+from aiko.robots.aiko.plugins import backend_names, load_plugins, validate_backend_table
+
+CORE_SECTIONS = ("description", "robot", "gait", "run", "backend", "log")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    duration_s: float
+    reference_rate_hz: float
+    feedback_rate_hz: float
+    # keep running when a module reports ESTOP, WATCHDOG or a fault (default: such a run stops at once)
+    allow_degraded: bool = False
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    directory: str
+    flush_interval_s: float
+
+
+@dataclass
+class Experiment:
+    """A validated experiment. Plug-in sections stay as raw tables; read them with :meth:`section`."""
+
+    path: Path
+    name: str
+    description: str
+    robot: RobotDescription
+    gait: Gait
+    run: RunSettings
+    log: LogSettings
+    default_backend: str
+    backend_tables: dict[str, dict[str, Any]]
+    tables: dict[str, dict[str, Any]]
+    text: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    backend_settings: dict[str, Any] = field(default_factory=dict)
+    _settings: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def settings(self, name: str) -> Any:
+        """The typed settings of a plug-in section, parsed once: at load for a table the file has, on first use
+        (its defaults) for one it has not — a default that only some backends need must not fail the others."""
+        if name not in self._settings:
+            self._settings[name] = self._parse(name)
+        return self._settings[name]
+
+    def _parse(self, name: str) -> Any:
+        return registry.section_parser(name)(Table(self.tables.get(name, {}), name, str(self.path)), self)
+
+
+def load_experiment(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Experiment:
+    """Read, override and validate an experiment file."""
+    path = Path(path)
+    data, text = read_toml(path, "experiment file", overrides)
+    return experiment_from_dict(data, path, text, dict(overrides or {}))
+
+
+def experiment_from_dict(
+    data: dict[str, Any], path: Path, text: str = "", overrides: dict[str, Any] | None = None
+) -> Experiment:
+    load_plugins()
+    source = str(path)
+    allowed = sorted({*CORE_SECTIONS, *registry.section_names()})
+    for key in data:
+        if key not in allowed:
+            raise ConfigError(f"{source}: {key}: unknown section; allowed sections: {', '.join(allowed)}")
+    top = Table(data, "", source)
+    description = top.string("description", "")
+    robot = _load_robot_entry(top.raw("robot", None), path)
+    gait = gait_from_table(top.table("gait"), robot)
+
+    run_table = top.table("run")
+    run = RunSettings(
+        duration_s=run_table.number("duration_s", 15.0, min=0.0, min_exclusive=True, max=86400.0),
+        reference_rate_hz=run_table.number("reference_rate_hz", 10.0, min=0.0, min_exclusive=True, max=1000.0),
+        feedback_rate_hz=run_table.number("feedback_rate_hz", 100.0, min=0.0, min_exclusive=True, max=10000.0),
+        allow_degraded=run_table.boolean("allow_degraded", False),
+    )
+    run_table.finish()
+
+    log_table = top.table("log", {})
+    log = LogSettings(
+        directory=log_table.string("directory", "runs"),
+        flush_interval_s=log_table.number("flush_interval_s", 1.0, min=0.01, max=1.0),
+    )
+    log_table.finish()
+
+    backend_table = top.table("backend", {})
+    names = backend_names()
+    default_backend = backend_table.string("default", "kinematic", choices=names)
+    backend_tables: dict[str, dict[str, Any]] = {}
+    backend_settings: dict[str, Any] = {}
+    for name in backend_table.keys():
+        if name == "default":
+            continue
+        if name not in names:
+            raise ConfigError(f"{source}: backend.{name}: unknown backend; known backends: {', '.join(names)}")
+        backend_tables[name] = backend_table.raw(name)
+        if not isinstance(backend_tables[name], dict):
+            raise ConfigError(f"{source}: backend.{name}: must be a table")
+        backend_settings[name] = validate_backend_table(name, Table(backend_tables[name], f"backend.{name}", source))
+    backend_table.finish()
+
+    plugin_tables = {k: v for k, v in data.items() if k in registry.section_names()}
+    for key in plugin_tables:
+        top.raw(key)
+    top.finish()
+
+    experiment = Experiment(
+        path=path,
+        name=path.stem,
+        description=description,
+        robot=robot,
+        gait=gait,
+        run=run,
+        log=log,
+        default_backend=default_backend,
+        backend_tables=backend_tables,
+        tables=plugin_tables,
+        text=text,
+        overrides=overrides or {},
+        backend_settings=backend_settings,
+    )
+    for key in plugin_tables:
+        experiment.settings(key)  # parsed (and so validated) now, before anything moves
+    return experiment
+
+
+def _load_robot_entry(entry: Any, experiment_path: Path) -> RobotDescription:
+    if entry is None:
+        raise ConfigError(f'{experiment_path}: robot: missing; give a robot file (robot = "robots/aiko.toml")')
+    if isinstance(entry, str):
+        if not entry.strip():
+            raise ConfigError(
+                f'{experiment_path}: robot: empty file name; give a robot file (robot = "robots/aiko.toml")'
+            )
+        robot_path = Path(entry)
+        if not robot_path.is_absolute():
+            robot_path = experiment_path.parent / robot_path
+            if not robot_path.exists():
+                raise ConfigError(
+                    f"{experiment_path}: robot = {entry!r}: robot description not found: {robot_path} "
+                    f"(a relative path is read from the experiment file's folder, {experiment_path.parent or '.'})"
+                )
+        return load_robot(robot_path)
+    if isinstance(entry, dict):
+        return robot_from_table(Table(entry, "robot", str(experiment_path)))
+    raise ConfigError(f"{experiment_path}: robot: expected a file path or a table, got {entry!r}")

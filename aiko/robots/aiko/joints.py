@@ -1,0 +1,131 @@
+"""Aiko's command and observation types (two-axis joint references and feedback), the run context its backends
+are configured with, and the backend interface they implement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from aiko.core.interfaces import Backend, Recorder
+from firmware_protocol.status import JointStatus
+
+if TYPE_CHECKING:
+    from aiko.core.clock import Clock
+    from aiko.robots.aiko.description import RobotDescription
+    from aiko.robots.aiko.experiment import Experiment, RunSettings
+
+__all__ = ["JointFeedback", "JointInterface", "JointReferences", "JointStatus", "RunContext"]
+
+
+@dataclass(frozen=True)
+class JointReferences:
+    """One sample of the gait for every joint module (horizontal and vertical axis), with feed-forward rates."""
+
+    t_s: float
+    angle_h_rad: np.ndarray
+    angle_v_rad: np.ndarray
+    rate_h_rad_s: np.ndarray
+    rate_v_rad_s: np.ndarray
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.angle_h_rad)
+
+    def as_payload(self) -> dict[str, Any]:
+        return {
+            "t_s": self.t_s,
+            "angle_h_rad": self.angle_h_rad.tolist(),
+            "angle_v_rad": self.angle_v_rad.tolist(),
+            "rate_h_rad_s": self.rate_h_rad_s.tolist(),
+            "rate_v_rad_s": self.rate_v_rad_s.tolist(),
+        }
+
+
+@dataclass(frozen=True)
+class JointFeedback:
+    """What the joint modules report: measured angles and rates, status flags, and motor effort when known."""
+
+    t_s: float
+    angle_h_rad: np.ndarray
+    angle_v_rad: np.ndarray
+    rate_h_rad_s: np.ndarray
+    rate_v_rad_s: np.ndarray
+    status: np.ndarray
+    effort_h: np.ndarray | None = None
+    effort_v: np.ndarray | None = None
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.angle_h_rad)
+
+    def as_payload(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "t_s": self.t_s,
+            "angle_h_rad": self.angle_h_rad.tolist(),
+            "angle_v_rad": self.angle_v_rad.tolist(),
+            "rate_h_rad_s": self.rate_h_rad_s.tolist(),
+            "rate_v_rad_s": self.rate_v_rad_s.tolist(),
+            "status": [int(s) for s in self.status],
+        }
+        if self.effort_h is not None:
+            payload["effort_h"] = self.effort_h.tolist()
+        if self.effort_v is not None:
+            payload["effort_v"] = self.effort_v.tolist()
+        return payload
+
+
+@dataclass
+class RunContext:
+    """What a backend is configured with: the robot, the run's settings, and each experiment section already
+    parsed into its typed settings (``settings("can")``) — never the raw tables, which are read once, at load."""
+
+    robot: RobotDescription
+    run: RunSettings
+    source: str  # the experiment file, for messages
+    recorder: Recorder
+    clock: Clock
+    gait: Any = None
+    duration_s: float = 0.0
+    realtime: bool = False
+    sections: Any = None  # callable name -> typed settings (Experiment.settings)
+    backend_settings: Any = None  # the parsed [backend.<name>] table of the backend being configured
+
+    @classmethod
+    def of(
+        cls,
+        experiment: Experiment,
+        recorder: Recorder,
+        clock: Clock,
+        backend_name: str,
+        *,
+        duration_s: float | None = None,
+        realtime: bool = False,
+    ) -> RunContext:
+        return cls(
+            robot=experiment.robot,
+            run=experiment.run,
+            source=str(experiment.path),
+            recorder=recorder,
+            clock=clock,
+            gait=experiment.gait,
+            duration_s=experiment.run.duration_s if duration_s is None else duration_s,
+            realtime=realtime,
+            sections=experiment.settings,
+            backend_settings=experiment.backend_settings.get(backend_name),
+        )
+
+    def settings(self, section: str) -> Any:
+        """The typed settings of an experiment section (parsed once, when the file was loaded)."""
+        if self.sections is None:
+            raise RuntimeError("RunContext without sections")
+        return self.sections(section)
+
+
+class JointInterface(Backend[RunContext, "JointReferences", "JointFeedback"]):
+    """An Aiko backend: the real robot over CAN, emulated joint modules, or a simulator."""
+
+    def link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Link centre positions (n, 3) in m and orientations (n, 4) as unit quaternions (w, x, y, z), if known."""
+        return None

@@ -1,0 +1,54 @@
+"""Aiko's plug-ins, imported in one place: every backend module (each registers its backend and its experiment
+sections in :mod:`aiko.core.registry`) and the ``[mocap]`` section. The experiment loader and the CLI call
+:func:`load_plugins` before they look a name up; nothing registers by the side effect of another import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from aiko.core import registry
+
+_loaded = False
+
+
+def load_plugins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import aiko.robots.aiko.backends as backends
+
+    for info in pkgutil.iter_modules(backends.__path__):
+        importlib.import_module(f"{backends.__name__}.{info.name}")
+    importlib.import_module("aiko.robots.aiko.mocap")
+
+
+def backend_names() -> list[str]:
+    load_plugins()
+    return registry.backend_names()
+
+
+def backend_help() -> dict[str, str]:
+    load_plugins()
+    return registry.backend_help()
+
+
+def backend_info(name: str) -> registry.BackendInfo:
+    load_plugins()
+    return registry.backend_info(name)
+
+
+def create_backend(name: str):  # -> JointInterface (no import of the robot's types here: they import this)
+    """A fresh backend by name (``ConfigError`` naming the known ones if there is none)."""
+    return backend_info(name).factory()
+
+
+def validate_backend_table(name: str, table) -> object:
+    """The parsed ``[backend.<name>]`` table (None for a backend that takes no keys)."""
+    info = backend_info(name)
+    if info.validate is None:
+        table.finish()
+        return None
+    return info.validate(table)
