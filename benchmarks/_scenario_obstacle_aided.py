@@ -39,7 +39,7 @@ def run(duration_s: float, environment: str = "structured", overrides: dict | No
         "cpu_time_s": cpu,  # on a shared machine wall time includes waiting for a core
         "warmup_wall_time_s": warmup,  # 0.2 s of simulation before timing, includes any JIT compilation
         "realtime_factor_cpu": summary["sim_time_s"] / cpu,
-        "steps": summary["steps"],
+        "steps": summary["sim_steps"],
         "newton_iterations_mean": summary["flow_lcp_pivots_mean"],
         "iterations_meaning": "mean Lemke pivots per contact LCP (32) solve (no Newton loop in this model)",
         "time_step_s": experiment.tables["sim"].get("dt_s", 1e-3),

@@ -66,7 +66,6 @@ def _start_emulator_process(rate_hz: float, feedback_rate_hz: float, rt_priority
 def run(transport: str, rate_hz: float, duration_s: float, feedback_rate_hz: float, rt_priority: int) -> dict:
     overrides = {"run.reference_rate_hz": rate_hz, "run.feedback_rate_hz": max(rate_hz, 10.0)}
     proc = None
-    options: dict = {}
     if transport == "virtual":
         overrides |= {"hil.reply_to_references": True, "hil.feedback_rate_hz": feedback_rate_hz}
         backend = HilBackend()
@@ -75,7 +74,7 @@ def run(transport: str, rate_hz: float, duration_s: float, feedback_rate_hz: flo
         proc, pty = _start_emulator_process(rate_hz, feedback_rate_hz, rt_priority)
         backend = CanBackend()
         name = "can"
-        options = {"can_interface": "slcan", "can_channel": pty, "can_bitrate": 1_000_000}
+        overrides |= {"can.interface": "slcan", "can.channel": pty, "can.bitrate": 1_000_000}
     overrides["can.realtime_priority"] = rt_priority
     experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", overrides)
     clock = WallClock()
@@ -86,7 +85,6 @@ def run(transport: str, rate_hz: float, duration_s: float, feedback_rate_hz: flo
             RunOptions(backend=name, duration_s=duration_s, realtime=True),
             backend=backend,
             clock=clock,
-            context_options=options,
         )
     finally:
         if proc is not None:

@@ -36,7 +36,7 @@ def run(plant: str, duration_s: float) -> dict:
         "wall_s": wall_s,
         "cpu_s": time.process_time() - cpu_start,
         "realtime_factor": duration_s / wall_s,
-        "controller_ticks": summary["steps"],
+        "controller_ticks": summary["controller_ticks"],
         "physics_steps": summary["physics_steps"],
         "can_frames": summary["can_frames_sent"] + summary["can_frames_received"],
         "tracked_point_end_m": summary["tracked_point_end_m"],

@@ -15,9 +15,9 @@ import numpy as np
 from aiko.core.errors import AikoError
 from aiko.core.progress import Progress
 from aiko.robots.rod_bench.experiment import load_rod_experiment, log_rate_hz
+from aiko.robots.rod_bench.run import record_rod_run
 from sim.cosserat import ConvergenceError, Smoothing, build_model, uniform_rod
 from sim.cosserat.incline import run_incline
-from sim.cosserat.scenario import Sample, simulate
 from sim.cosserat.slack import SMOOTHINGS
 from sim.cosserat.statics import solve_statics
 
@@ -100,130 +100,36 @@ def incline_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_recorder(path: Path, metadata: dict[str, Any]):
-    """The standard experiment log (aiko.log, issue 5); a JSON-lines stand-in if that package is absent."""
-    try:
-        from aiko.log import McapRecorder
-    except ImportError:
-        return _JsonLinesRecorder(path.with_suffix(".jsonl"), metadata)
-    from aiko.robots.aiko.run import foxglove_views
-
-    return McapRecorder(path, metadata=metadata, foxglove_views=foxglove_views(None))
-
-
-class _JsonLinesRecorder:
-    """Stand-in Recorder (one JSON object per line) used only while aiko.log is not installed."""
-
-    def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
-        self.path = path
-        self._f = path.open("w")
-        self._f.write(json.dumps({"metadata": metadata}) + "\n")
-
-    def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
-        self._f.write(json.dumps({"channel": channel, "t_ns": t_ns, "payload": payload}) + "\n")
-
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
-        self._f.write(json.dumps({"event": kind, "t_ns": t_ns, **fields}) + "\n")
-
-    def close(self) -> None:
-        self._f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
 def run_command(args: argparse.Namespace) -> int:
-    overrides: dict[str, Any] = {}
-    if args.mu is not None:
-        overrides["contact.friction_coefficient"] = args.mu
-    if args.smoothing is not None:
-        overrides["contact.smoothing"] = args.smoothing
-    if args.sharpness is not None:
-        overrides["contact.sharpness"] = args.sharpness
-    if args.duration is not None:
-        overrides["run.duration_s"] = args.duration
+    overrides = _overrides(args)
     scenario = load_rod_experiment(args.experiment, overrides)
-    rate = log_rate_hz(args.experiment)
-    every = max(1, int(round(1.0 / (rate * scenario.dt_s))))
     out = Path(args.out) if args.out else Path("runs") / f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}.mcap"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
-    metadata = {
-        "experiment": scenario.name,
-        "source": str(args.experiment),
-        "simulator": "sim.cosserat",
-        "dt_s": scenario.dt_s,
-        "n_sections": scenario.model.n_sections,
-        "overrides": overrides,
-    }
-    snapshots: list[np.ndarray] = []
-    wall0 = time.perf_counter()
-    with _open_recorder(out, metadata) as recorder, Progress(f"rod {scenario.name}") as progress:
-        t0_ns = time.monotonic_ns()
-
-        def on_sample(sample: Sample) -> None:
-            progress(sample.t_s, scenario.duration_s)
-            t_ns = t0_ns + int(round(sample.t_s * 1e9))
-            payload: dict[str, Any] = {
-                "t_s": sample.t_s,
-                "centreline_m": sample.centreline_m.tolist(),
-                "strain": (sample.state.q[6:].reshape(-1, 6) + sample.model.xi_ref_nodes).tolist(),
-            }
-            recorder.record("/sim/rod/centreline", t_ns, payload)
-            if sample.info is not None:
-                recorder.record(
-                    "/sim/rod/contacts",
-                    t_ns,
-                    {
-                        "force_n": sample.info.contact_force_n.tolist(),
-                        "gap_m": sample.info.contact_gap_m.tolist(),
-                    },
-                )
-                recorder.record(
-                    "/sim/rod/base_wrench",
-                    t_ns,
-                    {
-                        "moment_n_m": sample.info.base_wrench[0:3].tolist(),
-                        "force_n": sample.info.base_wrench[3:6].tolist(),
-                        "newton_iterations": sample.info.iterations,
-                    },
-                )
-            snapshots.append(sample.centreline_m.copy())
-
-        recorder.event("run_started", t0_ns, experiment=scenario.name)
-        try:
-            result = simulate(scenario, on_sample, every)
-            progress.complete()
-        except ConvergenceError as exc:
-            recorder.event("run_failed", time.monotonic_ns(), error=str(exc))
-            raise AikoError(f"{scenario.name}: simulation stopped: {exc}") from None
-        recorder.event("run_finished", t0_ns + int(scenario.duration_s * 1e9))
-    wall = time.perf_counter() - wall0
-    log_path = getattr(recorder, "path", out)
-    summary = {
-        "experiment": scenario.name,
-        "duration_s": float(result.times_s[-1]),
-        "steps": int(len(result.times_s)),
-        "wall_time_s": wall,
-        "realtime_factor": float(result.times_s[-1] / wall),
-        "newton_iterations_mean": float(np.mean(result.iterations)),
-        "halved_steps": int(np.sum(result.substeps > 1)),
-        "tip_start_m": snapshots[0][-1].tolist(),
-        "tip_end_m": result.tip_m[-1].tolist(),
-        "log_path": str(log_path),
-    }
+    metadata = {"source": str(args.experiment), "overrides": overrides}
+    with Progress(f"rod {scenario.name}") as progress:
+        summary, snapshots = record_rod_run(scenario, out, log_rate_hz(args.experiment), metadata, progress)
+        progress.complete()
     if args.plot:
         _plot(snapshots, Path(args.plot), scenario.name)
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"{scenario.name}: {summary['steps']} steps in {wall:.1f} s, log {log_path}")
+        print(f"{scenario.name}: {summary['steps']} steps in {summary['wall_time_s']:.1f} s, log {out}")
     return 0
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags given, as dotted overrides of the rod experiment file."""
+    keys = {
+        "mu": "contact.friction_coefficient",
+        "smoothing": "contact.smoothing",
+        "sharpness": "contact.sharpness",
+        "duration": "run.duration_s",
+    }
+    return {key: getattr(args, attr) for attr, key in keys.items() if getattr(args, attr) is not None}
 
 
 def _view_axes(snapshots: list[np.ndarray]) -> tuple[int, int]:

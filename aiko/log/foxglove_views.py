@@ -72,9 +72,9 @@ class FoxgloveViews:
     """Turns aiko records into Foxglove messages: ``messages(topic, epoch_ns, payload) -> [(topic, message)]``.
 
     ``robot`` (an ``aiko.robots.aiko.description.RobotDescription``) sizes the link capsules and lets joint angles
-    give the body shape (unless ``body_from_joints`` is False: a simulator that logs its link poses); without it only simulator
-    poses and the rod are shown. Keeps a little state (the last tracked-link
-    pose, the last body time), so one instance serves one run, fed in time order from one thread.
+    give the body shape (unless ``body_from_joints`` is False: a simulator that logs its link poses); without it
+    only simulator poses and the rod are shown. Keeps a little state (the last tracked-link pose, the last body
+    time), so one instance serves one run, fed in time order from one thread.
     """
 
     def __init__(self, robot: Any | None = None, tracked_link: int = 6, *, body_from_joints: bool = True) -> None:
@@ -254,3 +254,13 @@ def _rotation_x_to(direction: np.ndarray) -> tuple[float, float, float, float]:
     w = 1.0 + c
     norm = math.sqrt(w * w + float(axis @ axis))
     return (w / norm, *(float(a) / norm for a in axis))
+
+
+def views_or_none(robot: Any | None, tracked_link: int = 6, *, body_from_joints: bool = True) -> FoxgloveViews | None:
+    """The Foxglove-schema views of a run's log (3D body, joint states, rod), or None (and a warning) without
+    foxglove-sdk: a log without them is still a complete log."""
+    try:
+        return FoxgloveViews(robot, tracked_link, body_from_joints=body_from_joints)
+    except FoxgloveUnavailable as exc:
+        log.warning("%s; the log has no Foxglove 3D channels", exc)
+        return None

@@ -6,10 +6,10 @@ import pytest
 
 from aiko.core.clock import WallClock
 from aiko.core.errors import HardwareError
-from aiko.robots.aiko.joints import JointStatus
 from aiko.core.recording import MemoryRecorder
 from aiko.robots.aiko.backends.can import CanBackend
 from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.joints import JointStatus
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from tests.emulator_process import start_emulator, stop_emulator
 
@@ -20,16 +20,17 @@ def test_can_backend_streams_to_the_emulator_process_over_slcan():
     proc, pty = start_emulator()
     try:
         # a 2 s watchdog: this test is about the path; a loaded CI machine may stall a process for > 300 ms
-        experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", {"can.watchdog_periods": 20})
+        experiment = load_experiment(
+            REPO / "experiments" / "sidewinding.toml",
+            {"can.watchdog_periods": 20, "can.interface": "slcan", "can.channel": pty},
+        )
         recorder = MemoryRecorder()
-        options = {"can_interface": "slcan", "can_channel": pty}
         _, summary = run_experiment(
             experiment,
             recorder,
             RunOptions(backend="can", duration_s=1.0),
             backend=CanBackend(),
             clock=WallClock(),
-            context_options=options,
         )
     finally:
         counters = stop_emulator(proc)
@@ -47,7 +48,10 @@ def test_can_backend_streams_to_the_emulator_process_over_slcan():
 def test_can_backend_fails_clearly_when_modules_are_missing():
     proc, pty = start_emulator("--nodes", "1-4")  # six modules unpowered
     try:
-        experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", {"can.enable_timeout_s": 0.3})
+        experiment = load_experiment(
+            REPO / "experiments" / "sidewinding.toml",
+            {"can.enable_timeout_s": 0.3, "can.interface": "slcan", "can.channel": pty},
+        )
         with pytest.raises(HardwareError, match=r"joint modules \[5, 6, 7, 8, 9, 10\] did not answer"):
             run_experiment(
                 experiment,
@@ -55,7 +59,6 @@ def test_can_backend_fails_clearly_when_modules_are_missing():
                 RunOptions(backend="can", duration_s=1.0),
                 backend=CanBackend(),
                 clock=WallClock(),
-                context_options={"can_interface": "slcan", "can_channel": pty},
             )
     finally:
         counters = stop_emulator(proc)
@@ -68,17 +71,13 @@ def test_a_latched_emergency_stop_is_not_cleared_by_the_next_run():
     proc, pty = start_emulator()
     try:
         assert main(["can", "estop", "--interface", "slcan", "--channel", pty, "--repeat", "1"]) == 0
-        experiment = load_experiment(REPO / "experiments" / "sidewinding.toml")
-        options = {"can_interface": "slcan", "can_channel": pty}
+        bus = {"can.interface": "slcan", "can.channel": pty}
+        experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", bus)
         run = RunOptions(backend="can", duration_s=0.3)
         with pytest.raises(HardwareError, match=r"latched in EMERGENCY STOP.*can.clear_estop=true"):
-            run_experiment(
-                experiment, MemoryRecorder(), run, backend=CanBackend(), clock=WallClock(), context_options=options
-            )
-        cleared = load_experiment(REPO / "experiments" / "sidewinding.toml", {"can.clear_estop": True})
-        _, summary = run_experiment(
-            cleared, MemoryRecorder(), run, backend=CanBackend(), clock=WallClock(), context_options=options
-        )
+            run_experiment(experiment, MemoryRecorder(), run, backend=CanBackend(), clock=WallClock())
+        cleared = load_experiment(REPO / "experiments" / "sidewinding.toml", {**bus, "can.clear_estop": True})
+        _, summary = run_experiment(cleared, MemoryRecorder(), run, backend=CanBackend(), clock=WallClock())
     finally:
         counters = stop_emulator(proc)
     # only the second run moved the robot: every module accepted exactly the references it sent (at most 4 in 0.3 s

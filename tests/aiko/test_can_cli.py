@@ -36,10 +36,8 @@ def test_aiko_can_decode_reads_a_hil_frame_log(tmp_path, capsys):
     from aiko.robots.aiko.run import RunOptions, run_experiment
 
     log = tmp_path / "frames.blf"
-    experiment = load_experiment(REPO / "experiments" / "sidewinding.toml")
-    run_experiment(
-        experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=0.5), context_options={"can_log": str(log)}
-    )
+    experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", {"can.log": str(log)})
+    run_experiment(experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=0.5))
     assert main(["can", "decode", str(log), "--kind", "JointReference", "--node", "3", "--json"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(records) == 6 and {r["node"] for r in records} == {3}
@@ -101,10 +99,8 @@ def test_frame_log_marks_the_pcs_frames_tx_and_decode_names_dbc_values(tmp_path,
     from aiko.robots.aiko.run import RunOptions, run_experiment
 
     log = tmp_path / "frames.asc"
-    experiment = load_experiment(REPO / "experiments" / "sidewinding.toml")
-    run_experiment(
-        experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=0.3), context_options={"can_log": str(log)}
-    )
+    experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", {"can.log": str(log)})
+    run_experiment(experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=0.3))
     import can
 
     frames = list(can.LogReader(str(log)))

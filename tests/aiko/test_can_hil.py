@@ -12,12 +12,12 @@ import pytest
 import sim.snake3d.plant  # noqa: F401  (the hil backend's "snake3d" plant; a broken import must fail, not skip)
 from aiko.core.clock import SimulatedClock, WallClock
 from aiko.core.errors import ConfigError
-from aiko.robots.aiko.joints import JointStatus, RunContext
-from aiko.robots.aiko.control_loop import ControlLoop
 from aiko.core.recording import MemoryRecorder
 from aiko.devices.can import ReferenceShaper
 from aiko.robots.aiko.backends.hil import HilBackend
+from aiko.robots.aiko.control_loop import ControlLoop
 from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.joints import JointStatus, RunContext
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from firmware_protocol.dbc import DBC_PATH, ModuleState
 
@@ -30,11 +30,14 @@ def experiment():
     return load_experiment(SIDEWINDING)
 
 
-def _configured_hil(experiment, clock=None, **options):
+def _configured_hil(experiment, clock=None, *, overrides=None, realtime=False, duration_s=None):
+    """A configured HIL backend; ``overrides`` (dotted keys, as ``--set``) reload the experiment with them."""
+    if overrides:
+        experiment = load_experiment(experiment.path, {**experiment.overrides, **overrides})
     backend = HilBackend()
     recorder = MemoryRecorder()
     clock = clock or SimulatedClock()
-    ctx = RunContext(experiment.robot, experiment, recorder, clock, experiment.gait, dict(options))
+    ctx = RunContext.of(experiment, recorder, clock, "hil", duration_s=duration_s, realtime=realtime)
     backend.configure(ctx)
     return backend, recorder, clock
 
@@ -60,10 +63,9 @@ def test_can_log_of_a_hil_run_holds_the_gaits_references_at_the_rate(tmp_path, e
     path = tmp_path / f"run{suffix}"
     duration_s, rate_hz = 2.0, experiment.run.reference_rate_hz
     _, summary = run_experiment(
-        experiment,
+        load_experiment(SIDEWINDING, {"can.log": str(path)}),
         MemoryRecorder(),
         RunOptions(backend="hil", duration_s=duration_s),
-        context_options={"can_log": str(path)},
     )
     assert summary["can_log_path"] == str(path) and summary["hil_mode"] == "lockstep"
     db = cantools.database.load_file(str(DBC_PATH))
@@ -96,7 +98,7 @@ def test_can_log_of_a_hil_run_holds_the_gaits_references_at_the_rate(tmp_path, e
 
 def test_unsupported_can_log_extension_is_a_config_error(tmp_path, experiment):
     with pytest.raises(ConfigError, match=r"unsupported extension .txt; use one of .asc, .blf"):
-        _configured_hil(experiment, can_log=str(tmp_path / "x.txt"))
+        _configured_hil(experiment, overrides={"can.log": str(tmp_path / "x.txt")})
 
 
 # ------------------------------------------------------------------------------------- lockstep run
@@ -275,14 +277,8 @@ def test_can_backend_reports_an_unopenable_bus(experiment):
     from aiko.robots.aiko.backends.can import CanBackend
 
     backend = CanBackend()
-    ctx = RunContext(
-        experiment.robot,
-        experiment,
-        MemoryRecorder(),
-        WallClock(),
-        experiment.gait,
-        {"can_interface": "slcan", "can_channel": "/nonexistent/tty"},
-    )
+    bus = load_experiment(SIDEWINDING, {"can.interface": "slcan", "can.channel": "/nonexistent/tty"})
+    ctx = RunContext.of(bus, MemoryRecorder(), WallClock(), "can")
     with pytest.raises(HardwareError, match=r"cannot open CAN bus interface='slcan' channel='/nonexistent/tty'"):
         backend.configure(ctx)
     backend.deactivate()
@@ -379,10 +375,10 @@ def test_streaming_asks_for_realtime_priority_on_the_wall_clock_only(experiment)
     cases = [
         ({}, None, 0),
         ({}, WallClock(), WALL_CLOCK_REALTIME_PRIORITY),
-        ({"can_realtime_priority": 0}, WallClock(), 0),
+        ({"can.realtime_priority": 0}, WallClock(), 0),
     ]
     for options, clock, expected in cases:
-        backend, _, _ = _configured_hil(experiment, clock, **options)
+        backend, _, _ = _configured_hil(experiment, clock, overrides=options)
         try:
             assert backend.realtime_priority == expected, (options, clock)
         finally:

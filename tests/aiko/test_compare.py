@@ -12,8 +12,7 @@ from aiko.analysis.compare import CompareError, compare_logs, sample_track, trac
 from aiko.cli import main
 from aiko.log import LogReader, McapRecorder
 from aiko.robots.aiko.experiment import load_experiment
-from aiko.robots.aiko.run import RunOptions
-from aiko.robots.aiko.run import record_run
+from aiko.robots.aiko.run import RunOptions, record_run
 
 from .chain_backend import ChainBackend
 

@@ -415,8 +415,8 @@ def test_registered_gait_kinds_are_built_from_their_tables(experiments_dir):
 
 
 def test_plugin_gaits_are_found_by_kind(experiments_dir):
-    """Reactive gaits live in `aiko.robots.aiko.gaits` and register themselves when `gait_from_table` first looks for kinds
-    (nothing here imports them before the call, so in this file alone the lookup is what loads them)."""
+    """Reactive gaits live in `aiko.robots.aiko.gaits` and register themselves when `gait_from_table` first looks
+    for kinds (nothing here imports them before the call, so in this file alone the lookup is what loads them)."""
     robot = load_robot(experiments_dir / "robots/planar_snake_001.toml")
     gait = gait_from_table(Table({"kind": "obstacle_aided", "propagation_speed_m_s": 0.2}, "gait"), robot)
     from aiko.robots.aiko.gaits.obstacle_aided import obstacle_aided_from_table

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from aiko.core.clock import SimulatedClock
-from aiko.robots.aiko.joints import JointStatus
 from aiko.core.loop import PeriodicTask
 from aiko.core.recording import MemoryRecorder
 from aiko.robots.aiko.backends.kinematic import KinematicBackend
 from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.joints import JointStatus
 from aiko.robots.aiko.run import RunOptions, run_experiment
 
 

@@ -7,7 +7,6 @@ import pytest
 
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
-from aiko.robots.aiko.joints import JointFeedback
 from aiko.robots.aiko.description import load_robot
 from aiko.robots.aiko.gaits.obstacle_aided import (
     PAPER_PHI0_DEG,
@@ -15,6 +14,7 @@ from aiko.robots.aiko.gaits.obstacle_aided import (
     ObstacleAidedParams,
     obstacle_aided_from_table,
 )
+from aiko.robots.aiko.joints import JointFeedback
 
 LINK = 0.14
 

@@ -22,7 +22,7 @@ def test_runs_through_the_loop_with_contacts_checked(experiment):
     recorder = MemoryRecorder()
     _, summary = run_experiment(experiment, recorder, RunOptions(backend="sim"))
     assert summary["sim_time_s"] == pytest.approx(1.5)
-    assert summary["steps"] == 750  # 1.5 s at 2 ms
+    assert summary["sim_steps"] == 750  # 1.5 s at 2 ms
     # the checks: no penetration beyond 1e-6 m, λ >= 0, complementarity < 1e-8, P-matrix every LCP
     assert summary["max_penetration_m"] < 1e-6
     assert summary["flow_lcp_solves"] > 0 and summary["min_lambda"] >= 0.0
@@ -109,7 +109,7 @@ def test_cli_run_prints_the_json_summary(experiments_dir, tmp_path, monkeypatch,
     summary = json.loads(capsys.readouterr().out)
     assert summary["backend"] == "sim" and summary["sim_model"] == "PlanarSnakeBackend"
     assert summary["sim_time_s"] == pytest.approx(0.5) and summary["com_start_m"] == [0.0, 0.0]
-    for key in ("tracked_point_start_m", "tracked_point_end_m", "duration_s", "steps", "log_path"):
+    for key in ("tracked_point_start_m", "tracked_point_end_m", "duration_s", "sim_steps", "log_path"):
         assert key in summary
 
 

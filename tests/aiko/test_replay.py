@@ -10,8 +10,7 @@ import aiko.robots.aiko.mocap  # noqa: F401  (registers the [mocap] section)
 from aiko.analysis.replay import LoggedReferences, ReplayError, experiment_from_log, replay
 from aiko.log import LogReader
 from aiko.robots.aiko.experiment import load_experiment
-from aiko.robots.aiko.run import RunOptions
-from aiko.robots.aiko.run import record_run
+from aiko.robots.aiko.run import RunOptions, record_run
 
 from .chain_backend import ChainBackend
 

@@ -13,8 +13,7 @@ from aiko.log import LogReader
 from aiko.robots.aiko.backends import backend_names, create_backend
 from aiko.robots.aiko.backends.sim import sim_model_names
 from aiko.robots.aiko.experiment import load_experiment
-from aiko.robots.aiko.run import RunOptions
-from aiko.robots.aiko.run import record_run
+from aiko.robots.aiko.run import RunOptions, record_run
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,7 @@ from aiko.analysis.report import write_report
 from aiko.cli import main
 from aiko.core.errors import AikoError
 from aiko.robots.aiko.experiment import load_experiment
-from aiko.robots.aiko.run import RunOptions
-from aiko.robots.aiko.run import record_run
+from aiko.robots.aiko.run import RunOptions, record_run
 
 from .chain_backend import ChainBackend
 

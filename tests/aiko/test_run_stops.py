@@ -8,12 +8,12 @@ import pytest
 
 from aiko.cli import main
 from aiko.core.errors import RunStopped
-from aiko.robots.aiko.joints import JointFeedback, JointStatus
 from aiko.core.loop import PeriodicTask
-from aiko.robots.aiko.control_loop import ControlLoop
 from aiko.core.recording import MemoryRecorder
 from aiko.robots.aiko.backends.hil import HilBackend
+from aiko.robots.aiko.control_loop import ControlLoop
 from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.joints import JointFeedback, JointStatus
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from firmware_protocol.dbc import ModuleState
 

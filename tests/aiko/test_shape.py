@@ -8,8 +8,8 @@ from scipy.spatial.transform import Rotation
 
 from aiko.cli import main
 from aiko.core.errors import ConfigError
-from aiko.robots.aiko.joints import JointFeedback
 from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.joints import JointFeedback
 from aiko.robots.aiko.shape import body_shape, body_shape_from_feedback
 
 

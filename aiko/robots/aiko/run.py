@@ -21,6 +21,7 @@ from aiko.core.loop import PeriodicTask, ProgressCallback
 from aiko.core.provenance import provenance
 from aiko.core.recording import FanOutRecorder
 from aiko.log import McapRecorder
+from aiko.log.foxglove_views import views_or_none
 from aiko.robots.aiko.control_loop import ControlLoop, LoopResult
 from aiko.robots.aiko.experiment import Experiment
 from aiko.robots.aiko.joints import JointInterface, RunContext
@@ -88,17 +89,6 @@ def robot_toml_text(experiment: Experiment) -> str | None:
     return None
 
 
-def foxglove_views(robot: Any | None, tracked_link: int = 6, *, body_from_joints: bool = True) -> Any | None:
-    """The Foxglove-schema views of a run's log (3D body, joint states, rod), or None without foxglove-sdk."""
-    from aiko.log.foxglove_views import FoxgloveUnavailable, FoxgloveViews
-
-    try:
-        return FoxgloveViews(robot, tracked_link, body_from_joints=body_from_joints)
-    except FoxgloveUnavailable as exc:
-        log.warning("%s; the log has no Foxglove 3D channels", exc)
-        return None
-
-
 def record_run(
     experiment: Experiment,
     log_path: str | Path,
@@ -129,7 +119,7 @@ def record_run(
     metadata.update(extra_metadata or {})
     log_path = Path(log_path)
     # simulators log their link poses (/sim/link_poses): the 3D body comes from those, not from the joint angles
-    views = foxglove_views(experiment.robot, options.tracked_link, body_from_joints=backend_name not in SIM_POSES)
+    views = views_or_none(experiment.robot, options.tracked_link, body_from_joints=backend_name not in SIM_POSES)
     with McapRecorder(log_path, metadata, experiment.log.flush_interval_s, foxglove_views=views) as file_recorder:
         recorder: Recorder = file_recorder if live is None else FanOutRecorder(file_recorder, live)
         summary = run_with_mocap(

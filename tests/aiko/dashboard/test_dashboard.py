@@ -10,11 +10,10 @@ import pytest
 import aiko.robots.aiko.mocap  # noqa: F401
 from aiko.cli import main
 from aiko.core.errors import AikoError
-from aiko.robots.aiko.joints import JointStatus
 from aiko.dashboard.model import DashboardModel, LiveRecorder
 from aiko.robots.aiko.experiment import load_experiment
-from aiko.robots.aiko.run import RunOptions
-from aiko.robots.aiko.run import record_run
+from aiko.robots.aiko.joints import JointStatus
+from aiko.robots.aiko.run import RunOptions, record_run
 
 from ..chain_backend import ChainBackend
 
