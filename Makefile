@@ -63,7 +63,7 @@ bench: $(STAMP)
 ## module against its own tests only; on demand, never in CI (docs/testing.md). One module: make mutate MUTATE=gait
 EMULATOR := firmware_protocol.emulator.emulator.xǁJointControllerEmulatorǁ
 MUTATE_codec    := tests/firmware_protocol/test_codec.py    firmware_protocol.codec.*
-MUTATE_gait     := tests/aiko/test_gait.py                  aiko.robots.aiko.gait.*
+MUTATE_gait     := tests/aiko/robots/aiko/test_gait.py                  aiko.robots.aiko.gait.*
 MUTATE_emulator := tests/firmware_protocol/test_emulator.py $(EMULATOR)_run_tick* $(EMULATOR)handle_frame* \
 	$(EMULATOR)_decode* $(EMULATOR)_on_estop* $(EMULATOR)_on_command* $(EMULATOR)_apply_command* \
 	$(EMULATOR)_on_reference* $(EMULATOR)_on_parameter* $(EMULATOR)_write_parameter* $(EMULATOR)status_flags*
@@ -82,6 +82,7 @@ mutate: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -8,10 +8,8 @@ new path. An import hook rather than stub files, so the old names clutter no fol
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
+import importlib.machinery
 import sys
-import warnings
 from types import ModuleType
 
 MOVED = {
@@ -45,18 +43,23 @@ MOVED = {
 }
 
 
-class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _MovedModuleFinder:
+    """A meta-path finder and loader (the protocol only; no ``importlib.abc`` import: ``aiko can estop`` must
+    start in a fraction of a second)."""
+
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
         new = _new_name(fullname)
         if new is None:
             return None
-        return importlib.util.spec_from_loader(fullname, self)
+        return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         new = _new_name(spec.name)
         assert new is not None
+        import warnings
+
         warnings.warn(f"{spec.name} moved to {new}; the old name goes in the next release", DeprecationWarning, 2)
         module = importlib.import_module(new)
         sys.modules[spec.name] = module

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from aiko.core.recording import MemoryRecorder
-from aiko.robots.aiko.backends import backend_names
 from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.plugins import backend_names
 from aiko.robots.aiko.run import RunOptions, run_experiment
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"

@@ -13,7 +13,7 @@ Every probe starts ``python -m firmware_protocol.emulator`` (ten emulated module
   length, random payloads; half on any 11-bit id; never the Command id, see below) to the same pty, then SIGKILLs
   the run (the PC goes silent). Reports the parameter writes the modules accepted besides the run's own, and per
   module the time from its last valid reference to its watchdog trip. (Random Command frames are left out: a
-  random Disable makes the run stop by itself, which tests/aiko/test_run_stops.py checks.)
+  random Disable makes the run stop by itself, which tests/aiko/robots/aiko/test_run_stops.py checks.)
 - ``stall``: SIGSTOPs the run for 1.5 s, SIGCONTs it (with a 2 s module watchdog so that the stall does not trip
   it) and reports the smallest interval between two logged references and the ``deadline_missed`` events.
 
@@ -175,7 +175,7 @@ def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
             )
             stray.append(slcan_line(frame_id, data))
     # every id the DBC defines except the Command broadcast: a random Disable makes the run stop by itself (tested
-    # in tests/aiko/test_run_stops.py), and this probe measures the modules' watchdog after the PC goes silent
+    # in tests/aiko/robots/aiko/test_run_stops.py), and this probe measures the modules' watchdog after the PC goes silent
     command_id = codec.frame_id(MessageKind.COMMAND)
     protocol_ids = [i for i in sorted(codec.scheme._by_frame_id) if i != command_id]
     randoms = []

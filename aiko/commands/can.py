@@ -20,7 +20,7 @@ from pathlib import Path
 from aiko.core.errors import AikoError, HardwareError
 
 # the DBC's message families, for --kind (restated so that registering the parser does not load cantools;
-# tests/aiko/test_can_estop.py checks the list against firmware_protocol.dbc.MessageKind)
+# tests/aiko/devices/can/test_estop.py checks the list against firmware_protocol.dbc.MessageKind)
 MESSAGE_KINDS = (
     "EmergencyStop",
     "Command",

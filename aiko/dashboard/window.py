@@ -109,8 +109,16 @@ def build_window(
             side = QtWidgets.QVBoxLayout()
             layout.addLayout(side, stretch=1)
             self.setCentralWidget(central)
-            n = model.n_joints
-            cols = 5
+            rows = self._add_joint_plots(model.n_joints, cols=5)
+            self._add_path_plot(rows, cols=5)
+            self._add_side_panel(side, model.n_joints)
+            self.timer = QtCore.QTimer(self)
+            self.timer.setInterval(max(1, round(1000.0 / update_hz)))
+            self.timer.timeout.connect(self.refresh)
+            self.timer.start()
+
+        def _add_joint_plots(self, n: int, cols: int) -> int:
+            """One panel per joint (both axes, reference and measured); returns the number of panel rows."""
             self.joint_curves = []
             rows = (n + cols - 1) // cols
             self.joint_plots = []
@@ -145,11 +153,18 @@ def build_window(
                     plot.plot(pen=pg.mkPen("#b71c1c", width=1)),  # v measured
                 )
                 self.joint_curves.append(curves)
+            return rows
+
+        def _add_path_plot(self, rows: int, cols: int) -> None:
+            """The tracked point's path in the plane, under the joint panels."""
             self.xy_plot = self.plots.addPlot(row=rows, col=0, colspan=cols, title="tracked point x–y [m]")
             self.xy_plot.setAspectLocked(True)
             self.xy_plot.showGrid(x=True, y=True, alpha=0.3)
             self.xy_curve = self.xy_plot.plot(pen=pg.mkPen("#2e7d32", width=2), connect="finite")
             self.xy_head = self.xy_plot.plot(symbol="o", symbolSize=8, symbolBrush="#2e7d32", pen=None)
+
+        def _add_side_panel(self, side: Any, n: int) -> None:
+            """Module health, run statistics, events, and the scrub slider of a recorded log."""
             side.addWidget(
                 QtWidgets.QLabel(
                     "<b>joint modules</b> (light: reference, dark: measured; blue horizontal, red vertical)"
@@ -177,10 +192,6 @@ def build_window(
                 side.addWidget(QtWidgets.QLabel("scrub"))
                 side.addWidget(self.slider)
                 self.scrub(1000)
-            self.timer = QtCore.QTimer(self)
-            self.timer.setInterval(max(1, round(1000.0 / update_hz)))
-            self.timer.timeout.connect(self.refresh)
-            self.timer.start()
 
         def scrub(self, value: int) -> None:
             """Rebuild the model from the log up to the slider's time."""
@@ -204,6 +215,7 @@ def build_window(
             self.redraw()
 
         def redraw(self) -> None:
+            """One frame: a consistent snapshot of the model (under its lock), then curves and status."""
             m = self.model
             with m.lock:
                 lo = m.last_t_s - self.window_s
@@ -217,7 +229,12 @@ def build_window(
                 occluded = m.occluded_samples
                 alarms = m.alarms
                 feedback_age = m.feedback_age_s()
-            n = m.n_joints
+            self._draw_curves(lo, t_last, t_ref, ref, t_fb, fb, xy)
+            self._draw_status(health, counts, events, t_last, occluded, alarms, feedback_age)
+            self.frames_drawn += 1
+
+        def _draw_curves(self, lo, t_last, t_ref, ref, t_fb, fb, xy) -> None:
+            n = self.model.n_joints
             ref_deg, fb_deg = np.degrees(ref), np.degrees(fb)
             for j, (h_ref, h_fb, v_ref, v_fb) in enumerate(self.joint_curves):
                 h_ref.setData(t_ref, ref_deg[:, j], skipFiniteCheck=True)
@@ -229,6 +246,8 @@ def build_window(
             self.xy_curve.setData(xy[:, 0], xy[:, 1])
             if len(xy):
                 self.xy_head.setData(xy[-1:, 0], xy[-1:, 1])
+
+        def _draw_status(self, health, counts, events, t_last, occluded, alarms, feedback_age) -> None:
             for j, word in enumerate(health):
                 item = self.health.item(j, 1)
                 if item.text() != word:
@@ -251,7 +270,6 @@ def build_window(
             if events != self._shown_events:
                 self.events.setPlainText("\n".join(events))
                 self._shown_events = events
-            self.frames_drawn += 1
 
         def screenshot(self, path: str | Path) -> Path:
             self.redraw()

@@ -135,11 +135,9 @@ class FoxgloveViews:
             return out
         if not (np.isfinite(np.asarray(h, dtype=float)).all() and np.isfinite(np.asarray(v, dtype=float)).all()):
             return out
-        from aiko.robots.aiko.shape import body_shape
-
         self._last_body_ns = epoch_ns
         p, q = self._tracked_pose if self._tracked_pose is not None else (None, None)
-        shape = body_shape(self.robot, np.asarray(h, float), np.asarray(v, float), self.tracked_link, p, q)
+        shape = self.robot.body_shape(np.asarray(h, float), np.asarray(v, float), self.tracked_link, p, q)
         return out + self._body(epoch_ns, shape.positions_m, shape.quaternions_wxyz, along_x=False)
 
     def _sim_link_poses(self, epoch_ns: int, payload: dict[str, Any]) -> list[tuple[str, Any]]:

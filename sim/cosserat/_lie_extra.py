@@ -2,7 +2,7 @@
 
 Why a separate copy of some SE(3) maps: the rod's hot loop runs inside numba and must accept *complex* arrays
 (the sweep is evaluated at q + i·ε·q̇ to get J̇·q̇ exactly by the complex step), so every map here is written
-analytically (no abs(), no conjugates; branches test the real part only). `sim/lie.py` (issue 7) is the
+analytically (no abs(), no conjugates; branches test the real part only). `sim/lie.py` is the
 readable reference; tests compare these kernels against it. Conventions: twists angular-first [ω; v],
 ad_ξ = [[ω̃, 0], [ṽ, ω̃]], Ad_g = [[R, 0], [p̃R, R]].
 """

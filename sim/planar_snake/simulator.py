@@ -56,7 +56,7 @@ class SimulationError(RuntimeError):
 
 @dataclass
 class SimulationStats:
-    """Solver statistics and the checks the issue asks for, accumulated over a run."""
+    """Solver statistics and the physical checks (gaps, complementarity), accumulated over a run."""
 
     steps: int = 0
     impacts: int = 0

@@ -3,7 +3,7 @@
 This is the lab's first-class stop path, so it must start fast and must not disturb a run that shares the bus:
 
 - It imports almost nothing (no numpy, no cantools, no simulator): the frame it sends and the two status fields
-  it reads are the constants below, checked against ``aiko_joint.dbc`` by ``tests/aiko/test_can_estop.py``.
+  it reads are the constants below, checked against ``aiko_joint.dbc`` by ``tests/aiko/devices/can/test_estop.py``.
   Loading the DBC with cantools alone costs ~150 ms; a stop must not wait for that.
 - slcan is written with pyserial directly, *not* with python-can's ``slcan`` interface: python-can 4.6 sends the
   Lawicel close command ``C`` when it opens the port (``set_bitrate`` closes, sets, reopens) and again on
@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-# -- protocol constants (aiko_joint.dbc; checked by tests/aiko/test_can_estop.py)
+# -- protocol constants (aiko_joint.dbc; checked by tests/aiko/devices/can/test_estop.py)
 ESTOP_FRAME_ID = 0x000
 ESTOP_DATA = b"\xa5"  # EmergencyStop.Key = 0xA5
 FEEDBACK_BASE = 0x200  # JointFeedback_NN = 0x200 + node, 8 bytes

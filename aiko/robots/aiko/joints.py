@@ -3,7 +3,7 @@ are configured with, and the backend interface they implement."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,7 +90,7 @@ class RunContext:
     duration_s: float = 0.0
     realtime: bool = False
     sections: Any = None  # callable name -> typed settings (Experiment.settings)
-    backend_settings: Any = None  # the parsed [backend.<name>] table of the backend being configured
+    backends: dict[str, Any] = field(default_factory=dict)  # parsed [backend.<name>] tables, by backend name
 
     @classmethod
     def of(
@@ -113,8 +113,12 @@ class RunContext:
             duration_s=experiment.run.duration_s if duration_s is None else duration_s,
             realtime=realtime,
             sections=experiment.settings,
-            backend_settings=experiment.backend_settings.get(backend_name),
+            backends=dict(experiment.backend_settings),
         )
+
+    def backend_settings(self, backend: str) -> Any:
+        """The parsed ``[backend.<backend>]`` table; None if the file has none (the backend's defaults apply)."""
+        return self.backends.get(backend)
 
     def settings(self, section: str) -> Any:
         """The typed settings of an experiment section (parsed once, when the file was loaded)."""

@@ -113,13 +113,10 @@ def _constraint(raw: Any, i: int, source: str) -> PointConstraint:
 
 
 def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
+    """A rod experiment from its parsed file: one reader per table, each strict about its keys."""
     root = Table(data, "", source)
-    exp = root.table("experiment", {})
-    name = exp.string("name", Path(source).stem if source else "rod")
-    exp.string("description", "")
-    exp.finish()
+    name = _name(root.table("experiment", {}), source)
     rod = _rod(root.table("rod"))
-
     m = root.table("model", {})
     n = m.integer("n_sections", 20, min=1, max=200)
     base = m.string("base", "clamped", choices=("clamped", "free"))
@@ -127,35 +124,11 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
     strain = m.number_list("reference_strain", [0.0, 0.0, 0.0, 1.0, 0.0, 0.0], length=6)
     tip_force = m.number_list("tip_force_n", [0.0, 0.0, 0.0], length=3)
     m.finish()
-
-    contact = None
-    obstacles_raw = root.raw("obstacle", [])
-    if not isinstance(obstacles_raw, list):
-        raise ConfigError(f"{source}: [[obstacle]] must be an array of tables")
-    if "contact" in root or obstacles_raw:
-        c = root.table("contact", {})
-        mu = c.number("friction_coefficient", 0.0, min=0)
-        m_sections = c.integer("m_sections", n, min=1, max=200)
-        smoothing = Smoothing(
-            c.string("smoothing", "sigmoid", choices=SMOOTHINGS),
-            c.number("sharpness", 50.0, min=0, min_exclusive=True),
-        )
-        # Upper bounds: a scale beyond these makes the smoothed laws so wide that contact silently stops acting
-        # (the sigmoid lets a node penetrate 0.28·σ_δ/c and creep at 0.28·σ_v·|u_t|/c).
-        force_scale = c.number("force_scale_n", None, min=0, max=1e6, min_exclusive=True)
-        gap_scale = c.number("gap_scale_m", None, min=0, max=1.0, min_exclusive=True)
-        slip_scale = c.number("slip_scale_m_s", None, min=0, max=100.0, min_exclusive=True)
-        c.finish()
-        obstacles = tuple(_obstacle(raw, i, source) for i, raw in enumerate(obstacles_raw))
-        if not obstacles:
-            raise ConfigError(f"{source}: [contact] needs at least one [[obstacle]]")
-        contact = ContactSettings(obstacles, mu, m_sections, smoothing, force_scale, gap_scale, slip_scale)
-
+    contact = _contact(root, n, source)
     constraints_raw = root.raw("constraint", [])
     if not isinstance(constraints_raw, list):
         raise ConfigError(f"{source}: [[constraint]] must be an array of tables")
     constraints = tuple(_constraint(raw, i, source) for i, raw in enumerate(constraints_raw))
-
     model = build_model(
         rod,
         n,
@@ -166,33 +139,8 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
         tip_force_n=tuple(tip_force),
         constraints=constraints,
     )
-
-    ini = root.table("initial", {})
-    rot_deg = ini.number_list("base_rotation_deg", [0.0, 0.0, 0.0], length=3)
-    pos = ini.number_list("base_position_m", [0.0, 0.0, 0.0], length=3)
-    vel = ini.number_list("base_velocity", [0.0] * 6, length=6)
-    touching = ini.boolean("start_in_contact", False)
-    ini.finish()
-    state = initial_state(model, tuple(np.radians(rot_deg)), tuple(pos), np.array(vel))
-    if touching:
-        state.slack[:, 0] = 1.0
-
-    motion = None
-    if "base_motion" in root:
-        bm = root.table("base_motion")
-        times = bm.number_list("times_s")
-        positions = bm.raw("positions_m")
-        rotations = bm.raw("rotations_deg", None)
-        bm.finish()
-        try:
-            motion = BaseMotion(
-                tuple(times),
-                tuple(tuple(float(x) for x in p) for p in positions),
-                None if rotations is None else tuple(tuple(math.radians(x) for x in r) for r in rotations),
-            )
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{source}: base_motion: {exc}") from None
-
+    state = _initial(root.table("initial", {}), model)
+    motion = _base_motion(root.table("base_motion"), source) if "base_motion" in root else None
     run = root.table("run", {})
     dt = run.number("dt_s", 0.005, min=0, min_exclusive=True, max=1.0)
     duration = run.number("duration_s", 1.0, min=0, min_exclusive=True)
@@ -207,6 +155,66 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
     return Scenario(
         name, model, state, dt, duration, motion, release, NewtonSettings(tolerance=tolerance), max_halvings
     )
+
+
+def _name(exp: Table, source: str) -> str:
+    name = exp.string("name", Path(source).stem if source else "rod")
+    exp.string("description", "")
+    exp.finish()
+    return name
+
+
+def _contact(root: Table, n_sections: int, source: str) -> ContactSettings | None:
+    """``[contact]`` and the ``[[obstacle]]`` list (either implies the other)."""
+    obstacles_raw = root.raw("obstacle", [])
+    if not isinstance(obstacles_raw, list):
+        raise ConfigError(f"{source}: [[obstacle]] must be an array of tables")
+    if "contact" not in root and not obstacles_raw:
+        return None
+    c = root.table("contact", {})
+    mu = c.number("friction_coefficient", 0.0, min=0)
+    m_sections = c.integer("m_sections", n_sections, min=1, max=200)
+    smoothing = Smoothing(
+        c.string("smoothing", "sigmoid", choices=SMOOTHINGS),
+        c.number("sharpness", 50.0, min=0, min_exclusive=True),
+    )
+    # Upper bounds: a scale beyond these makes the smoothed laws so wide that contact silently stops acting
+    # (the sigmoid lets a node penetrate 0.28·σ_δ/c and creep at 0.28·σ_v·|u_t|/c).
+    force_scale = c.number("force_scale_n", None, min=0, max=1e6, min_exclusive=True)
+    gap_scale = c.number("gap_scale_m", None, min=0, max=1.0, min_exclusive=True)
+    slip_scale = c.number("slip_scale_m_s", None, min=0, max=100.0, min_exclusive=True)
+    c.finish()
+    obstacles = tuple(_obstacle(raw, i, source) for i, raw in enumerate(obstacles_raw))
+    if not obstacles:
+        raise ConfigError(f"{source}: [contact] needs at least one [[obstacle]]")
+    return ContactSettings(obstacles, mu, m_sections, smoothing, force_scale, gap_scale, slip_scale)
+
+
+def _initial(ini: Table, model: Any):
+    rot_deg = ini.number_list("base_rotation_deg", [0.0, 0.0, 0.0], length=3)
+    pos = ini.number_list("base_position_m", [0.0, 0.0, 0.0], length=3)
+    vel = ini.number_list("base_velocity", [0.0] * 6, length=6)
+    touching = ini.boolean("start_in_contact", False)
+    ini.finish()
+    state = initial_state(model, tuple(np.radians(rot_deg)), tuple(pos), np.array(vel))
+    if touching:
+        state.slack[:, 0] = 1.0
+    return state
+
+
+def _base_motion(bm: Table, source: str) -> BaseMotion:
+    times = bm.number_list("times_s")
+    positions = bm.raw("positions_m")
+    rotations = bm.raw("rotations_deg", None)
+    bm.finish()
+    try:
+        return BaseMotion(
+            tuple(times),
+            tuple(tuple(float(x) for x in p) for p in positions),
+            None if rotations is None else tuple(tuple(math.radians(x) for x in r) for r in rotations),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source}: base_motion: {exc}") from None
 
 
 def log_rate_hz(path: str | Path) -> float:

@@ -14,8 +14,7 @@ from aiko.dashboard.model import DashboardModel, LiveRecorder
 from aiko.robots.aiko.experiment import load_experiment
 from aiko.robots.aiko.joints import JointStatus
 from aiko.robots.aiko.run import RunOptions, record_run
-
-from ..chain_backend import ChainBackend
+from tests.aiko.robots.aiko.chain_backend import ChainBackend
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from mcap.reader import make_reader
 
 from aiko.log import LogReader, McapRecorder, recover
-from aiko.log.fuzz import check_case, damage, make_logs
 from aiko.log.reader import LogReadError
+from tests.aiko.log.fuzz_cases import check_case, damage, make_logs
 
 from ._cli import run_cli
 

@@ -28,7 +28,7 @@ from mcap.reader import make_reader
 
 from aiko.log import LogReader, recover
 from aiko.log.reader import LogReadError
-from aiko.robots.aiko.backends import backend_names
+from aiko.robots.aiko.plugins import backend_names
 from tests.aiko.log._kill import sigkill_after
 
 REPO = Path(__file__).resolve().parents[3]

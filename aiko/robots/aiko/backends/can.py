@@ -313,9 +313,17 @@ class CanBackend(JointInterface):
                 self.driver.timestamp_offset_s = time.time() - clock.now_s()
 
     def _refuse_latched_estop(self, timeout_s: float) -> None:
-        """An emergency stop latched in a module is cleared by a person, not by starting the next run."""
+        """Before Enable, every module's status: one that is silent is not enabled with the others (the robot would
+        move with a limp joint), and an emergency stop latched in a module is cleared by a person, not by
+        starting the next run."""
         driver = self._require()
-        poll_until(lambda: bool(driver.feedback_arrays()["have_feedback"].all()), timeout_s, self.receive_mode.wait)
+        heard = driver.feedback_arrays
+        if not poll_until(lambda: bool(heard()["have_feedback"].all()), timeout_s, self.receive_mode.wait):
+            silent = [n for n, ok in zip(driver.settings.nodes, heard()["have_feedback"], strict=True) if not ok]
+            raise HardwareError(
+                f"joint modules {silent} sent no status within {timeout_s} s; nothing was enabled "
+                "(check their power, the bus wiring and their node ids)"
+            )
         latched = [m.node for m in driver.health.modules.values() if m.estop]
         if latched and not self.clear_estop:
             raise HardwareError(

@@ -30,8 +30,9 @@ class KinematicBackend(JointInterface):
         self._active = False
 
     def configure(self, ctx: RunContext) -> None:
-        if ctx.backend_settings is not None:  # the parsed [backend.kinematic] table
-            self.time_constant_s = ctx.backend_settings
+        time_constant_s = ctx.backend_settings(KinematicBackend.name)  # the parsed [backend.kinematic] table
+        if time_constant_s is not None:
+            self.time_constant_s = time_constant_s
         self.robot = ctx.robot
         posture = ctx.gait.initial_posture() if ctx.gait is not None else None
         n = ctx.robot.n_joints

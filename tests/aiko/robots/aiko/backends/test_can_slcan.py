@@ -13,7 +13,7 @@ from aiko.robots.aiko.joints import JointStatus
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from tests.emulator_process import start_emulator, stop_emulator
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[5]
 
 
 def test_can_backend_streams_to_the_emulator_process_over_slcan():

@@ -16,8 +16,7 @@ from aiko.devices.mocap.camera import (
 )
 from aiko.devices.mocap.markers import ArucoFinder, HsvRange, diagonal_intersection, find_colour_blobs
 from aiko.devices.mocap.opencv import MarkerSpec, MarkerTracker, OpenCVMocap
-
-from .render import Scene, look_at_camera, render
+from tests.aiko.devices.mocap.render import Scene, look_at_camera, render
 
 PATTERN = (9, 6)
 SQUARE_M = 0.025

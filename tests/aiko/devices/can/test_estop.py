@@ -19,7 +19,7 @@ from firmware_protocol.codec import default_codec
 from firmware_protocol.dbc import ESTOP_KEY, MessageKind, ModuleState, id_scheme
 from tests.emulator_process import start_emulator, stop_emulator
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 _PY = sys.executable
 
 

@@ -11,9 +11,9 @@ import pytest
 
 import sim.snake3d.plant  # noqa: F401  (the hil backend's "snake3d" plant; a broken import must fail, not skip)
 from aiko.core.clock import SimulatedClock, WallClock
-from aiko.core.errors import ConfigError
+from aiko.core.errors import ConfigError, HardwareError
 from aiko.core.recording import MemoryRecorder
-from aiko.devices.can import ReferenceShaper
+from aiko.devices.can.shaping import ReferenceShaper
 from aiko.robots.aiko.backends.hil import HilBackend
 from aiko.robots.aiko.control_loop import ControlLoop
 from aiko.robots.aiko.experiment import load_experiment
@@ -21,7 +21,7 @@ from aiko.robots.aiko.joints import JointStatus, RunContext
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from firmware_protocol.dbc import DBC_PATH, ModuleState
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[5]
 SIDEWINDING = REPO / "experiments" / "sidewinding.toml"
 
 
@@ -286,7 +286,7 @@ def test_can_backend_reports_an_unopenable_bus(experiment):
 
 
 def test_health_monitor_reports_each_transition_once():
-    from aiko.devices.can import HealthMonitor
+    from aiko.devices.can.health import HealthMonitor
 
     events = []
     monitor = HealthMonitor((1, 2), stale_after_s=0.5, on_transition=lambda kind, node, f: events.append((kind, node)))
@@ -345,13 +345,10 @@ def test_hil_streams_at_200_hz():
 
 
 def test_a_module_that_goes_silent_is_reported_stale(experiment):
-    from firmware_protocol.dbc import Parameter
-
     backend, recorder, clock = _configured_hil(experiment)
     try:
-        # module 7 stops reporting (written before Enable: an enabled module refuses parameter writes)
-        backend.driver.request_parameter(7, Parameter.FEEDBACK_RATE_HZ, 0.0)
         backend.activate()
+        backend.emulator.feedback_rate_hz[6] = 0.0  # module 7's transmitter dies once the run is under way
         for k in range(1, 11):
             t = k / 10
             clock.sleep_until(t)
@@ -363,6 +360,23 @@ def test_a_module_that_goes_silent_is_reported_stale(experiment):
         health = {m["node"]: m for m in backend.driver.health.snapshot(clock.now_s())}
         assert health[7]["stale"] and health[7]["feedback_age_s"] > 0.5
         assert not any(health[n]["stale"] for n in health if n != 7)
+    finally:
+        backend.close()
+
+
+def test_a_module_silent_before_enable_fails_activation_in_lockstep_as_on_hardware(experiment):
+    """Lockstep HIL runs the CAN backend's own activation: a module that sends no status (here: its feedback
+    switched off by a parameter write) is named, and nothing is enabled."""
+    from firmware_protocol.dbc import Parameter
+
+    backend, _, _ = _configured_hil(experiment)
+    try:
+        backend.driver.request_parameter(7, Parameter.FEEDBACK_RATE_HZ, 0.0)
+        with pytest.raises(
+            HardwareError, match=r"joint modules \[7\] sent no status within 1.0 s; nothing was enabled"
+        ):
+            backend.activate()
+        assert backend.emulator.counters()["state"] == ["DISABLED"] * 10
     finally:
         backend.close()
 

@@ -5,8 +5,8 @@ import pytest
 
 from aiko.core.errors import ConfigError
 from aiko.core.recording import MemoryRecorder
-from aiko.robots.aiko.backends import backend_names
 from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.plugins import backend_names
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from sim.planar_snake.obstacles import ObstacleField, check_assumption_3
 

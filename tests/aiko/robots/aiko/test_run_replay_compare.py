@@ -6,22 +6,18 @@ from pathlib import Path
 
 import pytest
 
-import aiko.robots.aiko.backends
 from aiko.cli import main
-from aiko.robots.aiko.backends import register_backend
+from aiko.core.registry import register_backend, unregister_backend
+from tests.aiko.robots.aiko.chain_backend import ChainBackend
 
-from .chain_backend import ChainBackend
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def chain_backend():
     register_backend("test_chain", ChainBackend, "deterministic chain plant with link poses (tests only)")
     yield
-    aiko.robots.aiko.backends._BACKENDS.pop(
-        "test_chain", None
-    )  # the registry has no public unregister; leave it as found
+    unregister_backend("test_chain")
 
 
 def test_run_report_replay_compare_in_one_command(tmp_path, capsys):

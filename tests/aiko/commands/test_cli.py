@@ -162,8 +162,8 @@ def test_experiment_copied_elsewhere_still_finds_its_robot(tmp_path, experiments
 
 
 def test_a_run_that_fails_midway_ends_with_one_line_status_1_and_a_readable_log(tmp_path, capsys, experiments_dir):
+    from aiko.core.registry import register_backend
     from aiko.log import LogReader
-    from aiko.robots.aiko.backends import register_backend
     from aiko.robots.aiko.backends.kinematic import KinematicBackend
 
     class BrokenPlant(KinematicBackend):

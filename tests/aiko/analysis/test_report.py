@@ -12,10 +12,9 @@ from aiko.cli import main
 from aiko.core.errors import AikoError
 from aiko.robots.aiko.experiment import load_experiment
 from aiko.robots.aiko.run import RunOptions, record_run
+from tests.aiko.robots.aiko.chain_backend import ChainBackend
 
-from .chain_backend import ChainBackend
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from aiko.robots.aiko.joints import JointFeedback, JointStatus
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from firmware_protocol.dbc import ModuleState
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 SIDEWINDING = REPO / "experiments" / "sidewinding.toml"
 
 

@@ -13,10 +13,9 @@ from aiko.cli import main
 from aiko.log import LogReader, McapRecorder
 from aiko.robots.aiko.experiment import load_experiment
 from aiko.robots.aiko.run import RunOptions, record_run
+from tests.aiko.robots.aiko.chain_backend import ChainBackend
 
-from .chain_backend import ChainBackend
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MOCAP_PERIOD_S = 0.05
 OFFSET_M = np.array([0.31, -0.17, 0.0])
 

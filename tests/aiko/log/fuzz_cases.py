@@ -1,4 +1,5 @@
-"""Damaged-log cases for fuzzing ``aiko log recover`` and ``aiko log info`` (the suite and benchmarks/log_fuzz.py).
+"""Damaged-log cases for fuzzing ``aiko log recover`` and ``aiko log info`` through the CLI (the suite and
+benchmarks/log_fuzz.py).
 
 ``damage(rng, logs)`` returns the bytes of one damaged log made from real logs: bit flips, truncations, splices
 of two logs, deleted or duplicated spans, overwritten runs. ``check_case(data, directory)`` runs both commands

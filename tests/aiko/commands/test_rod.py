@@ -8,7 +8,7 @@ import pytest
 from aiko.cli import main
 from aiko.robots.rod_bench.experiment import load_rod_experiment
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ROD_EXPERIMENTS = sorted((ROOT / "experiments" / "rod").glob("*.toml"))
 
 
@@ -80,7 +80,7 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "rod.poisson: unknown key" in err and len(err.splitlines()) == 1
     assert main(["rod", "run", str(tmp_path / "missing.toml")]) == 2
-    assert "no such rod experiment file" in capsys.readouterr().err
+    assert "rod experiment file not found" in capsys.readouterr().err  # the words every config file uses
     bad.write_text((ROOT / "experiments/rod/rod_on_plane.toml").read_text().replace("= 0.5", "= -0.5"))
     assert main(["rod", "run", str(bad)]) == 2
     assert "friction_coefficient" in capsys.readouterr().err

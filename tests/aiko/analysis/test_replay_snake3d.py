@@ -10,12 +10,12 @@ import aiko.robots.aiko.mocap  # noqa: F401
 from aiko.analysis.compare import compare_logs
 from aiko.analysis.replay import replay
 from aiko.log import LogReader
-from aiko.robots.aiko.backends import backend_names, create_backend
 from aiko.robots.aiko.backends.sim import sim_model_names
 from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.plugins import backend_names, create_backend
 from aiko.robots.aiko.run import RunOptions, record_run
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 backend_names()  # loads the backend modules, which register their simulator models
 pytestmark = pytest.mark.slow

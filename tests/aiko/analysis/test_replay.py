@@ -11,10 +11,9 @@ from aiko.analysis.replay import LoggedReferences, ReplayError, experiment_from_
 from aiko.log import LogReader
 from aiko.robots.aiko.experiment import load_experiment
 from aiko.robots.aiko.run import RunOptions, record_run
+from tests.aiko.robots.aiko.chain_backend import ChainBackend
 
-from .chain_backend import ChainBackend
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXPERIMENT = REPO / "experiments" / "sidewinding.toml"
 OVERRIDES = {"run.duration_s": 4.0, "mocap.source": "simulated", "mocap.noise_std_m": 0.0}
 

@@ -17,7 +17,7 @@ from websockets.sync.client import connect
 from aiko.log.live_foxglove import FoxgloveLiveServer
 from aiko.robots.aiko.description import load_robot
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SUBPROTOCOL = "foxglove.sdk.v1"
 
 

@@ -9,7 +9,7 @@ import pytest
 import aiko.log  # noqa: F401  (the MCAP recorder `aiko run` writes with; a broken import must fail here)
 from aiko.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_aiko_run_backend_hil_prints_a_json_summary(tmp_path, capsys):
