@@ -175,7 +175,8 @@ def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
             )
             stray.append(slcan_line(frame_id, data))
     # every id the DBC defines except the Command broadcast: a random Disable makes the run stop by itself (tested
-    # in tests/aiko/robots/aiko/test_run_stops.py), and this probe measures the modules' watchdog after the PC goes silent
+    # in tests/aiko/robots/aiko/test_run_stops.py), and this probe measures the modules' watchdog after the PC goes
+    # silent
     command_id = codec.frame_id(MessageKind.COMMAND)
     protocol_ids = [i for i in sorted(codec.scheme._by_frame_id) if i != command_id]
     randoms = []

@@ -212,7 +212,7 @@ def _record(
 def _after_run(args: argparse.Namespace, out: Path, summary: dict[str, Any], dashboard: Any) -> None:
     """``--replay`` and compare, the report (after the replay: it says what the replay found), the dashboard."""
     if args.replay:
-        from aiko.analysis.replay import replay_and_compare
+        from aiko.analysis.replay_and_compare import replay_and_compare
 
         summary.update(replay_and_compare(out, backend_name=args.replay))
     if not args.no_report:

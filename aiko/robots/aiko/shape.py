@@ -8,13 +8,16 @@ so that one tracked link (link 6 under Vicon, or any link a simulator reports) s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from aiko.core.errors import ConfigError
-from aiko.robots.aiko.description import RobotDescription
 from aiko.robots.aiko.joints import JointFeedback
+
+if TYPE_CHECKING:  # the description asks this module for its body shape
+    from aiko.robots.aiko.description import RobotDescription
 from sim import lie
 from sim.chain import ChainModelError
 from sim.chain.cardan import link_poses_from_joint_angles, quaternions_wxyz
