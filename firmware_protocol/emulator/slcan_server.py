@@ -119,24 +119,39 @@ class SlcanPtyServer(can.Listener):
     def _read_loop(self) -> None:
         buffer = bytearray()
         while not self._stop.is_set():
-            ready, _, _ = select.select([self.master_fd], [], [], 0.05)
-            if not ready:
-                continue
-            try:
-                chunk = os.read(self.master_fd, 4096)
-            except OSError:
-                continue
-            buffer.extend(chunk)
-            while True:
-                end = buffer.find(b"\r")
-                if end < 0:
-                    if len(buffer) > _MAX_LINE:  # a runaway line without terminator: garbage
-                        buffer.clear()
-                        self._garbage(b"<overlong>")
-                    break
-                line = bytes(buffer[:end]).strip(b"\n")
-                del buffer[: end + 1]
-                self._write(self.handle_line(line))
+            self._read_ready(buffer, timeout_s=0.05)
+        # Stopping: what the PC wrote before the stop is still in the pty; handle it, so that the counters an
+        # emulator prints when it is told to stop count every frame that was sent to it (a loaded machine may not
+        # have scheduled this thread since the PC's last write).
+        while self._read_ready(buffer, timeout_s=0.0):
+            pass
+
+    def _read_ready(self, buffer: bytearray, timeout_s: float) -> bool:
+        """Read what the pty holds (waiting up to ``timeout_s``) and handle every complete line; False if nothing."""
+        ready, _, _ = select.select([self.master_fd], [], [], timeout_s)
+        if not ready:
+            return False
+        try:
+            chunk = os.read(self.master_fd, 4096)
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        buffer.extend(chunk)
+        self._handle_lines(buffer)
+        return True
+
+    def _handle_lines(self, buffer: bytearray) -> None:
+        while True:
+            end = buffer.find(b"\r")
+            if end < 0:
+                if len(buffer) > _MAX_LINE:  # a runaway line without terminator: garbage
+                    buffer.clear()
+                    self._garbage(b"<overlong>")
+                break
+            line = bytes(buffer[:end]).strip(b"\n")
+            del buffer[: end + 1]
+            self._write(self.handle_line(line))
 
     def _garbage(self, line: bytes) -> bytes:
         self.garbage_lines += 1
