@@ -43,6 +43,9 @@ class FakeViconClient:
     def enable_segment_data(self):
         pass
 
+    def set_stream_mode(self, mode):
+        self.stream_mode = mode  # the real SDK's StreamMode when pyvicon-datastream is installed
+
     def get_frame(self):
         if not self.connected:
             return RESULT_NOT_CONNECTED
