@@ -73,7 +73,7 @@ def test_workspace_violation_is_a_protective_stop_and_unlock_waits_the_delay():
     assert sim.motion is None
     ok, why = sim.unlock()
     assert not ok and "Cannot unlock protective stop" in why
-    run(sim, 0.4)
+    run(sim, 0.45)
     assert sim.unlock() == (True, "")
     assert sim.safety_mode == arm_sim.SAFETY_NORMAL
 
