@@ -245,16 +245,18 @@ class UR3Emulator:
 
     def _tick(self) -> list[tuple[_RtdeConnection, bytes]]:
         with self.lock:
+            # As on the controller: the program reads this period's inputs and sets the motion, then the motion
+            # advances one period, then the outputs are published.
+            if self.script is not None:
+                self.script.tick(self.sim.time_s + self.dt)
+                if not self.script.running:
+                    self.last_stop_reason = self.script.stop_reason
+                    self.script = None
             self.sim.tick(self.dt)
             if self.sim.protective_stopped and not self._was_pstopped:
                 self.counters["protective_stops"] += 1
                 self._pending_logs.append(f"PROTECTIVE STOP: {self.sim.protective_stop_reason}")
             self._was_pstopped = self.sim.protective_stopped
-            if self.script is not None:
-                self.script.tick(self.sim.time_s)
-                if not self.script.running:
-                    self.last_stop_reason = self.script.stop_reason
-                    self.script = None
             self._tick_count += 1
             self.counters["ticks"] = self._tick_count
             due = [
@@ -487,7 +489,9 @@ def run(
     """Run until ``duration_s`` passes (None: until interrupted / SIGTERM); returns the closing counters."""
     import signal
 
-    emulator = UR3Emulator(host, rate_hz, model, safety, plant, log=lambda m: print(json.dumps({"event": m}), flush=True))
+    emulator = UR3Emulator(
+        host, rate_hz, model, safety, plant, log=lambda m: print(json.dumps({"event": m}), flush=True)
+    )
     emulator.start()
     done = threading.Event()
 

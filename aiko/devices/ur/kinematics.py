@@ -24,6 +24,7 @@ does on the controller for servoL / moveL steps, and it needs no branch bookkeep
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,7 +82,7 @@ MODELS = {"ur3": UR3, "ur3e": UR3E}
 
 
 def _dh_transform(theta: float, d: float, a: float, alpha: float) -> np.ndarray:
-    ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
+    ct, st, ca, sa = math.cos(theta), math.sin(theta), math.cos(alpha), math.sin(alpha)
     return np.array(
         [
             [ct, -st * ca, st * sa, a * ct],
@@ -98,6 +99,19 @@ def joint_frames(model: URModel, q: np.ndarray) -> list[np.ndarray]:
     for i in range(6):
         frames.append(frames[-1] @ _dh_transform(float(q[i]), model.d[i], model.a[i], model.alpha[i]))
     return frames
+
+
+def _tip(frames: list[np.ndarray], tcp_offset: np.ndarray | None) -> np.ndarray:
+    return frames[-1] if tcp_offset is None else frames[-1] @ pose_to_matrix(tcp_offset)
+
+
+def _jacobian_from_frames(frames: list[np.ndarray], tip: np.ndarray) -> np.ndarray:
+    stack = np.stack(frames[:6])
+    z = stack[:, :3, 2]
+    jac = np.empty((6, 6))
+    jac[:3] = np.cross(z, tip[:3, 3] - stack[:, :3, 3]).T
+    jac[3:] = z.T
+    return jac
 
 
 def pose_to_matrix(pose: np.ndarray | list[float]) -> np.ndarray:
@@ -130,14 +144,7 @@ def forward(model: URModel, q: np.ndarray, tcp_offset: np.ndarray | None = None)
 def jacobian(model: URModel, q: np.ndarray, tcp_offset: np.ndarray | None = None) -> np.ndarray:
     """The 6x6 geometric Jacobian at the TCP in the base frame: rows vx, vy, vz, wx, wy, wz per unit joint speed."""
     frames = joint_frames(model, q)
-    tip = frames[-1] if tcp_offset is None else frames[-1] @ pose_to_matrix(tcp_offset)
-    p_tip = tip[:3, 3]
-    jac = np.zeros((6, 6))
-    for i in range(6):
-        z = frames[i][:3, 2]
-        jac[:3, i] = np.cross(z, p_tip - frames[i][:3, 3])
-        jac[3:, i] = z
-    return jac
+    return _jacobian_from_frames(frames, _tip(frames, tcp_offset))
 
 
 def pose_error(current: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -165,13 +172,12 @@ def inverse(
     q = np.asarray(q_near, dtype=float).copy()
     lam2 = damping**2
     for _ in range(max_iter):
-        frames_tip = flange_matrix(model, q)
-        if tcp_offset is not None:
-            frames_tip = frames_tip @ pose_to_matrix(tcp_offset)
-        err = pose_error(frames_tip, target)
+        frames = joint_frames(model, q)
+        tip = _tip(frames, tcp_offset)
+        err = pose_error(tip, target)
         if np.linalg.norm(err[:3]) < tol_m and np.linalg.norm(err[3:]) < tol_rad:
             return _nearest_turn(model, q, np.asarray(q_near, dtype=float))
-        jac = jacobian(model, q, tcp_offset)
+        jac = _jacobian_from_frames(frames, tip)
         step = jac.T @ np.linalg.solve(jac @ jac.T + lam2 * np.eye(6), err)
         # Cap a single step so a far target does not throw the iteration across a singularity.
         norm = np.linalg.norm(step)

@@ -8,7 +8,6 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from aiko.devices.ur import arm as arm_mod
 from aiko.devices.ur.arm import ArmLimits, ForceLimitExceeded, UnsafeTarget, UR3Arm
 from aiko.errors import AikoError, ConfigError
 

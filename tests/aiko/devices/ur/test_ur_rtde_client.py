@@ -96,7 +96,9 @@ def test_servol_streaming_at_500_hz_tracks_a_circle():
 
 def test_workspace_violation_protective_stop_and_recovery_through_the_dashboard():
     host = "127.0.0.73"
-    with running(host, "--rate-hz", "500", "--unlock-delay", "0.3", "--workspace", "-0.5", "-0.5", "0.25", "0.5", "0.5", "0.6"):
+    with running(
+        host, "--rate-hz", "500", "--unlock-delay", "0.3", "--workspace", "-0.5", "-0.5", "0.25", "0.5", "0.5", "0.6"
+    ):
         r = rtde_receive.RTDEReceiveInterface(host, 500.0)
         c = rtde_control.RTDEControlInterface(host, 500.0)
         try:
@@ -187,5 +189,9 @@ def test_dashboard_commands_ur_rtde_uses():
     assert replies[0] == "Robotmode: RUNNING"
     assert replies[1].startswith("URSoftware 3.15")
     assert replies[2] == "true"
-    assert replies[3:6] == ["Loading program: /programs/rod.urp", "Loaded program: /programs/rod.urp", "STOPPED /programs/rod.urp"]
+    assert replies[3:6] == [
+        "Loading program: /programs/rod.urp",
+        "Loaded program: /programs/rod.urp",
+        "STOPPED /programs/rod.urp",
+    ]
     assert replies[6:] == ["Stopped", "closing safety popup", "UR3"]
