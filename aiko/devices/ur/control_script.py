@@ -48,6 +48,7 @@ GET_FORWARD_KINEMATICS_DEFAULT, GET_FORWARD_KINEMATICS_ARGS = 43, 44
 GET_INVERSE_KINEMATICS_DEFAULT, IS_STEADY = 46, 47
 GET_ACTUAL_TOOL_FLANGE_POSE = 58
 GET_INVERSE_KINEMATICS_HAS_SOLUTION_DEFAULT, GET_INVERSE_KINEMATICS_HAS_SOLUTION_ARGS = 60, 61
+MOVE_PATH = 45
 WATCHDOG = 99
 STOP_SCRIPT = 255
 
@@ -57,11 +58,71 @@ REALTIME = frozenset({24, 11, 9, 10, 6, 25, 26, 27, 38, 58, 66, 67, 68, 69, 70, 
 
 SCRIPT_MARKER = "def rtde_control():"
 
+# Commands that change nothing a client of the emulated arm can observe (payload, gravity, force-mode tuning, F/T
+# zeroing): acknowledged as done. Every other command the emulator does not implement stops the program.
+NO_EFFECT = frozenset({8, 17, 20, 21, 59, 65})
+
+
+class PathMotion(arm_sim.Motion):
+    """The waypoints of an injected move path one after another (blend radii are ignored: each stops)."""
+
+    def __init__(self, sim: arm_sim.ArmSim, path: list, on_waypoint: Callable[[int], None]) -> None:
+        self.path = path
+        self.index = -1
+        self.current: arm_sim.Motion | None = None
+        self.on_waypoint = on_waypoint
+
+    def _next(self, sim: arm_sim.ArmSim) -> None:
+        self.index += 1
+        if self.index >= len(self.path):
+            self.current = None
+            self.done = True
+            return
+        self.on_waypoint(self.index)
+        kind, is_pose, values, accel, speed = self.path[self.index]
+        if kind == "movej":
+            q = sim.ik(values) if is_pose else values
+            self.current = arm_sim.MoveJMotion(sim.q, q, speed, accel)
+        else:
+            pose = values if is_pose else sim.tcp_pose(values)
+            self.current = arm_sim.MoveLMotion(sim, pose, speed, accel)
+
+    def step(self, sim: arm_sim.ArmSim, dt: float) -> np.ndarray:
+        if self.current is None:
+            self._next(sim)
+        if self.current is None:
+            return sim.q.copy()
+        q = self.current.step(sim, dt)
+        if self.current.done:
+            self.current = None
+            if self.index + 1 >= len(self.path):
+                self.done = True
+        return q
+
 
 def register_offset(script: str) -> int:
     """The int register offset ur_rtde injected into its script (0, or 24 with FLAG_UPPER_RANGE_REGISTERS)."""
-    m = re.search(r"reg_offset_int\s*=\s*(?:#[^\n]*?)?(\d+)", script)
+    # ScriptClient inserts the value right after the marker line "global reg_offset_int = # int register offset\n"
+    m = re.search(r"reg_offset_int\s*=\s*(?:#[^\n]*\n\s*)?(\d+)", script)
     return int(m.group(1)) if m else 0
+
+
+_PATH_ENTRY = re.compile(
+    r"\b(movel|movej|movep)\((p?)\[([^\]]*)\]\s*,\s*a=([-+0-9.eE]+)\s*,\s*v=([-+0-9.eE]+)\s*,\s*r=([-+0-9.eE]+)\)"
+)
+
+
+def move_path(script: str) -> list[tuple[str, bool, np.ndarray, float, float]]:
+    """The path ur_rtde's ``moveL(path)`` / ``moveJ(path)`` / ``movePath`` injected after "# inject move path":
+    (move kind, target is a pose, the six values, acceleration, speed) per waypoint (``PathEntry::toScriptCode``)."""
+    start = script.find("# inject move path")
+    if start < 0:
+        return []
+    body = script[start : script.find("\n    end", start) if "\n    end" in script[start:] else len(script)]
+    out = []
+    for kind, is_pose, values, a, v, _r in _PATH_ENTRY.findall(body):
+        out.append((kind, is_pose == "p", np.array([float(x) for x in values.split(",")]), float(a), float(v)))
+    return out
 
 
 class ControlScript:
@@ -76,12 +137,14 @@ class ControlScript:
         out_double: list[float],
         offset: int = 0,
         log: Callable[[str], None] = lambda _msg: None,
+        path: list[tuple[str, bool, np.ndarray, float, float]] | None = None,
     ) -> None:
         self.sim = sim
         self.in_int, self.in_double = in_int, in_double
         self.out_int, self.out_double = out_int, out_double
         self.offset = offset
         self.log = log
+        self.path = path or []
         self.running = True
         self.stop_reason = ""
         self.executing = False
@@ -264,9 +327,21 @@ class ControlScript:
             self._out_int(1, int(sim.motion is None and not np.any(sim.qd)))
         elif cmd == STOP_SCRIPT:
             self.log("Received stop script!")
-        elif cmd not in self.unsupported:
-            self.unsupported.add(cmd)
-            self.log(f"command {cmd} is not emulated; the emulator acknowledged it and did nothing")
+        elif cmd == MOVE_PATH:
+            if not self.path:
+                self.log("move path: the uploaded script holds no path")
+                return
+            self._move(PathMotion(sim, self.path, self._on_waypoint))
+        elif cmd in NO_EFFECT:
+            self.log(f"command {cmd} acknowledged; it has no effect on the emulated arm")
+        else:
+            # Acknowledging would let the client believe it ran: end the program instead, as a script error would.
+            self.log(f"command {cmd} is not emulated: program stopped")
+            self.end(f"command {cmd} not emulated")
+
+    def _on_waypoint(self, index: int) -> None:
+        if self.async_motion is not None:
+            self._write_async(index)
 
     def _servo_ik(self, pose: np.ndarray) -> np.ndarray:
         """get_inverse_kin of a servoL target. The script re-solves every tick while the command stays in the

@@ -33,7 +33,7 @@ import numpy as np
 from aiko.devices.ur import arm_sim, dashboard
 from aiko.devices.ur import kinematics as kin
 from aiko.devices.ur import rtde_protocol as rp
-from aiko.devices.ur.control_script import SCRIPT_MARKER, ControlScript, register_offset
+from aiko.devices.ur.control_script import SCRIPT_MARKER, ControlScript, move_path, register_offset
 
 RTDE_PORT = 30004
 DASHBOARD_PORT = 29999
@@ -215,6 +215,7 @@ class UR3Emulator:
                 self.out_double,
                 offset=register_offset(text),
                 log=self._log_later,
+                path=move_path(text),
             )
             self.script.watchdog_last_s = self.sim.time_s
             self.counters["uploads"] += 1
@@ -257,6 +258,12 @@ class UR3Emulator:
                 self.counters["protective_stops"] += 1
                 self._pending_logs.append(f"PROTECTIVE STOP: {self.sim.protective_stop_reason}")
             self._was_pstopped = self.sim.protective_stopped
+            if self.script is not None and self.sim.protective_stopped:
+                # A protective stop halts the program in the same period (the published state never shows a
+                # protective stop with the program still playing).
+                self.script.end("protective stop")
+                self.last_stop_reason = "protective stop"
+                self.script = None
             self._tick_count += 1
             self.counters["ticks"] = self._tick_count
             due = [

@@ -174,7 +174,22 @@ def test_watchdog_stops_the_program_when_the_register_is_not_updated():
 
 def test_register_offset_is_read_from_the_uploaded_script():
     assert control_script.register_offset("global reg_offset_int = 24\n") == 24
-    assert control_script.register_offset("global reg_offset_int = # int register offset\n0\n") == 0
+    assert control_script.register_offset("    global reg_offset_int = # int register offset\n24\n") == 24
+    assert control_script.register_offset("    global reg_offset_int = # int register offset\n0\n") == 0
+
+
+def test_move_path_is_read_from_the_injected_lines():
+    script = (
+        "    def exec_move_path():\n        # inject move path\n"
+        "\tsignal_async_progress(0)\n\tmovel(p[0.1,-0.2,0.3,0,3.14,0],a=0.5,v=0.1,r=0)\n"
+        "\tsignal_async_progress(1)\n\tmovej([0,-1.57,1.57,-1.57,-1.57,0],a=1.4,v=1.05,r=0.01)\n    end\n"
+    )
+    path = control_script.move_path(script)
+    assert [(k, is_pose, a, v) for k, is_pose, _, a, v in path] == [
+        ("movel", True, 0.5, 0.1),
+        ("movej", False, 1.4, 1.05),
+    ]
+    assert path[0][2] == pytest.approx([0.1, -0.2, 0.3, 0, 3.14, 0])
 
 
 class FakeTarget:

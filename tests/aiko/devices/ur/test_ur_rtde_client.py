@@ -195,3 +195,37 @@ def test_dashboard_commands_ur_rtde_uses():
         "STOPPED /programs/rod.urp",
     ]
     assert replies[6:] == ["Stopped", "closing safety popup", "UR3"]
+
+
+def test_upper_range_registers_path_moves_and_an_unemulated_command_stops_the_program():
+    host = "127.0.0.79"
+    flags = rtde_control.RTDEControlInterface.FLAG_UPLOAD_SCRIPT
+    flags |= rtde_control.RTDEControlInterface.FLAG_UPPER_RANGE_REGISTERS
+    with running(host, "--rate-hz", "500") as proc:
+        r = rtde_receive.RTDEReceiveInterface(host, 500.0)
+        c = rtde_control.RTDEControlInterface(host, 500.0, flags)
+        try:
+            p = list(r.getActualTCPPose())
+            a = list(p)
+            a[0] += 0.02
+            assert c.moveL(a, 0.1, 0.5)  # registers 24.. (ur_rtde's offset injected into the uploaded script)
+            assert r.getActualTCPPose()[0] == pytest.approx(a[0], abs=1e-4)
+            b = list(a)
+            b[1] += 0.02
+            assert c.moveL([a + [0.1, 0.5, 0.0], b + [0.1, 0.5, 0.0], p + [0.2, 1.0, 0.0]], True)
+            visited_b = False
+            deadline = time.monotonic() + 10
+            while c.getAsyncOperationProgress() >= 0 and time.monotonic() < deadline:
+                visited_b |= np.linalg.norm(np.subtract(r.getActualTCPPose()[:3], b[:3])) < 1e-3
+                time.sleep(0.002)
+            assert visited_b
+            assert r.getActualTCPPose()[:3] == pytest.approx(p[:3], abs=1e-4)
+            assert c.isProgramRunning()
+            c.forceMode([0.0] * 6, [0, 0, 1, 0, 0, 0], [0, 0, -5.0, 0, 0, 0], 2, [0.1] * 6)
+            time.sleep(0.05)
+            assert not c.isProgramRunning()  # not emulated: the program stops rather than pretend
+        finally:
+            c.disconnect()
+            r.disconnect()
+        _, events = stop(proc)
+    assert "command 6 is not emulated: program stopped" in events
