@@ -177,3 +177,11 @@ def test_force_limit_stops_a_move_into_a_spring_floor():
             assert 0.06 + 0.005 < z < 0.10 - 0.01  # stopped ~15 mm into the floor, short of the target
             assert np.linalg.norm(s.tcp_speed) < 1e-9
             assert a.tcp_force_n() == pytest.approx(2000.0 * (0.10 - z), rel=1e-6)
+
+
+def test_no_controller_is_a_one_line_hardware_error():
+    pytest.importorskip("rtde_control")
+    from aiko.errors import HardwareError
+
+    with pytest.raises(HardwareError, match="cannot connect to the UR controller at 127.0.0.98"):
+        UR3Arm("127.0.0.98").connect()
