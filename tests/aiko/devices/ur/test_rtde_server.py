@@ -63,7 +63,7 @@ def test_handshake_recipes_in_use_and_output_rate():
             kind, payload = a.recv()
             if kind == rp.DATA_PACKAGE:
                 stamps.append(recipe.unpack(payload)["timestamp"])
-        steps = {round(t1 - t0, 6) for t0, t1 in zip(stamps, stamps[1:])}
+        steps = {round(t1 - t0, 6) for t0, t1 in zip(stamps, stamps[1:], strict=False)}
         assert steps == {0.008}  # 125 Hz from a 500 Hz controller: every 4th tick
 
         a.send(rp.DATA_PACKAGE, rp.Recipe(1, ("input_int_register_5",), ("INT32",)).pack({"input_int_register_5": 7}))
