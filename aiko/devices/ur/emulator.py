@@ -62,8 +62,12 @@ class _RtdeConnection:
     started: bool = False
     send_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def send(self, data: bytes) -> bool:
+    def send(self, data: bytes, only_if_started: bool = False) -> bool:
+        """Write one packet; ``only_if_started`` drops it when a pause was answered since it was packed (a data
+        package must not follow the pause reply)."""
         with self.send_lock:
+            if only_if_started and not self.started:
+                return False
             try:
                 self.sock.sendall(data)
                 return True
@@ -171,7 +175,7 @@ class UR3Emulator:
         with self.lock:
             conns = [c for c in self._rtde.values() if c.started and c.protocol_version >= 2]
         for c in conns:
-            c.send(rp.text_message(message))
+            c.send(rp.text_message(message), only_if_started=True)
 
     # --- program state (used by the dashboard and the script ports) -----------------------------------------
     def safety_mode(self) -> int:
@@ -232,7 +236,7 @@ class UR3Emulator:
             next_t += self.dt
             sends = self._tick()
             for conn, data in sends:
-                if conn.send(data):
+                if conn.send(data, only_if_started=True):
                     self.counters["data_out"] += 1
             pending, self._pending_logs = self._pending_logs, []
             for message in pending:

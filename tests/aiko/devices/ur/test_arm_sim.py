@@ -234,3 +234,11 @@ def test_dashboard_replies_are_the_ones_ur_rtde_compares():
     assert dashboard.answer(t, "robotmode")[0] == "Robotmode: RUNNING"
     assert dashboard.answer(t, "frobnicate") == ("could not understand: 'frobnicate'", False)
     assert dashboard.answer(t, "quit") == ("Disconnected", True)
+
+
+def test_joint_speed_over_the_limit_is_a_protective_stop():
+    sim = arm_sim.ArmSim()
+    sim.start(arm_sim.SpeedMotion(np.array([4.0, 0, 0, 0, 0, 0]), 40.0, tool=False))  # base limit: pi rad/s
+    run(sim, 0.5)
+    assert sim.protective_stopped and "joint 0 speed limit exceeded" in sim.protective_stop_reason
+    assert np.all(sim.qd == 0)
