@@ -204,6 +204,7 @@ class UR3Arm:
                 raise HardwareError(f"moveL did not finish within {timeout_s:g} s; arm stopped")
             time.sleep(0.002)
         self._mode = "idle"
+        self._catch_up()
         if self._receive().isProtectiveStopped():
             self._raise_not_done("moveL")
 
@@ -257,6 +258,15 @@ class UR3Arm:
             time.sleep(0.01)
 
     # --- helpers -------------------------------------------------------------------------------------------
+    def _catch_up(self, timeout_s: float = 0.5) -> None:
+        """Wait until the receive interface holds a state published after now: it is a separate connection with
+        its own thread, so right after the control interface reports an end it may still hold an older package."""
+        r = self._receive()
+        t0 = float(r.getTimestamp())
+        deadline = time.monotonic() + timeout_s
+        while float(r.getTimestamp()) < t0 + 1.5 / self.frequency_hz and time.monotonic() < deadline:
+            time.sleep(0.001)
+
     def _control(self) -> Any:
         if self.control is None:
             raise AikoError("UR3Arm is not connected: use it as a context manager or call connect()")
