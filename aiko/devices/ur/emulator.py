@@ -34,6 +34,7 @@ from aiko.devices.ur import arm_sim, dashboard
 from aiko.devices.ur import kinematics as kin
 from aiko.devices.ur import rtde_protocol as rp
 from aiko.devices.ur.control_script import SCRIPT_MARKER, ControlScript, move_path, register_offset
+from aiko.errors import HardwareError
 
 RTDE_PORT = 30004
 DASHBOARD_PORT = 29999
@@ -150,7 +151,12 @@ class UR3Emulator:
     def _listen(self, port: int, handler: Callable[[socket.socket], None]) -> None:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((self.host, port))
+        try:
+            s.bind((self.host, port))
+        except OSError as exc:
+            s.close()
+            self.stop()
+            raise HardwareError(f"cannot bind {self.host}:{port}: {exc.strerror or exc}") from None
         s.listen(8)
         s.settimeout(0.2)
         self._listeners.append(s)

@@ -27,3 +27,22 @@ def test_plant_spec_loads_the_factory():
     assert isinstance(load_plant("aiko.devices.ur.plants:spring_floor"), SpringFloor)
     with pytest.raises(ConfigError, match="cannot import"):
         load_plant("aiko.no_such_module:x")
+
+
+def test_an_address_in_use_is_a_one_line_error():
+    import subprocess
+    import sys
+
+    from .ur3_emulator_process import REPO, running
+
+    with running("127.0.0.69"):
+        second = subprocess.run(
+            [sys.executable, "-m", "aiko.cli", "emulate", "ur3", "--host", "127.0.0.69", "--duration", "1"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=60,
+        )
+    assert second.returncode == 2
+    assert "cannot bind 127.0.0.69:30004" in second.stderr
+    assert "Traceback" not in second.stderr
