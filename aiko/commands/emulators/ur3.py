@@ -1,0 +1,76 @@
+"""``aiko emulate ur3 …``: a UR3 controller (RTDE, dashboard, script ports) for the ur_rtde client."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+
+from aiko.errors import ConfigError
+
+DESCRIPTION = (
+    "A UR3 controller on a loopback address: RTDE on 30004, the dashboard on 29999, the script ports "
+    "30001-30003, for the unmodified ur_rtde client (rtde_control, rtde_receive). The arm is a kinematic "
+    "model; ur_rtde's uploaded control script is recognised and its register protocol executed. "
+    "The first stdout line names the address; on exit the counters are printed as one JSON line."
+)
+
+
+def register(devices: argparse._SubParsersAction) -> None:
+    p = devices.add_parser("ur3", help="a UR3 arm's controller over RTDE for the ur_rtde client")
+    p.description = DESCRIPTION
+    p.add_argument("--host", required=True, metavar="ADDRESS", help="loopback address to bind, e.g. 127.0.0.5")
+    p.add_argument(
+        "--rate-hz",
+        type=float,
+        default=None,
+        help="controller tick and top RTDE output rate (default: 125 for ur3 as on a CB3, 500 for ur3e)",
+    )
+    p.add_argument("--model", choices=("ur3", "ur3e"), default="ur3", help="arm geometry and controller version")
+    p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
+    p.add_argument(
+        "--workspace",
+        type=float,
+        nargs=6,
+        metavar="M",
+        help="protective-stop box for the TCP: xmin ymin zmin xmax ymax zmax in metres (default +-0.6, z -0.2..0.8)",
+    )
+    p.add_argument(
+        "--unlock-delay",
+        dest="unlock_delay_s",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds after a protective stop before it may be unlocked (default 5, as PolyScope)",
+    )
+    p.add_argument(
+        "--plant",
+        metavar="MODULE:FACTORY",
+        help="a plant hook: FACTORY() returns a callable(t_s, flange_pose, flange_speed) -> wrench or None",
+    )
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from aiko.devices.ur import arm_sim, emulator
+    from aiko.devices.ur.plants import load_plant
+
+    try:
+        address = ipaddress.ip_address(args.host)
+    except ValueError:
+        raise ConfigError(f"--host must be an IP address, got {args.host!r}") from None
+    if not address.is_loopback:
+        raise ConfigError(f"--host must be a loopback address (127.0.0.N), got {args.host}")
+    rate = args.rate_hz if args.rate_hz is not None else (500.0 if args.model == "ur3e" else 125.0)
+    if not 10.0 <= rate <= 1000.0:
+        raise ConfigError(f"--rate-hz must lie in [10, 1000], got {rate:g}")
+    safety = arm_sim.SafetyConfig(unlock_delay_s=args.unlock_delay_s)
+    if args.workspace is not None:
+        lo, hi = tuple(args.workspace[:3]), tuple(args.workspace[3:])
+        if any(a >= b for a, b in zip(lo, hi, strict=True)):
+            raise ConfigError(f"--workspace needs each minimum below its maximum, got {args.workspace}")
+        safety.workspace_min_m, safety.workspace_max_m = lo, hi
+    plant = load_plant(args.plant) if args.plant else None
+    summary = emulator.run(args.host, rate, args.duration, args.model, safety, plant)
+    print(json.dumps(summary), flush=True)
+    return 0
