@@ -6,7 +6,7 @@ import argparse
 import ipaddress
 import json
 
-from aiko.errors import ConfigError
+from aiko.core.errors import ConfigError
 
 DESCRIPTION = (
     "A UR3 controller on a loopback address: RTDE on 30004, the dashboard on 29999, the script ports "

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from aiko.devices.ur.dashboard_client import DashboardClient
-from aiko.errors import AikoError, ConfigError, HardwareError, RunStopped
+from aiko.core.errors import AikoError, ConfigError, HardwareError, RunStopped
 
 INSTALL_HINT = "pip install aiko-stack[ur]"
 

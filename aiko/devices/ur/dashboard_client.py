@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 
-from aiko.errors import HardwareError
+from aiko.core.errors import HardwareError
 
 DASHBOARD_PORT = 29999
 

@@ -34,7 +34,7 @@ from aiko.devices.ur import arm_sim, dashboard
 from aiko.devices.ur import kinematics as kin
 from aiko.devices.ur import rtde_protocol as rp
 from aiko.devices.ur.control_script import SCRIPT_MARKER, ControlScript, move_path, register_offset
-from aiko.errors import HardwareError
+from aiko.core.errors import HardwareError
 
 RTDE_PORT = 30004
 DASHBOARD_PORT = 29999

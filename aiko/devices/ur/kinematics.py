@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from aiko.errors import AikoError
+from aiko.core.errors import AikoError
 
 
 class IKError(AikoError):

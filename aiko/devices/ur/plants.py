@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aiko.errors import ConfigError
+from aiko.core.errors import ConfigError
 
 
 @dataclass

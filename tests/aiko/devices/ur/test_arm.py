@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aiko.devices.ur.arm import ArmLimits, ForceLimitExceeded, UnsafeTarget, UR3Arm
-from aiko.errors import AikoError, ConfigError
+from aiko.core.errors import AikoError, ConfigError
 
 from .ur3_emulator_process import running
 
@@ -181,7 +181,7 @@ def test_force_limit_stops_a_move_into_a_spring_floor():
 
 def test_no_controller_is_a_one_line_hardware_error():
     pytest.importorskip("rtde_control")
-    from aiko.errors import HardwareError
+    from aiko.core.errors import HardwareError
 
     with pytest.raises(HardwareError, match="cannot connect to the UR controller at 127.0.0.98"):
         UR3Arm("127.0.0.98").connect()

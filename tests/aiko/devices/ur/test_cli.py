@@ -4,7 +4,7 @@ import pytest
 
 from aiko.cli import main
 from aiko.devices.ur.plants import SpringFloor, load_plant
-from aiko.errors import ConfigError
+from aiko.core.errors import ConfigError
 
 
 @pytest.mark.parametrize(
