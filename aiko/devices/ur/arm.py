@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from aiko.devices.ur.dashboard_client import DashboardClient
 from aiko.core.errors import AikoError, ConfigError, HardwareError, RunStopped
+from aiko.devices.ur.dashboard_client import DashboardClient
 
 INSTALL_HINT = "pip install aiko-stack[ur]"
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from aiko.core.errors import HardwareError
 from aiko.devices.ur import arm_sim, dashboard
 from aiko.devices.ur import kinematics as kin
 from aiko.devices.ur import rtde_protocol as rp
 from aiko.devices.ur.control_script import SCRIPT_MARKER, ControlScript, move_path, register_offset
-from aiko.core.errors import HardwareError
 
 RTDE_PORT = 30004
 DASHBOARD_PORT = 29999

@@ -8,8 +8,8 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from aiko.devices.ur.arm import ArmLimits, ForceLimitExceeded, UnsafeTarget, UR3Arm
 from aiko.core.errors import AikoError, ConfigError
+from aiko.devices.ur.arm import ArmLimits, ForceLimitExceeded, UnsafeTarget, UR3Arm
 
 from .ur3_emulator_process import running
 

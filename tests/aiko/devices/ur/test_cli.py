@@ -3,8 +3,8 @@
 import pytest
 
 from aiko.cli import main
-from aiko.devices.ur.plants import SpringFloor, load_plant
 from aiko.core.errors import ConfigError
+from aiko.devices.ur.plants import SpringFloor, load_plant
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,8 @@ def test_can_backend_fails_clearly_when_modules_are_missing():
     try:
         experiment = load_experiment(
             REPO / "experiments" / "sidewinding.toml",
-            {"can.enable_timeout_s": 1.0, "can.interface": "slcan", "can.channel": pty},  # 1 s: a loaded machine answers late
+            # 1 s for the four present modules to answer: a loaded machine answers late
+            {"can.enable_timeout_s": 1.0, "can.interface": "slcan", "can.channel": pty},
         )
         with pytest.raises(HardwareError, match=r"joint modules \[5, 6, 7, 8, 9, 10\] did not answer"):
             run_experiment(
