@@ -85,9 +85,7 @@ class FrameEncoder:
             ids = self._ids[subject.name]
             frame = data.get(subject.name, SubjectFrame())
             gone = hidden.get(subject.name, set())
-            seen = {
-                name: pose for name, pose in frame.segments.items() if name not in gone and name in ids.segment_ids
-            }
+            seen = {name: pose for name, pose in frame.segments.items() if name not in gone and name in ids.segment_ids}
             glob, local = [], []
             for seg in subject.segments:
                 if seg.name not in seen:
@@ -105,9 +103,7 @@ class FrameEncoder:
                 pos = frame.markers.get(m.name)
                 if pos is None or m.name in gone or m.segment in gone or m.segment not in seen:
                     continue
-                recons.append(
-                    p.LabeledRecon(ids.subject_id, ids.marker_ids[m.name], MARKER_RADIUS_MM, _vec(pos, 3))
-                )
+                recons.append(p.LabeledRecon(ids.subject_id, ids.marker_ids[m.name], MARKER_RADIUS_MM, _vec(pos, 3)))
         out.append(p.LabeledRecons(tuple(recons)))
         return out
 

@@ -39,7 +39,7 @@ def parse_occlusions(spec: str) -> tuple[Occlusion, ...]:
             continue
         m = _OCCLUSION.match(item)
         if m is None:
-            raise ConfigError(f"--occlude: cannot read {item!r}; expected [SUBJECT/]NAME[@START_S-END_S], e.g. link3@2-4")
+            raise ConfigError(f"--occlude: cannot read {item!r}; expected [SUBJECT/]NAME[@START_S-END_S] (link3@2-4)")
         try:
             start = float(m["start"]) if m["start"] else 0.0
             end = float(m["end"]) if m["end"] else math.inf
