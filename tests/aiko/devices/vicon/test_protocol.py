@@ -87,7 +87,8 @@ def test_layout_matches_the_sdk_headers():
     tc = p.Timecode(1, 2, 3, 4, 5, 6, standard=7, user_bits=8, field_flag=9).encode()
     assert tc == struct.pack("<II4B2H2IB", 23, 17, 1, 2, 3, 4, 5, 6, 7, 8, 9)
     # SubjectInfo.h + SubjectInfoDetail.h: id, name, segments{parent, id, f32 bounds[6], name}, markers, attachments
-    info = p.SubjectInfo(3, "ab", (p.SegmentInfo(0, 1, (0.0,) * 6, "s"),), (p.MarkerInfo(2, "m"),), (p.Attachment(2, 1),))
+    segment = p.SegmentInfo(0, 1, (0.0,) * 6, "s")
+    info = p.SubjectInfo(3, "ab", (segment,), (p.MarkerInfo(2, "m"),), (p.Attachment(2, 1),))
     body = struct.pack("<II2sIII6fI1sIII1sIII", 3, 2, b"ab", 1, 0, 1, *([0.0] * 6), 1, b"s", 1, 2, 1, b"m", 1, 2, 1)
     assert info.encode() == struct.pack("<II", 2, len(body)) + body
     # ObjectEnums.h: a std::set<Enum> is a count then sorted u32s; a packet is an Objects (0x1A2B0001) block

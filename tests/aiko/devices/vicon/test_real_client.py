@@ -31,7 +31,7 @@ def server():
 def _check_poses(frames, rate_hz):
     for frame in frames:
         t_s = (frame["number"] - 1) / rate_hz  # FrameInfo id k is captured at k periods after the start
-        for body, (subject, segment) in (("subject1/seg1", (0, 0)), ("subject1/seg3", (0, 2)), ("subject2/seg2", (1, 1))):
+        for body, subject, segment in (("subject1/seg1", 0, 0), ("subject1/seg3", 0, 2), ("subject2/seg2", 1, 1)):
             x, r = synthetic_pose(subject, segment, t_s)
             got = frame[body]
             np.testing.assert_allclose(got["translation_mm"], x, atol=1e-6)
@@ -46,9 +46,7 @@ def _check_poses(frames, rate_hz):
 @pytest.mark.parametrize("mode", ["ServerPush", "ClientPull", "ClientPullPreFetch"])
 def test_every_stream_mode_reads_names_poses_latency_and_occlusion(server, mode):
     address, hello = server
-    seen = probe(
-        address, mode, 1.5, bodies=BODIES, markers=("subject1/seg1_m", "subject1/seg2_m", "subject2/seg2_m")
-    )
+    seen = probe(address, mode, 1.5, bodies=BODIES, markers=("subject1/seg1_m", "subject1/seg2_m", "subject2/seg2_m"))
     assert seen["connected"]
     frames = seen["frames"]
     assert len(frames) >= 20  # 150 at 100 Hz; a loaded CI machine gets fewer, never none
