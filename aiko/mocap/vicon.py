@@ -40,7 +40,7 @@ def import_pyvicon() -> Any:
     except ImportError as exc:
         raise HardwareError(
             "Vicon motion capture needs the 'vicon' extra: pip install 'aiko-stack[vicon]' "
-            "(builds Vicon's DataStream SDK; see docs/experiments.md for offline builds)"
+            "or scripts/install_vicon_client.sh (builds Vicon's DataStream SDK against the system Boost; docs/vicon.md)"
         ) from exc
     return pyvicon_datastream
 
