@@ -18,7 +18,6 @@ Where the poses come from:
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import threading
@@ -101,8 +100,11 @@ class ExperimentPoses(PoseProvider):
     """The experiment running on ``backend`` (wall clock, own thread); ``at`` gives the newest link poses."""
 
     def __init__(self, experiment_path: str, backend: str = "kinematic", rate_hz: float = 100.0) -> None:
+        from aiko.backends import backend_names
         from aiko.experiment import load_experiment
 
+        if backend not in backend_names():
+            raise ConfigError(f"unknown backend {backend!r}; known backends: {', '.join(backend_names())}")
         self.experiment = load_experiment(experiment_path, {})
         self.robot = self.experiment.robot
         self.backend_name = backend
@@ -212,7 +214,7 @@ class LogPoses(PoseProvider):
             return self.positions_m[0], self.quaternions_wxyz[0]
         period = self.duration_s + float(np.median(np.diff(self.times_s)))
         t = math.fmod(t_s, period)
-        i = bisect.bisect_right(self.times_s.tolist(), t) - 1
+        i = int(np.searchsorted(self.times_s, t, side="right")) - 1
         if i >= len(self.times_s) - 1:
             return self.positions_m[-1].copy(), self.quaternions_wxyz[-1].copy()
         t0, t1 = self.times_s[i], self.times_s[i + 1]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import subprocess
 import sys
 import threading
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 
 RESULT_SUCCESS = 2  # pyvicon_datastream.Result.Success
 RESULT_NOT_CONNECTED = 9
+CONNECT_TIMEOUT_S = 10.0  # the child process's first connection (imports included)
 
 
 def import_pyvicon() -> Any:
@@ -114,7 +116,12 @@ class ViconMocap(MotionCapture):
         self._child: subprocess.Popen[str] | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "host": self.host, "stale_after_s": self.stale_after_ns * 1e-9}
+        return {
+            **super().describe(),
+            "host": self.host,
+            "stale_after_s": self.stale_after_ns * 1e-9,
+            "sdk_in_child_process": self.own_process,
+        }
 
     # -- lifecycle
     def start(self) -> None:
@@ -264,7 +271,9 @@ class ViconMocap(MotionCapture):
         for body in self.bodies:
             cmd += ["--body", body.name]
         self._child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, bufsize=1)
-        first = self._child.stdout.readline() if self._child.stdout else ""  # the child's first connect
+        first = ""  # the child's first connect (the SDK's connect may hang on a firewalled host: bounded here)
+        if self._child.stdout is not None and select.select([self._child.stdout], [], [], CONNECT_TIMEOUT_S)[0]:
+            first = self._child.stdout.readline()
         try:
             hello = json.loads(first)
         except ValueError:

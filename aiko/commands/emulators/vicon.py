@@ -111,11 +111,16 @@ def run(args: argparse.Namespace) -> int:
         else:
             poses = LogPoses(args.log)
         source = AikoFrameSource(poses.robot, poses, args.subject)
-    server = ViconServer(source, args.host, args.port, rate_hz=args.rate_hz, impairments=impairments)
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    server.start()
+    server = ViconServer(source, args.host, args.port, rate_hz=args.rate_hz, impairments=impairments)
+    try:
+        server.start()
+    except BaseException:
+        if poses is not None:
+            poses.close()
+        raise
     try:
         print(
             json.dumps(
