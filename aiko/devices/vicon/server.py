@@ -166,6 +166,12 @@ class ViconServer:
             connections = list(self._connections)
             self._connections.clear()
         if listener is not None:
+            # shutdown first: a thread blocked in accept() keeps a closed socket listening until accept returns,
+            # and a client that connects in that window would be accepted by the kernel, then reset
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             listener.close()
         for conn in connections:
             conn.close()
