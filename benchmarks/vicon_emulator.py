@@ -5,6 +5,9 @@
 - ``frame_rate``: frames the client received per second in ServerPush at 100 Hz, frame-number gaps;
 - ``latency``: receive time − capture time per frame (same machine, one wall clock; capture = the server's start
   + frame id / rate) with no injected delay, and with 20 ms injected (also the client's ``get_latency_total``);
+- ``in_run``: ``aiko run --realtime`` (kinematic backend, ``mocap.rate_hz = 100``) reading the emulator through
+  the SDK in its child process: arrival in the run (``received_t_ns``, CLOCK_MONOTONIC like the emulator's
+  clock) − capture, and the loop's sample time − capture;
 - ``restart``: the server restarts every 3 s with 0.2 s downtime: from the last frame before the loss to the
   first frame after reconnecting, as the client sees it (the SDK's ``get_frame`` first waits out its 1 s timeout).
 """
@@ -33,7 +36,13 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     if not values:
         return {}
     pick = lambda q: values[min(int(q * len(values)), len(values) - 1)]  # noqa: E731
-    return {"p50_ms": pick(0.5) * 1e3, "p95_ms": pick(0.95) * 1e3, "max_ms": values[-1] * 1e3}
+    return {
+        "p50_ms": pick(0.5) * 1e3,
+        "p95_ms": pick(0.95) * 1e3,
+        "p99_ms": pick(0.99) * 1e3,
+        "max_ms": values[-1] * 1e3,
+        "over_50ms_fraction": sum(v > 0.05 for v in values) / len(values),
+    }
 
 
 def measure_stream(host: str, source: str, duration_s: float, latency_ms: float) -> dict:
@@ -56,6 +65,33 @@ def measure_stream(host: str, source: str, duration_s: float, latency_ms: float)
         "client_observed_latency": _percentiles(latency),
         "sdk_latency_total_ms": statistics.median(f["latency_total_s"] for f in frames) * 1e3 if frames else None,
         "server": {k: counters[k] for k in ("frames_captured", "frames_released", "late_ticks")},
+    }
+
+
+def measure_run(host: str, duration_s: float, tmp: Path) -> dict:
+    import subprocess
+
+    from aiko.log import LogReader
+    from tests.aiko.devices.vicon.processes import ENV, REPO
+
+    port = free_port(host)
+    proc, hello = start_vicon(host, port, *_source_args("experiment"), "--rate-hz", "100")
+    out = tmp / "vicon-run.mcap"
+    try:
+        cmd = [sys.executable, "-m", "aiko.cli", "run", "experiments/sidewinding_hil.toml", "--backend", "kinematic"]
+        cmd += ["--realtime", "--duration", str(duration_s), "--out", str(out), "--no-report"]
+        cmd += ["--set", "mocap.source=vicon", "--set", f"mocap.host={host}:{port}", "--set", "mocap.rate_hz=100"]
+        subprocess.run(cmd, check=True, capture_output=True, env=ENV, cwd=REPO, timeout=duration_s + 120)
+    finally:
+        stop_vicon(proc)
+    samples = [(t, s) for t, s in LogReader(out).messages("/mocap") if not s["occluded"][0]]
+    capture = {s["frame"]: hello["t0_monotonic_s"] + (s["frame"] - 1) / 100.0 for _, s in samples}
+    arrival = [s["received_t_ns"] * 1e-9 - capture[s["frame"]] for _, s in samples]
+    at_loop = [t * 1e-9 - capture[s["frame"]] for t, s in samples]
+    return {
+        "mocap_samples": len(samples),
+        "arrival_in_run_latency": _percentiles(arrival),
+        "loop_sample_age": _percentiles(at_loop),
     }
 
 
@@ -98,6 +134,10 @@ def main() -> int:
         "stream_with_20ms": measure_stream(args.host, args.source, args.duration_s, 20.0),
         "restart": measure_restart(args.host, args.source, args.duration_s),
     }
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result["in_run"] = measure_run(args.host, args.duration_s, Path(tmp))
     print(json.dumps(result, indent=2))
     return 0
 

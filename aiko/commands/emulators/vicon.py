@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "vicon": server.address,
                     "t0_unix_s": server.t0_unix_s,
+                    "t0_monotonic_s": server.t0_mono_s,  # frame k is captured at t0 + k / rate (CLOCK_MONOTONIC)
                     "rate_hz": server.rate_hz,
                     "subjects": {s.name: [g.name for g in s.segments] for s in server.encoder.subjects},
                 }
