@@ -64,6 +64,7 @@ class ServerCounters:
     restarts: int = 0
     pings: int = 0
     late_ticks: int = 0
+    source_errors: int = 0
     requests: dict[str, int] = field(default_factory=lambda: collections.defaultdict(int))
 
     def as_dict(self) -> dict[str, Any]:
@@ -208,6 +209,14 @@ class ViconServer:
                 self.counters.connections += 1
             conn.start()
 
+    def _count(self, name: str, key: str | None = None) -> None:
+        """Counters touched by the connection threads (the frame thread's own are only its own)."""
+        with self._lock:
+            if key is None:
+                setattr(self.counters, name, getattr(self.counters, name) + 1)
+            else:
+                self.counters.requests[key] += 1
+
     def _forget(self, conn: _Connection) -> None:
         with self._lock:
             self._connections.discard(conn)
@@ -230,8 +239,13 @@ class ViconServer:
                 if self._rng.random() < self.impairments.dropout_fraction:
                     self.counters.frames_dropped += 1
                 else:
-                    pending.append(_Frame(frame_id, next_tick, self._capture(frame_id, t_s)))
-                    self.counters.frames_captured += 1
+                    try:
+                        pending.append(_Frame(frame_id, next_tick, self._capture(frame_id, t_s)))
+                        self.counters.frames_captured += 1
+                    except Exception:  # a broken source must not end the server: that frame is lost, say why once
+                        self.counters.source_errors += 1
+                        if self.counters.source_errors == 1:
+                            log.exception("vicon: the frame source failed at t = %.3f s; skipping the frame", t_s)
                 frame_id += 1
                 next_tick += self.period_s
                 if now - next_tick > 5 * self.period_s:  # far behind (suspended, overloaded): do not burst
@@ -324,7 +338,7 @@ class _Connection:
                 packet = self._queue.popleft()
             try:
                 self.sock.sendall(packet)
-                self.server.counters.packets_sent += 1
+                self.server._count("packets_sent")
             except OSError:
                 self.close()
                 return
@@ -347,8 +361,7 @@ class _Connection:
             self.close()
 
     def _handle(self, obj: p.AnyObject) -> None:
-        counters = self.server.counters
-        counters.requests[type(obj).__name__] += 1
+        self.server._count("requests", type(obj).__name__)
         if isinstance(obj, p.RequestFrame):
             latest = self.server.latest()
             with self._cv:
@@ -364,6 +377,6 @@ class _Connection:
                 self.push = False
                 self.wanted += max(int(obj.count), 1)
         elif isinstance(obj, p.Ping):
-            counters.pings += 1
+            self.server._count("pings")
             self._send(p.encode_packet([obj]))
         # ObjectEnums (the client's choice), KeepAlive, filters: nothing to do; every frame holds every type.

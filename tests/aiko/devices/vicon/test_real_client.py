@@ -64,8 +64,8 @@ def test_every_stream_mode_reads_names_poses_latency_and_occlusion(server, mode)
         assert frame["subject1/seg3"]["local_translation_mm"] is None
         assert frame["subject1/seg2_m"] is None
         assert frame["subject2/seg2"]["translation_mm"] is not None and frame["subject2/seg2_m"] is not None
-        # LatencyInfo carries the injected delay; the SDK adds its own small share to the total
-        assert LATENCY_S <= frame["latency_total_s"] < LATENCY_S + 0.005
+        # LatencyInfo carries the injected delay; the SDK adds half its ping round trip (ms on a loaded machine)
+        assert LATENCY_S <= frame["latency_total_s"] < LATENCY_S + 0.05
         # a frame is sent no earlier than its capture time + the latency (same machine, same wall clock)
         capture_unix_s = hello["t0_unix_s"] + (frame["number"] - 1) / 100.0
         assert frame["received_unix_s"] - capture_unix_s >= LATENCY_S - 0.002

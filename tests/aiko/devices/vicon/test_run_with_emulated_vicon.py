@@ -63,7 +63,8 @@ def test_kinematic_run_tracked_by_the_emulated_vicon(tmp_path):
     assert len(seen) > 20 and occluded[:, 1].any()  # link5 seen, except while the server restarts
     for s in seen:
         assert all(math.isfinite(v) for v in s["position_m"][1])
-        assert LATENCY_S <= s["reported_latency_s"] < LATENCY_S + 0.005  # get_latency_total, from LatencyInfo
+        # get_latency_total: LatencyInfo's delay + half the SDK's ping round trip (ms on a loaded machine)
+        assert LATENCY_S <= s["reported_latency_s"] < LATENCY_S + 0.05
         assert s["capture_t_ns"] == s["received_t_ns"] - int(s["reported_latency_s"] * 1e9)
 
     events = [e.kind for e in log.events() if e.kind.startswith("mocap_")]

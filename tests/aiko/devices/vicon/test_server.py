@@ -117,3 +117,25 @@ def test_a_port_in_use_is_a_one_line_error(server):
 def test_bad_impairments_are_config_errors(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         Impairments(**kwargs)
+
+
+class FlakySource(SyntheticSource):
+    """Fails on every other frame."""
+
+    calls = 0
+
+    def frame(self, t_s):
+        self.calls += 1
+        if self.calls % 2:
+            raise RuntimeError("simulator hiccup")
+        return super().frame(t_s)
+
+
+def test_a_failing_source_loses_frames_not_the_server():
+    with ViconServer(FlakySource(), HOST, 0, rate_hz=200.0) as s:
+        c = Client(s.port)
+        c.packet()
+        c.send(p.RequestFrame(True))
+        ids = [c.frame_id() for _ in range(10)]
+        errors = s.counters.source_errors
+    assert errors >= 10 and all(b - a == 2 for a, b in zip(ids, ids[1:], strict=False))
