@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import select
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -266,11 +268,16 @@ class ViconMocap(MotionCapture):
 
     # -- the SDK in a child process
     def _start_child(self) -> None:
-        cmd = [sys.executable, "-m", "aiko.mocap.vicon_child", "--host", self.host]
+        cmd = [sys.executable, "-m", f"{__package__}.vicon_child", "--host", self.host]  # moves with the package
         cmd += ["--reconnect-interval-s", repr(self.reconnect_interval_s)]
         for body in self.bodies:
             cmd += ["--body", body.name]
-        self._child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, bufsize=1)
+        # the child imports this very copy of the package (a checkout run from elsewhere, not another install)
+        root = str(Path(__file__).resolve().parents[len(__package__.split("."))])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+        self._child = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, bufsize=1, env=env
+        )
         first = ""  # the child's first connect (the SDK's connect may hang on a firewalled host: bounded here)
         if self._child.stdout is not None and select.select([self._child.stdout], [], [], CONNECT_TIMEOUT_S)[0]:
             first = self._child.stdout.readline()
