@@ -62,5 +62,6 @@ else
 fi
 
 "$PY" -m pip install --no-deps --force-reinstall "$wheel"
+"$PY" -m pip install "$wheel"  # its one dependency (numpy), where the environment lacks it
 "$PY" -c "import pyvicon_datastream; pyvicon_datastream.PyViconDatastream()"
 echo "pyvicon-datastream $VERSION installed"
