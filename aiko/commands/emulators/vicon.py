@@ -112,14 +112,15 @@ def run(args: argparse.Namespace) -> int:
             poses = LogPoses(args.log)
         source = AikoFrameSource(poses.robot, poses, args.subject)
     done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
+    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     server = ViconServer(source, args.host, args.port, rate_hz=args.rate_hz, impairments=impairments)
     try:
         server.start()
     except BaseException:
         if poses is not None:
             poses.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         raise
     try:
         print(
@@ -139,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         server.stop()
         if poses is not None:
             poses.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     counters = server.counters.as_dict()
     if poses is not None and getattr(poses, "error", None) is not None:
         counters["source_error"] = str(poses.error)
