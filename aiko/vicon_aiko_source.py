@@ -9,7 +9,7 @@ surface at ``MARKER_OFFSET`` in the link frame.
 
 Where the poses come from:
 
-- ``ExperimentPoses``: the experiment runs on a backend on the wall clock (on its own thread, repeated when it
+- ``ExperimentPoses``: the experiment runs on a backend on the wall clock (in a child process, repeated when it
   ends). Backends that report link poses (``sim``) give them directly; the others (``kinematic``) give joint
   angles, shaped into link poses by :func:`aiko.shape.body_shape` and laid on the ground along world x.
 - ``LogPoses``: a log of ``aiko run``: its ``/sim/link_poses`` where a simulator wrote them, else its
@@ -18,8 +18,12 @@ Where the poses come from:
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -97,7 +101,13 @@ class PoseProvider:
 
 
 class ExperimentPoses(PoseProvider):
-    """The experiment running on ``backend`` (wall clock, own thread); ``at`` gives the newest link poses."""
+    """The experiment running on ``backend`` on the wall clock, in a child process; ``at`` gives the newest poses.
+
+    A child process, not a thread: a physics backend holds the GIL for milliseconds at a time, and in the server's
+    process it starved the frame thread (measured: 74 of 100 Hz with ``--backend sim``). The child
+    (``python -m aiko.vicon_aiko_source``) writes one JSON line of link poses per ``rate_hz`` tick; a thread here
+    keeps the newest (a blocking pipe read releases the GIL).
+    """
 
     def __init__(self, experiment_path: str, backend: str = "kinematic", rate_hz: float = 100.0) -> None:
         from aiko.backends import backend_names
@@ -110,53 +120,96 @@ class ExperimentPoses(PoseProvider):
         self.backend_name = backend
         self.rate_hz = rate_hz
         self._latest: tuple[np.ndarray, np.ndarray] | None = None
-        self._stop = threading.Event()
-        self.runs = 0
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="vicon-aiko-sim", daemon=True)
+        self.error: str | None = None
+        root = str(Path(__file__).resolve().parents[len(__name__.split(".")) - 1])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+        cmd = [sys.executable, "-m", __name__, str(experiment_path), "--backend", backend, "--rate-hz", repr(rate_hz)]
+        self._child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, env=env)
+        self._closing = False
+        self._thread = threading.Thread(target=self._read, name="vicon-aiko-sim", daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
-        from aiko.backends import create_backend
-        from aiko.clock import WallClock
-        from aiko.loop import PeriodicTask
-        from aiko.runner import RunOptions, run_experiment
-
-        while not self._stop.is_set():
-            backend = create_backend(self.backend_name)
-
-            def snapshot(_t_s: float, backend=backend) -> None:
-                if self._stop.is_set():
-                    raise KeyboardInterrupt  # the loop's own way out: deactivates the backend
-                poses = backend.link_poses()
-                if poses is None:
-                    fb = backend.read()
-                    poses = shaped_poses(self.robot, fb.angle_h_rad, fb.angle_v_rad)
-                self._latest = (np.array(poses[0], dtype=float), np.array(poses[1], dtype=float))
-
-            try:
-                run_experiment(
-                    self.experiment,
-                    _NullRecorder(),
-                    RunOptions(backend=self.backend_name, realtime=True),
-                    backend=backend,
-                    clock=WallClock(),
-                    extra_tasks=[PeriodicTask("vicon-poses", self.rate_hz, snapshot, priority=90)],
-                )
-            except KeyboardInterrupt:
-                return
-            except Exception as exc:  # reported by the emulator's command; the last poses stay served
-                self.error = exc
-                log.error("the experiment behind the emulated Vicon failed: %s", exc)
-                return
-            self.runs += 1
+    def _read(self) -> None:
+        assert self._child.stdout is not None
+        with self._child.stdout:
+            for line in self._child.stdout:
+                message = json.loads(line)
+                self._latest = (np.asarray(message["p"], dtype=float), np.asarray(message["q"], dtype=float))
+        code = self._child.wait()
+        if code != 0 and not self._closing:
+            self.error = f"the simulation of {self.experiment.path} exited with code {code}"
+            log.error("%s; the last poses stay served", self.error)
 
     def at(self, t_s: float) -> tuple[np.ndarray, np.ndarray] | None:
         return self._latest
 
     def close(self) -> None:
-        self._stop.set()
+        self._closing = True
+        if self._child.poll() is None:
+            self._child.terminate()
+            try:
+                self._child.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                self._child.kill()
+                self._child.wait(timeout=5.0)
         self._thread.join(timeout=5.0)
+
+
+def run_experiment_poses(experiment_path: str, backend_name: str, rate_hz: float, emit, stop: threading.Event) -> None:
+    """Run the experiment on the wall clock again and again until ``stop``; ``emit(positions_m, quats_wxyz)`` at
+    ``rate_hz``. Backends without link poses give joint angles, shaped by :func:`shaped_poses`."""
+    from aiko.backends import create_backend
+    from aiko.clock import WallClock
+    from aiko.experiment import load_experiment
+    from aiko.loop import PeriodicTask
+    from aiko.runner import RunOptions, run_experiment
+
+    experiment = load_experiment(experiment_path, {})
+    while not stop.is_set():
+        backend = create_backend(backend_name)
+
+        def snapshot(_t_s: float, backend=backend) -> None:
+            if stop.is_set():
+                raise KeyboardInterrupt  # the loop's own way out: it deactivates the backend
+            poses = backend.link_poses()
+            if poses is None:
+                fb = backend.read()
+                poses = shaped_poses(experiment.robot, fb.angle_h_rad, fb.angle_v_rad)
+            emit(np.asarray(poses[0], dtype=float), np.asarray(poses[1], dtype=float))
+
+        run_experiment(
+            experiment,
+            _NullRecorder(),
+            RunOptions(backend=backend_name, realtime=True),
+            backend=backend,
+            clock=WallClock(),
+            extra_tasks=[PeriodicTask("vicon-poses", rate_hz, snapshot, priority=90)],
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child of :class:`ExperimentPoses`: JSON lines {"p": positions_m, "q": quaternions_wxyz} on stdout."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(description="link poses of an experiment run on the wall clock, as JSON lines")
+    parser.add_argument("experiment", help="experiment TOML file")
+    parser.add_argument("--backend", default="kinematic", help="backend that runs it")
+    parser.add_argument("--rate-hz", type=float, default=100.0, help="poses per second")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    def emit(positions_m: np.ndarray, quats: np.ndarray) -> None:
+        sys.stdout.write(json.dumps({"p": positions_m.tolist(), "q": quats.tolist()}) + "\n")
+        sys.stdout.flush()
+
+    try:
+        run_experiment_poses(args.experiment, args.backend, args.rate_hz, emit, stop)
+    except BrokenPipeError:  # the emulator went away
+        return 0
+    return 0
 
 
 class _NullRecorder:
@@ -230,3 +283,7 @@ def _robot_of(reader) -> RobotDescription:
     from aiko.replay import experiment_from_log
 
     return experiment_from_log(reader).robot
+
+
+if __name__ == "__main__":
+    sys.exit(main())
