@@ -63,7 +63,7 @@ class ServerCounters:
     connections: int = 0
     restarts: int = 0
     pings: int = 0
-    late_ticks: int = 0
+    late_ticks: int = 0  # frames never captured because the server fell more than 5 periods behind
     source_errors: int = 0
     requests: dict[str, int] = field(default_factory=lambda: collections.defaultdict(int))
 
@@ -248,9 +248,11 @@ class ViconServer:
                             log.exception("vicon: the frame source failed at t = %.3f s; skipping the frame", t_s)
                 frame_id += 1
                 next_tick += self.period_s
-                if now - next_tick > 5 * self.period_s:  # far behind (suspended, overloaded): do not burst
-                    self.counters.late_ticks += 1
-                    next_tick = now + self.period_s
+                if now - next_tick > 5 * self.period_s:  # far behind (suspended, overloaded): skip, do not burst
+                    skipped = int((now - next_tick) / self.period_s)
+                    self.counters.late_ticks += skipped
+                    frame_id += skipped  # frame k stays captured at t0 + k periods; the skipped numbers are gaps
+                    next_tick += skipped * self.period_s
             while pending and pending[0].capture_mono_s + latency <= now:
                 self._release(pending.popleft())
             wake = min(next_tick, pending[0].capture_mono_s + latency) if pending else next_tick

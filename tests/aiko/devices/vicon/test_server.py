@@ -139,3 +139,17 @@ def test_a_failing_source_loses_frames_not_the_server():
         ids = [c.frame_id() for _ in range(10)]
         errors = s.counters.source_errors
     assert errors >= 10 and all(b - a == 2 for a, b in zip(ids, ids[1:], strict=False))
+
+
+def test_a_server_that_falls_behind_skips_frame_numbers_and_keeps_its_timeline():
+    offset = [0.0]
+    with ViconServer(SyntheticSource(), HOST, 0, rate_hz=100.0, clock_s=lambda: time.monotonic() + offset[0]) as s:
+        c = Client(s.port)
+        c.packet()
+        c.send(p.RequestFrame(True))
+        before = c.frame_id()
+        offset[0] += 1.0  # the process was suspended for a second
+        after = [c.frame_id() for _ in range(5)]
+        late = s.counters.late_ticks
+    assert after[-1] - before >= 100 and late >= 90  # no burst of 100 stale frames: their numbers are skipped
+    assert after == sorted(after)
