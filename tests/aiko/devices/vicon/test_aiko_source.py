@@ -13,7 +13,9 @@ from aiko.log.recorder import McapRecorder
 from aiko.robot import load_robot
 from aiko.vicon_aiko_source import AikoFrameSource, LogPoses, PoseProvider, aiko_subject, marker_offset_m
 
-ROBOT = load_robot("experiments/robots/aiko.toml")
+from .processes import REPO
+
+ROBOT = load_robot(REPO / "experiments" / "robots" / "aiko.toml")
 
 
 class FixedPoses(PoseProvider):

@@ -6,7 +6,7 @@ import pytest
 
 from aiko.cli import main
 
-from .processes import free_port
+from .processes import REPO, free_port
 
 HOST = "127.0.0.65"
 
@@ -28,7 +28,7 @@ def test_serves_for_a_duration_and_reports_counters(capsys):
         (["--synthetic", "1", "--dropout-fraction", "1.5"], "dropout fraction"),
         (["--synthetic", "1", "--rate-hz", "0"], "frame rate"),
         (["--synthetic", "1", "--port", "70000"], "--port"),
-        (["--experiment", "experiments/sidewinding_hil.toml", "--backend", "nope"], "unknown backend 'nope'"),
+        (["--experiment", str(REPO / "experiments" / "sidewinding_hil.toml"), "--backend", "nope"], "unknown backend"),
         (["--log", "missing.mcap"], "missing.mcap"),
     ],
 )
