@@ -128,6 +128,7 @@ class ViconServer:
         for thread in self._threads:
             thread.join(timeout=3.0)
         self._threads.clear()
+        self._close_all()  # a listener the accept thread reopened while stopping
 
     def __enter__(self) -> ViconServer:
         self.start()
