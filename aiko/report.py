@@ -306,7 +306,9 @@ def render_html(reader: LogReader, figures: list[str], comparison: dict[str, Any
         ("truncated", info["truncated"]),
     ]
     scalars = sorted((k, v) for k, v in summary.items() if k not in ("module_health", "emulator"))
-    channels = [(topic, f"{c['messages']} msgs, {c['rate_hz']:.2f} Hz") for topic, c in info["channels"].items()]
+    channels = [
+        (topic, f"{c['messages']} msgs, {c['rate_hz']:.2f} Hz") for topic, c in info["channels"].items()
+    ]
     events = [
         (
             f"{(e['t_ns'] - (info['start_t_ns'] or 0)) * 1e-9:.3f} s",

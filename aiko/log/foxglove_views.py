@@ -185,21 +185,10 @@ class FoxgloveViews:
                 frame_id=f"link{i + 1}",
                 id=f"link{i + 1}",
                 frame_locked=True,
-                cylinders=[
-                    m.CylinderPrimitive(
-                        pose=at(0.0),
-                        size=m.Vector3(x=diameter, y=diameter, z=2 * half),
-                        bottom_scale=1.0,
-                        top_scale=1.0,
-                        color=color,
-                    )
-                ],
-                spheres=[
-                    m.SpherePrimitive(
-                        pose=at(s * half), size=m.Vector3(x=diameter, y=diameter, z=diameter), color=color
-                    )
-                    for s in (-1.0, 1.0)
-                ],
+                cylinders=[m.CylinderPrimitive(pose=at(0.0), size=m.Vector3(x=diameter, y=diameter, z=2 * half),
+                                               bottom_scale=1.0, top_scale=1.0, color=color)],
+                spheres=[m.SpherePrimitive(pose=at(s * half), size=m.Vector3(x=diameter, y=diameter, z=diameter),
+                                           color=color) for s in (-1.0, 1.0)],
             )  # fmt: skip
             for i in range(len(positions))
         ]

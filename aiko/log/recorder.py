@@ -345,6 +345,7 @@ class McapRecorder:
                     pass
                 return
 
+
     def _write_views(self, channel: str, epoch_ns: int, data: bytes) -> None:
         """The Foxglove-schema messages derived from one of our records, on their own protobuf channels."""
         for topic, message in self._views.messages(channel, epoch_ns, json.loads(data)):
