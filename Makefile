@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-kernels lint lock bench clean mutate
+.PHONY: run test test-kernels lint lock bench clean mutate vicon-client
 
 # The exact versions CI tested (requirements/lock.txt, with hashes), then the project itself without resolving again.
 # pyproject.toml keeps the compatible ranges for installing the package into another environment. `make lock`
@@ -21,6 +21,10 @@ $(STAMP): pyproject.toml requirements/lock.txt
 ## run: the main job on the embedded default (no hardware needed)
 run: $(STAMP)
 	$(BIN)/aiko run experiments/sidewinding_hil.toml --out runs/sidewinding.mcap --replay sim
+
+## vicon-client: the real Vicon SDK client (extra `vicon`) built against the system Boost, wheel cached (docs/vicon.md)
+vicon-client: $(STAMP)
+	scripts/install_vicon_client.sh $(BIN)/python
 
 ## test: the whole suite (what CI runs)
 TEST_ENV := QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1

@@ -221,7 +221,7 @@ def plot_body_shapes(reader: LogReader, out: str | Path | BinaryIO, instants: in
     """The body (link centres from the measured joint angles) at a few instants, from above and from the side,
     placed at the tracked link's motion-capture pose where the log has one; False without joint feedback or a
     robot description in the log."""
-    from aiko.analysis.replay import experiment_from_log
+    from aiko.robots.aiko.experiment import experiment_from_log
     from aiko.robots.aiko.shape import body_shape
 
     if not reader.has("/joint_feedback"):

@@ -9,7 +9,6 @@ Its motion capture is the simulator's ideal tracking of the same links (no noise
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -17,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from aiko.core.config import apply_overrides
 from aiko.core.errors import AikoError, ConfigError
 from aiko.log import LogReader
-from aiko.robots.aiko.experiment import Experiment, experiment_from_dict
+from aiko.robots.aiko.experiment import Experiment, experiment_from_log
 from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointReferences
 from aiko.robots.aiko.mocap import mocap_settings
 from aiko.robots.aiko.run import RunOptions, record_run
@@ -128,25 +126,6 @@ def initial_posture_from_log(
         refs = reader.channel(REFERENCES_TOPIC)
         h, v = refs["angle_h_rad"][0], refs["angle_v_rad"][0]
     return JointReferences(0.0, h.copy(), v.copy(), np.zeros(n_joints), np.zeros(n_joints)), source
-
-
-def experiment_from_log(reader: LogReader, overrides: Mapping[str, Any] | None = None) -> Experiment:
-    """The experiment as it ran (file text + robot + its overrides), with ``overrides`` applied on top."""
-    meta = reader.run_metadata
-    text = meta.get("experiment_toml")
-    if not isinstance(text, str) or not text:
-        raise ReplayError(f"{reader.path} has no experiment in its metadata (was it written by `aiko run`?)")
-    path = Path(str(meta.get("experiment_path", "logged_experiment.toml")))
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ReplayError(f"{reader.path}: logged experiment is not valid TOML: {exc}") from None
-    robot_text = meta.get("robot_toml")
-    if isinstance(robot_text, str) and robot_text:
-        data["robot"] = tomllib.loads(robot_text)
-    merged = {**dict(meta.get("overrides") or {}), **dict(overrides or {})}
-    apply_overrides(data, merged)
-    return experiment_from_dict(data, path, text, merged)
 
 
 def run_duration_s(reader: LogReader, experiment: Experiment) -> float:

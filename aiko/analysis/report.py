@@ -192,7 +192,7 @@ def _gait_section(reader: LogReader) -> str:
     rows += [(f"[gait] {k}", v) for k, v in table.items()]
     rows += [(f"--set {k}", v) for k, v in (meta.get("overrides") or {}).items()]
     try:  # the gait as it ran, rebuilt as a replay would
-        from aiko.analysis.replay import experiment_from_log
+        from aiko.robots.aiko.experiment import experiment_from_log
 
         params = getattr(experiment_from_log(reader).gait, "params", None)
     except Exception:  # an old or foreign log: the file's table is all there is

@@ -27,6 +27,10 @@ class MocapSample:
     occluded: np.ndarray  # (k,) bool
     frame: int = -1
     source: str = ""
+    # Sources that receive frames over a network: when the frame arrived (run clock) and the latency the sender
+    # reported (Vicon's LatencyInfo total); capture_t_ns = received_t_ns - reported latency.
+    received_t_ns: int | None = None
+    reported_latency_s: float | None = None
 
     @property
     def latency_s(self) -> float:
@@ -34,7 +38,13 @@ class MocapSample:
 
     def payload(self) -> dict[str, Any]:
         """The ``/mocap`` log message: one entry per tracked body, body 0 is the run's tracked point."""
+        extra: dict[str, Any] = {}
+        if self.received_t_ns is not None:
+            extra["received_t_ns"] = int(self.received_t_ns)
+        if self.reported_latency_s is not None:
+            extra["reported_latency_s"] = float(self.reported_latency_s)
         return {
+            **extra,
             "capture_t_ns": int(self.capture_t_ns),
             "latency_s": self.latency_s,
             "frame": int(self.frame),

@@ -1,7 +1,11 @@
 """Vicon motion capture through ``pyvicon-datastream`` (the ``vicon`` extra), read on its own thread.
 
-``get_frame()`` blocks up to 1 s holding the GIL when no frame comes (see notes/vicon-datastream.md), so the
-client runs in ServerPush mode on a reader thread and ``sample`` only copies the newest frame. A segment the
+``get_frame()`` blocks until the next frame, up to 1 s when none comes, **holding the GIL** (pyvicon-datastream
+does not release it; see docs/vicon.md): in the control loop's process it would stall every other thread. So the
+real SDK client runs in a child process (:mod:`aiko.devices.mocap.vicon_child`, ServerPush mode) that writes each frame
+as a line on a pipe; a reader thread here (a blocking pipe read releases the GIL) keeps the newest frame, stamped
+with the run's clock on arrival, and ``sample`` only copies it. Stand-in clients (tests) run on that thread
+in-process instead. A segment the
 SDK cannot see reads as NaN with ``occluded`` set; a frame older than ``stale_after_s`` reads as occluded too
 (the loop never reuses an old pose as if it were new). A dropped connection is retried every
 ``reconnect_interval_s`` and both the loss and the reconnection are reported as log events.
@@ -9,11 +13,17 @@ SDK cannot see reads as NaN with ``occluded`` set; a frame older than ``stale_af
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import select
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +35,7 @@ log = logging.getLogger(__name__)
 
 RESULT_SUCCESS = 2  # pyvicon_datastream.Result.Success
 RESULT_NOT_CONNECTED = 9
+CONNECT_TIMEOUT_S = 10.0  # the child process's first connection (imports included)
 
 
 def import_pyvicon() -> Any:
@@ -33,9 +44,14 @@ def import_pyvicon() -> Any:
     except ImportError as exc:
         raise HardwareError(
             "Vicon motion capture needs the 'vicon' extra: pip install 'aiko-stack[vicon]' "
-            "(builds Vicon's DataStream SDK; see docs/experiments.md for offline builds)"
+            "or scripts/install_vicon_client.sh (builds Vicon's DataStream SDK against the system Boost; docs/vicon.md)"
         ) from exc
     return pyvicon_datastream
+
+
+def _code(result: Any) -> int:
+    """The number of an SDK result: pyvicon_datastream returns a plain ``Enum`` (``int()`` rejects it)."""
+    return int(getattr(result, "value", result))
 
 
 def default_client_factory() -> Any:
@@ -73,6 +89,7 @@ class ViconMocap(MotionCapture):
         reconnect_interval_s: float = 1.0,
         clock_ns: Callable[[], int] = time.monotonic_ns,
         client_factory: Callable[[], Any] = default_client_factory,
+        own_process: bool | None = None,
     ) -> None:
         if not host:
             raise ConfigError("mocap.host must be 'hostname[:port]' of the Vicon PC (port 801 by default)")
@@ -96,13 +113,24 @@ class ViconMocap(MotionCapture):
         self.frames_received = 0
         self.reconnects = 0
         self._latency_warned = False
+        # the real SDK in a child process; a stand-in client (tests) on the reader thread
+        self.own_process = client_factory is default_client_factory if own_process is None else own_process
+        self._child: subprocess.Popen[str] | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "host": self.host, "stale_after_s": self.stale_after_ns * 1e-9}
+        return {
+            **super().describe(),
+            "host": self.host,
+            "stale_after_s": self.stale_after_ns * 1e-9,
+            "sdk_in_child_process": self.own_process,
+        }
 
     # -- lifecycle
     def start(self) -> None:
         if self._thread is not None:
+            return
+        if self.own_process:
+            self._start_child()
             return
         self._client = self._client_factory()
         if not self._connect(first=True):
@@ -113,6 +141,8 @@ class ViconMocap(MotionCapture):
 
     def stop(self) -> None:
         self._stop.set()
+        if self._child is not None:
+            self._stop_child()
         if self._thread is not None:
             self._thread.join(timeout=3.0)
             self._thread = None
@@ -129,7 +159,11 @@ class ViconMocap(MotionCapture):
             frame = self._latest
         if frame is None or t_ns - frame.received_ns > self.stale_after_ns:
             number = frame.frame_number if frame else -1
-            return occluded_sample(t_ns, self.names, number, "vicon")
+            return replace(  # the same fields as a fresh frame, so the /mocap channel keeps one layout
+                occluded_sample(t_ns, self.names, number, "vicon"),
+                received_t_ns=frame.received_ns if frame else -1,
+                reported_latency_s=frame.latency_s if frame else float("nan"),
+            )
         capture = frame.received_ns - int(frame.latency_s * 1e9)
         return MocapSample(
             t_ns=int(t_ns),
@@ -140,6 +174,8 @@ class ViconMocap(MotionCapture):
             occluded=frame.occluded.copy(),
             frame=frame.frame_number,
             source="vicon",
+            received_t_ns=frame.received_ns,
+            reported_latency_s=frame.latency_s,
         )
 
     def pop_events(self) -> list[MocapEvent]:
@@ -159,15 +195,12 @@ class ViconMocap(MotionCapture):
         except Exception as exc:  # the SDK raises on name resolution errors
             log.debug("vicon connect raised %s", exc)
             return False
-        if int(result) != RESULT_SUCCESS and not client.is_connected():
+        if _code(result) != RESULT_SUCCESS and not client.is_connected():
             return False
         client.enable_segment_data()
-        try:  # ServerPush keeps get_frame short (the server pushes at its frame rate)
-            mode = import_pyvicon().StreamMode.ServerPush
-        except HardwareError:
-            mode = None  # a stand-in client (tests) without the SDK: keep its default mode
-        if mode is not None:
-            client.set_stream_mode(mode)
+        set_mode = getattr(client, "set_stream_mode", None)  # a stand-in client (tests) may keep its own mode
+        if set_mode is not None:  # ServerPush keeps get_frame short (the server pushes at its frame rate)
+            set_mode(import_pyvicon().StreamMode.ServerPush)
         self._connected = True
         if not first:
             self.reconnects += 1
@@ -178,26 +211,29 @@ class ViconMocap(MotionCapture):
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            if not self._connected:
-                if self._connect():
-                    continue
+            self._step()
+
+    def _step(self) -> None:
+        """One attempt: reconnect, or read one frame (blocks until it comes, ≤ 1 s in the SDK)."""
+        if not self._connected:
+            if not self._connect():
                 self._stop.wait(self.reconnect_interval_s)
-                continue
-            try:
-                result = int(self._client.get_frame())
-            except Exception as exc:
-                log.warning("vicon get_frame failed: %s", exc)
-                result = RESULT_NOT_CONNECTED
-            if result == RESULT_SUCCESS:
-                self._store_frame()
-            elif result == RESULT_NOT_CONNECTED or not self._client.is_connected():
-                self._connected = False
-                self._emit("mocap_connection_lost", result=result)
-                log.warning(
-                    "lost the Vicon stream from %s; reconnecting every %.1f s", self.host, self.reconnect_interval_s
-                )
-            else:
-                self._stop.wait(0.001)  # NoFrame etc.: try again
+            return
+        try:
+            result = _code(self._client.get_frame())
+        except Exception as exc:
+            log.warning("vicon get_frame failed: %s", exc)
+            result = RESULT_NOT_CONNECTED
+        if result == RESULT_SUCCESS:
+            self._store_frame()
+        elif result == RESULT_NOT_CONNECTED or not self._client.is_connected():
+            self._connected = False
+            self._emit("mocap_connection_lost", result=result)
+            log.warning(
+                "lost the Vicon stream from %s; reconnecting every %.1f s", self.host, self.reconnect_interval_s
+            )
+        else:
+            self._stop.wait(0.001)  # NoFrame etc.: try again
 
     def _store_frame(self) -> None:
         client = self._client
@@ -229,3 +265,84 @@ class ViconMocap(MotionCapture):
         with self._lock:
             self._latest = frame
             self.frames_received += 1
+
+    # -- the SDK in a child process
+    def _start_child(self) -> None:
+        cmd = [sys.executable, "-m", f"{__package__}.vicon_child", "--host", self.host]  # moves with the package
+        cmd += ["--reconnect-interval-s", repr(self.reconnect_interval_s)]
+        for body in self.bodies:
+            cmd += ["--body", body.name]
+        # the child imports this very copy of the package (a checkout run from elsewhere, not another install)
+        root = str(Path(__file__).resolve().parents[len(__package__.split("."))])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+        self._child = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, bufsize=1, env=env
+        )
+        first = ""  # the child's first connect (the SDK's connect may hang on a firewalled host: bounded here)
+        if self._child.stdout is not None and select.select([self._child.stdout], [], [], CONNECT_TIMEOUT_S)[0]:
+            first = self._child.stdout.readline()
+        try:
+            hello = json.loads(first)
+        except ValueError:
+            hello = {}
+        if not hello.get("connected"):
+            child = self._child
+            self._stop_child()
+            child.stdout.close() if child and child.stdout else None
+            if hello.get("error"):
+                raise HardwareError(str(hello["error"]))
+            raise HardwareError(f"cannot connect to the Vicon DataStream server at {self.host}")
+        self._connected = True
+        self._emit("mocap_connected")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._read_child, name="vicon-pipe", daemon=True)
+        self._thread.start()
+
+    def _read_child(self) -> None:
+        child = self._child
+        assert child is not None and child.stdout is not None
+        with child.stdout:
+            self._read_lines(child.stdout)
+        if not self._stop.is_set():  # the child died: frames go stale (occluded); say so once
+            code = child.poll()
+            log.error("the Vicon reader process exited (code %s); motion capture reads as occluded", code)
+            self._emit("mocap_reader_exited", returncode=code)
+
+    def _read_lines(self, lines: Any) -> None:
+        for line in lines:
+            received = self._clock_ns()
+            try:
+                message = json.loads(line)
+            except ValueError:
+                log.warning("vicon reader: unreadable line %r", line[:80])
+                continue
+            if "event" in message:
+                kind = str(message["event"])
+                if kind == "mocap_reconnected":
+                    self.reconnects += 1
+                self._connected = kind != "mocap_connection_lost"
+                self._emit(kind, **dict(message.get("fields") or {}))
+                continue
+            frame = _Frame(
+                received,
+                int(message["frame"]),
+                float(message["latency_s"]),
+                np.asarray(message["position_m"], dtype=np.float64).reshape(-1, 3),
+                np.asarray(message["quaternion_wxyz"], dtype=np.float64).reshape(-1, 4),
+                np.asarray(message["occluded"], dtype=bool),
+            )
+            with self._lock:
+                self._latest = frame
+                self.frames_received += 1
+
+    def _stop_child(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        if child.poll() is None:
+            child.terminate()  # the SDK may hold the child's GIL for 1 s: give it longer than that
+            try:
+                child.wait(timeout=3.0)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait(timeout=3.0)

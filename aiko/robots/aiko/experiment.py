@@ -8,13 +8,14 @@ the allowed ones; an out-of-range value names the range. Sections owned by plug-
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiko.core import registry
-from aiko.core.config import Table, read_toml
+from aiko.core.config import Table, apply_overrides, read_toml
 from aiko.core.errors import ConfigError
 from aiko.robots.aiko.description import RobotDescription, load_robot, robot_from_table
 from aiko.robots.aiko.gait import Gait, gait_from_table
@@ -166,3 +167,26 @@ def _load_robot_entry(entry: Any, experiment_path: Path) -> RobotDescription:
     if isinstance(entry, dict):
         return robot_from_table(Table(entry, "robot", str(experiment_path)))
     raise ConfigError(f"{experiment_path}: robot: expected a file path or a table, got {entry!r}")
+
+
+class LoggedExperimentError(ConfigError):
+    """A log whose metadata holds no usable experiment (not written by ``aiko run``, or damaged)."""
+
+
+def experiment_from_log(reader: Any, overrides: Mapping[str, Any] | None = None) -> Experiment:
+    """The experiment as it ran (file text + robot + its overrides), with ``overrides`` applied on top."""
+    meta = reader.run_metadata
+    text = meta.get("experiment_toml")
+    if not isinstance(text, str) or not text:
+        raise LoggedExperimentError(f"{reader.path} has no experiment in its metadata (was it written by `aiko run`?)")
+    path = Path(str(meta.get("experiment_path", "logged_experiment.toml")))
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LoggedExperimentError(f"{reader.path}: logged experiment is not valid TOML: {exc}") from None
+    robot_text = meta.get("robot_toml")
+    if isinstance(robot_text, str) and robot_text:
+        data["robot"] = tomllib.loads(robot_text)
+    merged = {**dict(meta.get("overrides") or {}), **dict(overrides or {})}
+    apply_overrides(data, merged)
+    return experiment_from_dict(data, path, text, merged)

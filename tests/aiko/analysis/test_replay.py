@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import aiko.robots.aiko.mocap  # noqa: F401  (registers the [mocap] section)
-from aiko.analysis.replay import LoggedReferences, ReplayError, experiment_from_log, replay
+from aiko.analysis.replay import LoggedReferences, replay
 from aiko.log import LogReader
-from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.experiment import LoggedExperimentError, experiment_from_log, load_experiment
 from aiko.robots.aiko.run import RunOptions, record_run
 from tests.aiko.robots.aiko.chain_backend import ChainBackend
 
@@ -80,7 +80,7 @@ def test_replay_errors_are_specific(tmp_path, original):
     bare = tmp_path / "bare.mcap"
     with McapRecorder(bare) as rec:
         rec.record("/references", 0, {"t_s": 0.0, "angle_h_rad": [0.0], "angle_v_rad": [0.0]})
-    with pytest.raises(ReplayError, match="no experiment in its metadata"):
+    with pytest.raises(LoggedExperimentError, match="no experiment in its metadata"):
         experiment_from_log(LogReader(bare))
     path, _ = original
     with pytest.raises(Exception, match="must differ"):

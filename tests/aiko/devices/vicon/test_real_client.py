@@ -1,0 +1,107 @@
+"""The unmodified Vicon SDK client (pyvicon-datastream) reads the emulated server, each in its own process:
+names, frame rate, poses against the source, latency, occlusion, dropped frames and a server restart."""
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from aiko.devices.vicon.synthetic import MARKER_OFFSET_MM, synthetic_pose
+
+from .processes import free_port, probe, start_vicon, stop_vicon
+
+pytest.importorskip("pyvicon_datastream")
+
+HOST = "127.0.0.61"
+BODIES = ("subject1/seg1", "subject1/seg2", "subject1/seg3", "subject2/seg2")
+LATENCY_S = 0.03
+
+
+@pytest.fixture(scope="module")
+def server():
+    """Two synthetic subjects at 100 Hz, subject1's seg2 occluded, 30 ms of latency."""
+    port = free_port(HOST)
+    proc, hello = start_vicon(
+        HOST, port, "--synthetic", "2", "--rate-hz", "100", "--occlude", "subject1/seg2", "--latency-ms", "30"
+    )
+    yield f"{HOST}:{port}", hello
+    counters = stop_vicon(proc)
+    assert counters["frames_dropped"] == 0 and counters["connections"] >= 3
+
+
+def _check_poses(frames, rate_hz):
+    for frame in frames:
+        t_s = (frame["number"] - 1) / rate_hz  # FrameInfo id k is captured at k periods after the start
+        for body, subject, segment in (("subject1/seg1", 0, 0), ("subject1/seg3", 0, 2), ("subject2/seg2", 1, 1)):
+            x, r = synthetic_pose(subject, segment, t_s)
+            got = frame[body]
+            np.testing.assert_allclose(got["translation_mm"], x, atol=1e-6)
+            np.testing.assert_allclose(np.reshape(got["rotation"], (3, 3)), r, atol=1e-12)
+            q = Rotation.from_matrix(r).as_quat(scalar_first=True)
+            qg = np.asarray(got["quaternion_wxyz"])
+            assert min(np.abs(qg - q).max(), np.abs(qg + q).max()) < 1e-9
+        x1, r1 = synthetic_pose(0, 0, t_s)
+        np.testing.assert_allclose(frame["subject1/seg1_m"], x1 + r1 @ MARKER_OFFSET_MM, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["ServerPush", "ClientPull", "ClientPullPreFetch"])
+def test_every_stream_mode_reads_names_poses_latency_and_occlusion(server, mode):
+    address, hello = server
+    seen = probe(address, mode, 1.5, bodies=BODIES, markers=("subject1/seg1_m", "subject1/seg2_m", "subject2/seg2_m"))
+    assert seen["connected"]
+    frames = seen["frames"]
+    assert len(frames) >= 20  # 150 at 100 Hz; a loaded CI machine gets fewer, never none
+    assert seen["frame_rate_hz"] == pytest.approx(100.0)
+    assert seen["names"] == {
+        "subject1": {"root": "seg1", "segments": ["seg1", "seg2", "seg3"], "markers": ["seg1_m", "seg2_m", "seg3_m"]},
+        "subject2": {"root": "seg1", "segments": ["seg1", "seg2", "seg3"], "markers": ["seg1_m", "seg2_m", "seg3_m"]},
+    }
+    numbers = [f["number"] for f in frames]
+    assert numbers == sorted(set(numbers))  # each frame once, in order
+    _check_poses(frames, 100.0)
+    for frame in frames:
+        # subject1's seg2 is occluded: no pose, no local pose for its child, no marker; subject2's is seen
+        assert frame["subject1/seg2"]["translation_mm"] is None and frame["subject1/seg2"]["rotation"] is None
+        assert frame["subject1/seg3"]["local_translation_mm"] is None
+        assert frame["subject1/seg2_m"] is None
+        assert frame["subject2/seg2"]["translation_mm"] is not None and frame["subject2/seg2_m"] is not None
+        # LatencyInfo carries the injected delay; the SDK adds half its ping round trip (ms on a loaded machine)
+        assert LATENCY_S <= frame["latency_total_s"] < LATENCY_S + 0.05
+        # a frame is sent no earlier than its capture time + the latency (same machine, same wall clock)
+        capture_unix_s = hello["t0_unix_s"] + (frame["number"] - 1) / 100.0
+        assert frame["received_unix_s"] - capture_unix_s >= LATENCY_S - 0.002
+
+
+def test_dropped_frames_are_skipped_numbers_and_a_restart_is_reconnected():
+    port = free_port(HOST)
+    proc, _ = start_vicon(
+        HOST,
+        port,
+        "--synthetic",
+        "1",
+        "--rate-hz",
+        "50",
+        "--dropout-fraction",
+        "0.3",
+        "--restart-every-s",
+        "1.5",
+        "--restart-downtime-s",
+        "0.2",
+    )
+    try:
+        seen = probe(f"{HOST}:{port}", "ServerPush", 4.0, bodies=("subject1/seg1",))
+    finally:
+        counters = stop_vicon(proc)
+    assert seen["connected"] and counters["restarts"] >= 2 and counters["frames_dropped"] > 0
+    assert len(seen["reconnects"]) >= 1
+    numbers = np.array([f["number"] for f in seen["frames"]])
+    assert (np.diff(numbers) > 1).any()  # dropouts: frame numbers skipped, never repeated or reordered
+    assert (np.diff(numbers) > 0).all()
+    first_reconnect = seen["reconnects"][0]["connected_unix_s"]
+    assert any(f["received_unix_s"] > first_reconnect for f in seen["frames"])  # frames flow again
+    _check_seg1(seen["frames"], 50.0)
+
+
+def _check_seg1(frames, rate_hz):
+    for frame in frames:
+        x, _ = synthetic_pose(0, 0, (frame["number"] - 1) / rate_hz)
+        np.testing.assert_allclose(frame["subject1/seg1"]["translation_mm"], x, atol=1e-6)
