@@ -110,8 +110,8 @@ class ExperimentPoses(PoseProvider):
     """
 
     def __init__(self, experiment_path: str, backend: str = "kinematic", rate_hz: float = 100.0) -> None:
-        from aiko.robots.aiko.backends import backend_names
         from aiko.robots.aiko.experiment import load_experiment
+        from aiko.robots.aiko.plugins import backend_names
 
         if backend not in backend_names():
             raise ConfigError(f"unknown backend {backend!r}; known backends: {', '.join(backend_names())}")
@@ -160,8 +160,8 @@ def run_experiment_poses(experiment_path: str, backend_name: str, rate_hz: float
     ``rate_hz``. Backends without link poses give joint angles, shaped by :func:`shaped_poses`."""
     from aiko.core.clock import WallClock
     from aiko.core.loop import PeriodicTask
-    from aiko.robots.aiko.backends import create_backend
     from aiko.robots.aiko.experiment import load_experiment
+    from aiko.robots.aiko.plugins import create_backend
     from aiko.robots.aiko.run import RunOptions, run_experiment
 
     experiment = load_experiment(experiment_path, {})
