@@ -89,9 +89,21 @@ class ControlLoop:
 
     def _stop_if_unsafe(self, feedback: JointFeedback) -> None:
         """A module in ESTOP, WATCHDOG or fault has cut its drive: streaming on would move the others alone. A
-        module whose feedback went stale (backends that track it) may be in any of those: the same."""
-        stale = getattr(self.backend, "stale_modules", None)
-        silent = stale() if callable(stale) else []
+        module whose feedback went stale may be in any of those, and one disabled by someone else is not driven:
+        the same. What a module reports itself comes first: after a stall of this process, a module that said
+        ESTOP is stopped as ESTOP, not as stale."""
+        status = np.asarray(feedback.status, dtype=np.int64)
+        bad = np.flatnonzero(status & int(self._UNSAFE))
+        if bad.size:
+            modules = [int(i) + 1 for i in bad]  # joint modules, 1-based in chain order
+            reasons = sorted({"watchdog" if status[i] & JointStatus.WATCHDOG else "estop_or_fault" for i in bad})
+            raise RunStopped(
+                f"joint modules {modules} reported {' / '.join(r.upper().replace('_OR_', ' or ') for r in reasons)} "
+                f"at t = {feedback.t_s:.3f} s; run stopped, references no longer sent "
+                "(set run.allow_degraded = true to keep running)",
+                {"modules": modules, "reasons": reasons, "t_s": float(feedback.t_s)},
+            )
+        silent = self.backend.stale_modules()
         if silent:
             raise RunStopped(
                 f"joint modules {silent} sent no feedback for longer than the feedback timeout at "
@@ -99,26 +111,13 @@ class ControlLoop:
                 "(set run.allow_degraded = true to keep running)",
                 {"modules": list(silent), "reasons": ["feedback_stale"], "t_s": float(feedback.t_s)},
             )
-        disabled = getattr(self.backend, "disabled_modules", None)
-        lost = disabled() if callable(disabled) else []
+        lost = self.backend.disabled_modules()
         if lost:
             raise RunStopped(
                 f"joint modules {lost} were disabled by something other than this run at t = {feedback.t_s:.3f} s; "
                 "run stopped, references no longer sent (set run.allow_degraded = true to keep running)",
                 {"modules": list(lost), "reasons": ["disabled"], "t_s": float(feedback.t_s)},
             )
-        status = np.asarray(feedback.status, dtype=np.int64)
-        bad = np.flatnonzero(status & int(self._UNSAFE))
-        if bad.size == 0:
-            return
-        modules = [int(i) + 1 for i in bad]  # joint modules, 1-based in chain order
-        reasons = sorted({"watchdog" if status[i] & JointStatus.WATCHDOG else "estop_or_fault" for i in bad})
-        raise RunStopped(
-            f"joint modules {modules} reported {' / '.join(r.upper().replace('_OR_', ' or ') for r in reasons)} "
-            f"at t = {feedback.t_s:.3f} s; run stopped, references no longer sent "
-            "(set run.allow_degraded = true to keep running)",
-            {"modules": modules, "reasons": reasons, "t_s": float(feedback.t_s)},
-        )
 
     def _send_references(self, t_s: float) -> None:
         refs = self.gait.references(t_s, self.latest_feedback)

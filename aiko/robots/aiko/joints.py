@@ -133,3 +133,11 @@ class JointInterface(Backend[RunContext, "JointReferences", "JointFeedback"]):
     def link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Link centre positions (n, 3) in m and orientations (n, 4) as unit quaternions (w, x, y, z), if known."""
         return None
+
+    def stale_modules(self) -> list[int]:
+        """Modules whose feedback is older than the backend's timeout (a backend on a bus tracks it)."""
+        return []
+
+    def disabled_modules(self) -> list[int]:
+        """Modules that were enabled and then disabled by something other than this run."""
+        return []

@@ -13,7 +13,7 @@ from aiko.core.recording import MemoryRecorder
 from aiko.robots.aiko.backends.hil import HilBackend
 from aiko.robots.aiko.control_loop import ControlLoop
 from aiko.robots.aiko.experiment import load_experiment
-from aiko.robots.aiko.joints import JointFeedback, JointStatus
+from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointStatus
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from firmware_protocol.dbc import ModuleState
 
@@ -68,8 +68,11 @@ def test_a_degraded_run_is_allowed_when_the_experiment_says_so():
     assert len(recorder.channels["/references"]) == 11
 
 
-class _StatusBackend:
+class _StatusBackend(JointInterface):
     """A backend whose modules report a given status from t_bad on."""
+
+    def configure(self, ctx):
+        pass
 
     def __init__(self, status_after: int, t_bad: float, n: int = 3) -> None:
         self.status_after, self.t_bad, self.n = status_after, t_bad, n
