@@ -69,6 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--buffer-records", type=int, default=10, metavar="K", help="records per datagram in buffered mode (1-40)"
     )
+    p.add_argument(
+        "--stopped", action="store_true", help="serial: do not stream until configured (the DAQ was left at speed 0)"
+    )
     p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
 
 
@@ -119,7 +122,7 @@ def _build(args: argparse.Namespace):
         from aiko.errors import ConfigError
 
         raise ConfigError(f"rate must be positive, got {args.rate_hz:g}")
-    server = PtyFtServer(model, faults=faults, rate_hz=args.rate_hz, link_path=args.pty_link)
+    server = PtyFtServer(model, faults=faults, rate_hz=args.rate_hz, link_path=args.pty_link, stopped=args.stopped)
     return server, f"pty: {server.slave_path} {args.pty_link}"
 
 

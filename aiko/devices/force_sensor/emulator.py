@@ -378,6 +378,7 @@ class PtyFtServer(_StreamingServer):
         faults: FaultConfig | None = None,
         rate_hz: float = 1000.0,
         link_path: str | None = None,
+        stopped: bool = False,
     ) -> None:
         super().__init__(SampleGenerator(model, faults or FaultConfig(), _INT16), rate_hz)
         self.master_fd, self._slave_fd = os.openpty()
@@ -397,7 +398,8 @@ class PtyFtServer(_StreamingServer):
         self._counter = 0
         self._pending = b""
         self.filter_code = 0
-        self._streaming.set()  # the DAQ streams from power-up
+        if not stopped:  # the DAQ streams from power-up; ``stopped``: its last configuration was speed 0
+            self._streaming.set()
 
     def _command_loop(self) -> None:
         while not self._stop.is_set():

@@ -112,6 +112,10 @@ class ForceSensorReader:
             self._thread = None
         self._close()
 
+    def stop_streaming(self) -> None:
+        """Ask the device to stop sending, keeping the receive thread (samples in flight still count)."""
+        self._stop_device()
+
     def __enter__(self) -> ForceSensorReader:
         return self.start()
 
