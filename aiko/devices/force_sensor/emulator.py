@@ -379,6 +379,7 @@ class PtyFtServer(_StreamingServer):
         rate_hz: float = 1000.0,
         link_path: str | None = None,
         stopped: bool = False,
+        backlog_bytes: int = 64 * 1024,
     ) -> None:
         super().__init__(SampleGenerator(model, faults or FaultConfig(), _INT16), rate_hz)
         self.master_fd, self._slave_fd = os.openpty()
@@ -396,7 +397,9 @@ class PtyFtServer(_StreamingServer):
                 raise ConfigError(f"cannot create the pty link {link_path}: {exc.strerror}") from None
         self.parser = daq_serial.ConfigParser()
         self._counter = 0
-        self._pending = b""
+        self._pending = bytearray()
+        self.backlog_bytes = backlog_bytes
+        self._host_active = False
         self.filter_code = 0
         if not stopped:  # the DAQ streams from power-up; ``stopped``: its last configuration was speed 0
             self._streaming.set()
@@ -424,6 +427,7 @@ class PtyFtServer(_StreamingServer):
                     self._apply(config)
 
     def _apply(self, config: daq_serial.DaqConfig) -> None:
+        self._host_active = True
         self.filter_code = config.filter  # stored only: the emulator does not filter
         if config.zero == daq_serial.ZERO_ON:
             self.gen.take_device_bias()
@@ -456,21 +460,23 @@ class PtyFtServer(_StreamingServer):
             self.counters.sent += 1
 
     def _write(self, frame: bytes) -> bool:
-        """Write whole frames only; a frame that does not fit behind a pending tail is dropped (False)."""
-        if self._pending:
-            try:
-                n = os.write(self.master_fd, self._pending)
-                self._pending = self._pending[n:]
-            except (BlockingIOError, OSError):
-                pass
-            if self._pending:
-                return False
+        """Queue a whole frame and write what the pty takes; False (frame dropped) when the backlog is full.
+
+        A pty holds only ~4 KB (about 190 frames, 0.19 s at 1 kHz); an open USB CDC port is backed by the host
+        driver's buffers too. The backlog models those: once a PC has configured the DAQ (so it has the port open),
+        up to ``backlog_bytes`` wait here. Before that, as a device whose host is not reading, frames that do not
+        fit in the pty are dropped, so a reader that opens the port later does not get seconds of stale data.
+        """
+        limit = self.backlog_bytes if self._host_active else len(frame)
+        dropped = len(self._pending) + len(frame) > limit
+        if not dropped:
+            self._pending += frame
         try:
-            n = os.write(self.master_fd, frame)
+            n = os.write(self.master_fd, self._pending)
+            del self._pending[:n]
         except (BlockingIOError, OSError):
-            return False
-        self._pending = frame[n:]
-        return True
+            pass
+        return not dropped
 
     def _close(self) -> None:
         if self.link_path and os.path.islink(self.link_path):

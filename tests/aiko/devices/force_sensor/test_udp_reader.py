@@ -9,6 +9,7 @@ import pytest
 from aiko.devices.force_sensor import rdt
 from aiko.devices.force_sensor.errors import SensorTimeout
 from aiko.devices.force_sensor.udp_reader import UdpReader
+from aiko.errors import ConfigError
 from tests.aiko.devices.force_sensor._emulator import faulty, start_ft_emulator, stop_ft_emulator
 
 W = (1.5, -2.25, 10.0, 0.125, -0.5, 0.75)
@@ -186,3 +187,45 @@ def test_malformed_duplicate_and_reordered_datagrams_are_rejected_and_counted():
     assert delivered == [1, 2, 5, 6, 7]
     s = reader.stats
     assert (s.malformed, s.out_of_order, s.lost, s.received) == (3, 2, 2, 5)
+
+
+def test_ati_flavour_scale_bias_and_buffered_streaming():
+    proc, _ = start_ft_emulator("--udp", "127.0.16.10:49152", "--flavour", "ati", "--wrench", "1.5,0,-2,0.25,0,0")
+    try:
+        reader = UdpReader("127.0.16.10:49152", flavour="ati", buffered=True).start()
+        try:
+            assert reader.scale.counts_per_n == 1_000_000
+            assert reader.get(2.0).as_tuple() == pytest.approx((1.5, 0, -2, 0.25, 0, 0), abs=1e-6)
+            reader.device_bias(True)  # Net F/T: 0x0042 takes a bias in the box
+            _wait_until(reader, lambda s: s.as_tuple() == pytest.approx((0.0,) * 6, abs=1e-9))
+            with pytest.raises(ConfigError, match="no 'bias off'"):
+                reader.device_bias(False)
+            assert reader.wait_for_samples(500, 5.0)
+            reader.stop_streaming()
+            _settle(reader)
+            stats = reader.stats
+        finally:
+            reader.stop()
+    finally:
+        counters = stop_ft_emulator(proc)
+    assert stats.lost == 0 and stats.malformed == 0 and stats.out_of_order == 0
+    assert stats.received == counters["sent"]
+
+
+def test_a_finite_sample_count_is_honoured():
+    proc, _ = start_ft_emulator("--udp", "127.0.16.11:49152")
+    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    client.bind(("127.0.16.11", 0))
+    client.settimeout(0.5)
+    try:
+        client.sendto(rdt.encode_request(rdt.RdtRequest(rdt.RdtCommand.START_REALTIME, 25)), ("127.0.16.11", 49152))
+        sequences = []
+        try:
+            while True:
+                sequences += [r.rdt_sequence for r in rdt.decode_records(client.recv(1024))]
+        except TimeoutError:
+            pass
+    finally:
+        client.close()
+        counters = stop_ft_emulator(proc)
+    assert sequences == list(range(1, 26)) and counters["samples"] == 25
