@@ -83,6 +83,7 @@ class ForceSensorReader:
         self._last_sequence: int | None = None
         self._latest: Wrench | None = None
         self._error: BaseException | None = None
+        self._deadline = 0.0  # of the start: when a silent sensor is reported
 
     # lifecycle
     def describe(self) -> str:
@@ -95,8 +96,9 @@ class ForceSensorReader:
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name=f"ft-{type(self).__name__}", daemon=True)
         self._thread.start()
+        self._deadline = time.monotonic() + self.timeout_s
         self._start_device()
-        if not self.wait_for_samples(1, self.timeout_s):
+        if not self.wait_for_samples(1, max(0.0, self._deadline - time.monotonic())):
             self.stop()
             raise SensorTimeout(f"no F/T sensor answered at {self.describe()} within {self.timeout_s:g} s")
         return self

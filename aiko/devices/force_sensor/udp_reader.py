@@ -94,7 +94,7 @@ class UdpReader(ForceSensorReader):
                 self.send(rdt.RdtCommand.SET_FILTER, self.filter_code)
         command = rdt.RdtCommand.START_BUFFERED if self.buffered else rdt.RdtCommand.START_REALTIME
         # UDP may lose the request: repeat it (as the ROS drivers do) until data flows or the timeout is spent
-        deadline = time.monotonic() + self.timeout_s
+        deadline = self._deadline
         while True:
             self.send(command, 0)
             if self.wait_for_samples(1, min(0.1, max(0.0, deadline - time.monotonic()))):
