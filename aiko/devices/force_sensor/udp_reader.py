@@ -63,6 +63,7 @@ class UdpReader(ForceSensorReader):
         if filter_code is not None and filter_code not in rdt.FILTER_CODES_HZ:
             raise ConfigError(f"filter code {filter_code} is not 0..6")
         self._sock: socket.socket | None = None
+        self.rcvbuf_bytes = 0  # what the kernel granted (capped by net.core.rmem_max on Linux)
 
     def describe(self) -> str:
         return f"udp {self.address[0]}:{self.address[1]}"
@@ -73,6 +74,7 @@ class UdpReader(ForceSensorReader):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF_BYTES)
             sock.bind((self.local_address, 0))
             sock.connect(self.address)
+            self.rcvbuf_bytes = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
         except OSError as exc:
             sock.close()
             raise ConfigError(f"cannot open UDP to {self.address[0]}:{self.address[1]}: {exc.strerror}") from None
