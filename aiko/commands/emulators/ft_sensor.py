@@ -119,7 +119,7 @@ def _build(args: argparse.Namespace):
         )
         return server, f"udp: {server.address[0]}:{server.address[1]}"
     if not args.rate_hz > 0:
-        from aiko.errors import ConfigError
+        from aiko.core.errors import ConfigError
 
         raise ConfigError(f"rate must be positive, got {args.rate_hz:g}")
     server = PtyFtServer(model, faults=faults, rate_hz=args.rate_hz, link_path=args.pty_link, stopped=args.stopped)

@@ -24,11 +24,11 @@ import time
 import tty
 from dataclasses import dataclass, field
 
+from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import daq_serial, rdt
 from aiko.devices.force_sensor.errors import FrameError
 from aiko.devices.force_sensor.sources import WrenchSource, constant
 from aiko.devices.force_sensor.wrench import CountsScale
-from aiko.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

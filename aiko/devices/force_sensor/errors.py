@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiko.errors import AikoError, HardwareError
+from aiko.core.errors import AikoError, HardwareError
 
 
 class FrameError(AikoError):

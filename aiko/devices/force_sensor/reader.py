@@ -24,9 +24,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor.errors import SensorTimeout
 from aiko.devices.force_sensor.wrench import CountsScale, Wrench
-from aiko.errors import ConfigError
 
 DEFAULT_CAPACITY = 60_000
 

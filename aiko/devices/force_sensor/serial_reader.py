@@ -12,10 +12,10 @@ import time
 
 import serial
 
+from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import daq_serial
 from aiko.devices.force_sensor.reader import ForceSensorReader
 from aiko.devices.force_sensor.wrench import CountsScale
-from aiko.errors import ConfigError
 
 _POLL_S = 0.02
 _CHUNK = 4096

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiko.errors import ConfigError
+from aiko.core.errors import ConfigError
 
 WrenchSource = Callable[[float], Sequence[float]]
 COLUMNS = ("t_s", "fx_n", "fy_n", "fz_n", "tx_nm", "ty_nm", "tz_nm")

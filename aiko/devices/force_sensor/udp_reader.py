@@ -11,11 +11,11 @@ from __future__ import annotations
 import socket
 import time
 
+from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import rdt
 from aiko.devices.force_sensor.errors import FrameError
 from aiko.devices.force_sensor.reader import ForceSensorReader
 from aiko.devices.force_sensor.wrench import ATI_NETFT_DEFAULT, ONROBOT_HEX_DEFAULT, CountsScale
-from aiko.errors import ConfigError
 
 FLAVOURS = ("onrobot", "ati")
 _RCVBUF_BYTES = 4 * 1024 * 1024

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aiko.errors import ConfigError
+from aiko.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

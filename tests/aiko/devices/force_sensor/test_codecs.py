@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import daq_serial, rdt
 from aiko.devices.force_sensor.errors import ChecksumError, FrameError
 from aiko.devices.force_sensor.wrench import ONROBOT_HEX_DEFAULT, CountsScale, Wrench
-from aiko.errors import ConfigError
 
 u32 = st.integers(0, 2**32 - 1)
 i32 = st.integers(-(2**31), 2**31 - 1)

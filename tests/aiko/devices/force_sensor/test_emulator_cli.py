@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from aiko.cli import main
+from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import sources
 from aiko.devices.force_sensor.emulator import Pacer
 from aiko.devices.force_sensor.udp_reader import UdpReader
-from aiko.errors import ConfigError
 from tests.aiko.devices.force_sensor._emulator import start_ft_emulator, stop_ft_emulator
 
 

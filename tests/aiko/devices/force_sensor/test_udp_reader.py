@@ -6,10 +6,10 @@ import time
 
 import pytest
 
+from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import rdt
 from aiko.devices.force_sensor.errors import SensorTimeout
 from aiko.devices.force_sensor.udp_reader import UdpReader
-from aiko.errors import ConfigError
 from tests.aiko.devices.force_sensor._emulator import faulty, start_ft_emulator, stop_ft_emulator
 
 W = (1.5, -2.25, 10.0, 0.125, -0.5, 0.75)
