@@ -8,8 +8,8 @@ Per frame:
 2. **Connected components** (``cv2.connectedComponentsWithStats``), gated by area and elongation (second moments).
 3. **Sub-pixel centroid**: weighted by the pixel's redness r − max(g, b) over the slightly dilated component, so the
    anti-aliased rim counts by how much of it is marker.
-4. **Inter-frame difference**: the blurred grey frame against the one ``static_frames`` back. A blob whose pixels
-   (and rim) did not change is *static*; a static blob may only continue a track that already sat on it. Static red
+4. **Inter-frame difference**: the blurred red excess r − max(g, b) against the one ``static_frames`` back. A blob
+   whose pixels (and rim) did not change is *static*; a static blob may only continue a track that already sat on it. Static red
    clutter (a red screwdriver on the table) therefore never captures a marker whose own blob is hidden, however
    close it lies — the paper uses the difference to pick the moving rod out of its background.
 5. **Identity**: markers are numbered from the base (0) to the tip along the chain. The first frame is ordered by
@@ -57,11 +57,16 @@ class RedMarkerSettings:
     min_area_ratio: float = 0.55  # of the track's running area: smaller = partly hidden → reported lost
     use_frame_difference: bool = True
     static_frames: int = 5  # compare with the frame this many back
-    difference_threshold: float = 12.0  # grey levels (after a 5×5 Gaussian blur, so sensor noise stays far below)
+    difference_threshold: float = (
+        12.0  # levels of red excess (after a 5×5 Gaussian blur, so sensor noise stays far below)
+    )
     static_match_px: float = 2.0  # a static blob continues a track only this close to where it was last seen
     gate_fraction: float = 0.45  # association gate: this fraction of the smallest neighbour spacing
     max_gate_px: float = 40.0
-    acquire_radius_px: float = 60.0  # first marker: the blob nearest the base hint, at most this far
+    # acquisition: the first marker is the blob nearest the base hint, at most this far; later steps may be this
+    # long or 2.5 times the longest step so far (a hidden marker doubles a step)
+    acquire_radius_px: float = 80.0
+    max_turn_deg: float = 50.0  # acquisition: the chain turns at most this much from one step to the next
 
     def __post_init__(self) -> None:
         if not (isinstance(self.n_markers, int) and self.n_markers >= 1):
@@ -148,7 +153,7 @@ class RedMarkerTracker:
         self.marker_arc = arc
         self.base_hint_px = None if base_hint_px is None else np.asarray(base_hint_px, dtype=float)
         self.to_world = to_world
-        self._grey_history: deque[np.ndarray] = deque(maxlen=settings.static_frames + 1)
+        self._red_history: deque[np.ndarray] = deque(maxlen=settings.static_frames + 1)
         self.reset()
 
     def reset(self) -> None:
@@ -181,13 +186,16 @@ class RedMarkerTracker:
         if image_bgr.ndim != 3 or image_bgr.shape[2] != 3 or image_bgr.dtype != np.uint8:
             raise ConfigError(f"red markers: need a BGR uint8 image, got shape {image_bgr.shape} {image_bgr.dtype}")
         mask = self.binarise(image_bgr)
-        grey = cv2.GaussianBlur(cv2.cvtColor(image_bgr, cv2.COLOR_BGR2GRAY), (5, 5), 0).astype(np.int16)
-        self._grey_history.append(grey)
-        changed = None
-        if s.use_frame_difference and len(self._grey_history) == self._grey_history.maxlen:
-            changed = cv2.absdiff(grey, self._grey_history[0])
         b, g, r = cv2.split(image_bgr.astype(np.float32))
-        redness = np.maximum(r - np.maximum(g, b) - s.weight_floor, 0.0)
+        red_excess = r - np.maximum(g, b)
+        redness = np.maximum(red_excess - s.weight_floor, 0.0)
+        # the difference is taken on the red excess, not on grey: a grey arm passing next to a red cap changes
+        # the grey image around the cap (blur spill) but not its redness
+        history = cv2.GaussianBlur(red_excess, (5, 5), 0)
+        self._red_history.append(history)
+        changed = None
+        if s.use_frame_difference and len(self._red_history) == self._red_history.maxlen:
+            changed = cv2.absdiff(history, self._red_history[0])
         count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
         blobs = []
         h, w = mask.shape
@@ -251,7 +259,8 @@ class RedMarkerTracker:
                 if d[j] > reach:
                     break
                 step = points[remaining[j]] - current
-                if direction is not None and step @ direction < 0:  # no turning back along the chain
+                cos_turn = step @ direction / max(float(np.linalg.norm(step)), 1e-9) if direction is not None else 1.0
+                if cos_turn < np.cos(np.radians(self.settings.max_turn_deg)):  # off the chain's course
                     continue
                 picked = j
                 break
@@ -260,8 +269,7 @@ class RedMarkerTracker:
             idx = remaining.pop(int(picked))
             step = points[idx] - current
             direction = step / max(np.linalg.norm(step), 1e-9)
-            if chain:
-                reach = max(reach, 2.5 * float(np.linalg.norm(step)))
+            reach = max(reach, 2.5 * float(np.linalg.norm(step)))  # room for one hidden marker
             current = points[idx]
             chain.append(idx)
         if not chain:
