@@ -9,9 +9,9 @@ Per frame:
 3. **Sub-pixel centroid**: weighted by the pixel's redness r − max(g, b) over the slightly dilated component, so the
    anti-aliased rim counts by how much of it is marker.
 4. **Inter-frame difference**: the blurred red excess r − max(g, b) against the one ``static_frames`` back. A blob
-   whose pixels (and rim) did not change is *static*; a static blob may only continue a track that already sat on it. Static red
-   clutter (a red screwdriver on the table) therefore never captures a marker whose own blob is hidden, however
-   close it lies — the paper uses the difference to pick the moving rod out of its background.
+   whose pixels (and rim) did not change is *static*; a static blob may only continue a track that already sat on
+   it. Static red clutter (a red screwdriver on the table) therefore never captures a marker whose own blob is
+   hidden, however close it lies — the paper uses the difference to pick the moving rod out of its background.
 5. **Identity**: markers are numbered from the base (0) to the tip along the chain. The first frame is ordered by
    following the chain from a base hint (nearest blob, then the nearest next blob…), skipped markers found from the
    arc lengths. Later frames associate blobs to the predicted marker positions by one optimal assignment
