@@ -145,12 +145,16 @@ def main() -> None:
             "mean": float(rel[bending].mean()),
             "max": float(rel[bending].max()),
             "nodes_compared": int(bending.sum()),
+            "per_node_kappa_y": [round(float(v), 4) for v in rel[:, 0]],
         },
+        "control_points_x_m": [round(float(x), 5) for x in model.grid.x_nodes],
+        "max_true_kappa_y_per_node_1_per_m": [round(float(v), 4) for v in scale[:, 0]],
         "observer_on_exact_markers": {
             "strain_error_abs_1_per_m": stats(np.array(strain_err_exact)),
             "strain_error_rel_mean_over_time": {
                 "mean": float(rel_exact[bending].mean()),
                 "max": float(rel_exact[bending].max()),
+                "per_node_kappa_y": [round(float(v), 4) for v in rel_exact[:, 0]],
             },
         },
         "speed": {
