@@ -158,7 +158,8 @@ class SyntheticCamera:
             return np.clip(np.rint(img), 0, 255).astype(np.uint8) if img.dtype != np.uint8 else img
         noise = np.empty(img.shape, np.float32)
         cv2.setRNGSeed(int(self.settings.seed) * 1_000_003 + self._frame_index)
-        cv2.randn(noise, 0.0, float(self.settings.noise_sigma))
+        sigma = float(self.settings.noise_sigma)
+        cv2.randn(noise, (0.0, 0.0, 0.0), (sigma, sigma, sigma))  # a scalar would be the first channel only
         return cv2.convertScaleAbs(img.astype(np.float32) + noise)  # saturating round to uint8
 
     def _draw_rod(self, img: np.ndarray, scene: RodScene) -> None:
