@@ -112,3 +112,25 @@ def test_scene_and_settings_errors():
         MarkerPlane(np.zeros(3), np.array([1.0, 0, 0]), np.array([1.0, 0, 0]))
     with pytest.raises(ConfigError, match="behind the camera"):
         sc.camera().render(sc.scene(np.linspace(0.03, 0.19, 5), 0.0, base_m=(0.0, -0.6, 0.1)))
+
+
+def test_rod_film_puts_beads_at_their_arc_lengths_and_the_side_camera_frames_the_rod():
+    from aiko.devices.camera.rod_film import RodFilm, frame_side_camera
+    from sim.cosserat import uniform_rod
+
+    rod = uniform_rod(0.2, 0.005, 1e6, 1000.0)
+    film = RodFilm(rod, 4, [0.05, 0.1, 0.15])
+    q = np.zeros(film.model.n_dof)
+    q[0:6] = [0.0, 0.0, 0.0, 0.01, 0.0, 0.1]  # straight along +x from (0.01, 0, 0.1)
+    np.testing.assert_allclose(film.markers_m(q), [[0.06, 0, 0.1], [0.11, 0, 0.1], [0.16, 0, 0.1]], atol=1e-12)
+    np.testing.assert_allclose(film.strain_nodes(q)[:, 3], 1.0)
+    scene = film.scene(q)
+    assert scene.centreline_m.shape == (61, 3) and np.allclose(scene.marker_radius_m, 0.0065)
+    pose, plane = frame_side_camera(scene.centreline_m, sc.INTRINSICS)
+    cam = SyntheticCamera(sc.INTRINSICS, pose, SyntheticCameraSettings(noise_sigma=0.0))
+    px, depth = cam.project(scene.centreline_m)
+    assert np.all(depth > 0) and px[:, 0].min() > 0 and px[:, 0].max() < 640
+    assert (px[:, 0].max() - px[:, 0].min()) > 640 / 1.3 - 1  # the rod fills the width, margin 1.3
+    assert np.allclose(plane.v_axis, [0, 0, 1]) and np.allclose(pose.centre_m[[0, 2]], [0.11, 0.1])
+    with pytest.raises(ConfigError, match="marker arc lengths"):
+        RodFilm(rod, 4, [0.1, 0.05])
