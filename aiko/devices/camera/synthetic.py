@@ -10,7 +10,8 @@ What is drawn (painter's order, far things first):
 * the markers: red beads (spheres) at given centres with a given radius, shaded the same way;
 * foreground items (the arm that holds the base, passing in front of the rod: any polygon in pixels);
 * motion blur: the average of renders at several instants of the exposure (pass several scenes);
-* sensor noise: Gaussian, in grey levels (``cv2.randn``, seeded per frame so a run is repeatable).
+* sensor noise: Gaussian, in grey levels, per channel (from a seeded bank of ``cv2.randn`` frames, so a run is
+  repeatable).
 
 Drawing is OpenCV's anti-aliased polygon and circle fill with 4 fractional bits (``shift=4``), so edges land with
 sub-pixel accuracy: the tracker's sub-pixel centroids are tested against something sub-pixel. The projection of
@@ -29,6 +30,8 @@ from aiko.errors import ConfigError
 from aiko.mocap.camera import CameraIntrinsics
 
 _SHIFT = 4
+_NOISE_BANK = 4
+_NOISE_PAD = 64
 _ONE = 1 << _SHIFT
 # (radius fraction, brightness) bands of a cylinder / sphere lit from the viewing direction: Lambert n·l = sqrt(1-s²)
 _BANDS = ((1.0, 0.45), (0.85, 0.7), (0.6, 0.88), (0.3, 1.0))
@@ -86,8 +89,9 @@ class SyntheticCamera:
     settings: SyntheticCameraSettings = field(default_factory=SyntheticCameraSettings)
 
     def __post_init__(self) -> None:
-        self._background = self._render_background()
+        self._background = np.clip(np.rint(self._render_background()), 0, 255).astype(np.uint8)
         self._frame_index = 0
+        self._noise_bank = self._make_noise_bank()
         self._rvec = cv2.Rodrigues(np.asarray(self.pose.rotation, dtype=np.float64))[0]
 
     @property
@@ -134,33 +138,49 @@ class SyntheticCamera:
         scene_list = [scenes] if isinstance(scenes, RodScene) else list(scenes)
         if not scene_list:
             raise ConfigError("synthetic camera: render needs at least one scene")
-        acc = None
+        acc = None if len(scene_list) == 1 else np.zeros(self._background.shape, np.float32)
         for scene in scene_list:
-            img = self._background.astype(np.uint8)
+            img = self._background.copy()
             for item in background_items:
                 _fill(img, item.points_px, item.colour_bgr)
             self._draw_rod(img, scene)
             self._draw_markers(img, scene)
             for item in foreground_items:
                 _fill(img, item.points_px, item.colour_bgr)
-            if len(scene_list) == 1:
-                acc = img
-            else:
-                acc = img.astype(np.float32) if acc is None else acc + img
-        if len(scene_list) > 1:
-            acc = acc / len(scene_list)
-        out = self._add_noise(acc)
+            if acc is not None:
+                cv2.accumulate(img, acc)
+        out = self._add_noise(img if acc is None else acc, 1.0 / len(scene_list))
         self._frame_index += 1
         return out
 
-    def _add_noise(self, img: np.ndarray) -> np.ndarray:
-        if self.settings.noise_sigma <= 0:
-            return np.clip(np.rint(img), 0, 255).astype(np.uint8) if img.dtype != np.uint8 else img
-        noise = np.empty(img.shape, np.float32)
-        cv2.setRNGSeed(int(self.settings.seed) * 1_000_003 + self._frame_index)
+    def _make_noise_bank(self) -> list[np.ndarray] | None:
+        """Four frames of Gaussian noise (σ/√2 each), _NOISE_PAD px larger than the image in both directions.
+
+        ``cv2.randn`` of a full 640×480×3 frame costs 2–7 ms, more than drawing the scene; a frame's noise is
+        instead the sum of two bank frames cut at random offsets (4·65² choices each), which is Gaussian with the
+        right σ, repeatable from the seed, and uncorrelated between frames unless both cuts repeat."""
         sigma = float(self.settings.noise_sigma)
-        cv2.randn(noise, (0.0, 0.0, 0.0), (sigma, sigma, sigma))  # a scalar would be the first channel only
-        return cv2.convertScaleAbs(img.astype(np.float32) + noise)  # saturating round to uint8
+        if sigma <= 0:
+            return None
+        w, h = self.size
+        cv2.setRNGSeed(int(self.settings.seed) * 1_000_003 + 17)
+        bank = []
+        for _ in range(_NOISE_BANK):
+            frame = np.empty((h + _NOISE_PAD, w + _NOISE_PAD, 3), np.float32)
+            cv2.randn(frame, (0.0, 0.0, 0.0), (sigma / np.sqrt(2),) * 3)  # a scalar would be the first channel only
+            bank.append(frame)
+        return bank
+
+    def _add_noise(self, img: np.ndarray, scale: float) -> np.ndarray:
+        """``img`` × ``scale`` + noise, rounded and saturated to uint8 (``img`` is the blur accumulator or a frame)."""
+        if self._noise_bank is None:
+            return img if img.dtype == np.uint8 else cv2.convertScaleAbs(img, alpha=scale)
+        w, h = self.size
+        rng = np.random.default_rng((int(self.settings.seed), self._frame_index))
+        picks = rng.integers(0, [_NOISE_BANK, _NOISE_PAD + 1, _NOISE_PAD + 1], size=(2, 3))
+        (a, ya, xa), (b, yb, xb) = picks
+        noise = cv2.add(self._noise_bank[a][ya : ya + h, xa : xa + w], self._noise_bank[b][yb : yb + h, xb : xb + w])
+        return cv2.addWeighted(img, scale, noise, 1.0, 0.0, dtype=cv2.CV_8U)
 
     def _draw_rod(self, img: np.ndarray, scene: RodScene) -> None:
         px, depth = self.project(scene.centreline_m)
@@ -168,20 +188,20 @@ class SyntheticCamera:
             raise ConfigError("synthetic camera: part of the rod is behind the camera")
         f = float(self.intrinsics.camera_matrix[0, 0])
         r_px = f * np.asarray(scene.radii_m, dtype=float) / depth
+        # the tube's outline as one polygon per shading band: offsets along the per-point normals (mean of the
+        # adjacent segments'); one fillPoly per band instead of one per segment. Folds (a bend sharper than the
+        # radius in the image) would fill even-odd: not a shape a rod makes.
         seg = np.diff(px, axis=0)
-        length = np.linalg.norm(seg, axis=1, keepdims=True).clip(1e-9)
-        tangent = seg / length
-        normal = np.column_stack([-tangent[:, 1], tangent[:, 0]])
-        ext = 0.5 * tangent  # half a pixel of overlap hides the anti-aliased seams between segments
+        tangent = seg / np.linalg.norm(seg, axis=1, keepdims=True).clip(1e-9)
+        point_tangent = np.vstack([tangent[:1], tangent[:-1] + tangent[1:], tangent[-1:]])
+        point_tangent /= np.linalg.norm(point_tangent, axis=1, keepdims=True).clip(1e-9)
+        normal = np.column_stack([-point_tangent[:, 1], point_tangent[:, 0]])
         base = np.asarray(self.settings.rod_bgr, dtype=float)
         for frac, light in _BANDS:
             colour = tuple(float(c) for c in base * light)
-            a0, a1 = px[:-1] - ext, px[1:] + ext
-            ra, rb = (frac * r_px[:-1])[:, None], (frac * r_px[1:])[:, None]
-            quads = np.stack([a0 + ra * normal, a1 + rb * normal, a1 - rb * normal, a0 - ra * normal], axis=1)
-            fixed = np.rint(quads * _ONE).astype(np.int32)
-            for quad in fixed:
-                cv2.fillConvexPoly(img, quad, colour, cv2.LINE_AA, _SHIFT)
+            offset = (frac * r_px)[:, None] * normal
+            outline = np.vstack([px + offset, (px - offset)[::-1]])
+            _fill(img, outline, colour)
             for end in (0, len(px) - 1):
                 _circle(img, px[end], frac * r_px[end], colour)
 

@@ -43,8 +43,8 @@ def kappa_error(est, q) -> float:
 @pytest.mark.parametrize("compliance_m_per_n, bound", [(0.0, 0.06), (1e-3, 0.025)])
 def test_observer_on_tracked_markers_recovers_the_strains(truth, compliance_m_per_n, bound):
     """Relative bending-strain error (2-norm over the control points) from one noisy 640×480 frame, markers
-    within 0.1 mm (measured 0.020 mm): hard marker constraints (the paper) interpolate the marker noise into
-    strain (measured 3.9 %); a marker compliance of 1e-3 m/N filters it (measured 1.5 %). Exact markers give
+    within 0.1 mm (measured 0.025 mm): hard marker constraints (the paper) interpolate the marker noise into
+    strain (measured 2.8 %); a marker compliance of 1e-3 m/N filters it (measured 1.2 %). Exact markers give
     1e-6 (tests/sim/cosserat/test_observer.py), so this is the camera's share."""
     q, scene = truth
     assert np.abs(q[6:].reshape(-1, 6)[:, 1]).max() > 3.0  # really bent
@@ -54,8 +54,10 @@ def test_observer_on_tracked_markers_recovers_the_strains(truth, compliance_m_pe
     assert 1e3 * np.abs(est.markers.world_m - scene.markers_m).max() < 0.1
     assert kappa_error(est, q) < bound
     np.testing.assert_allclose(est.control_x_m, np.linspace(0, 0.2, N + 1))
-    if compliance_m_per_n > 0:  # the markers' constraint forces carry the hidden 0.03 N tip load
-        np.testing.assert_allclose(est.marker_forces_n.sum(axis=0), [0.0, 0.0, 0.03], atol=0.01)
+    if compliance_m_per_n > 0:
+        # the markers' constraint forces carry the hidden 0.03 N tip load, to the force resolution of the camera:
+        # marker noise / compliance ≈ 0.02 mm / 1e-3 m/N = 0.02 N (hard constraints: off by 0.17 N in x)
+        np.testing.assert_allclose(est.marker_forces_n.sum(axis=0), [0.0, 0.0, 0.03], atol=0.02)
 
 
 def test_observer_runs_on_the_visible_markers_when_one_is_hidden(truth):
