@@ -98,7 +98,7 @@ class MarkerObservation:
     t_ns: int
     pixels: np.ndarray  # (k, 2) px, NaN where the marker is not seen
     visible: np.ndarray  # (k,) bool
-    world_m: np.ndarray  # (k, 3) m, NaN where not seen (zeros-free: only filled with a calibration)
+    world_m: np.ndarray  # (k, 3) m, NaN where not seen (all NaN when the tracker has no calibration)
     blobs: int  # red blobs that passed the gates (markers + clutter)
 
 
