@@ -29,8 +29,8 @@ from aiko.devices.camera.plane import MarkerPlane, calibration_from_pose, look_a
 from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
 from aiko.devices.camera.rod_film import RodFilm
 from aiko.devices.camera.synthetic import SyntheticCamera, SyntheticCameraSettings
-from aiko.mocap.camera import CameraIntrinsics
-from aiko.rod_experiment import load_rod_experiment
+from aiko.devices.mocap.camera import CameraIntrinsics
+from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat.newton import ConvergenceError
 from sim.cosserat.observer import observe_strains
 from sim.cosserat.scenario import simulate

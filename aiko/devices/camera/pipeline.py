@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aiko.core.errors import ConfigError
 from aiko.devices.camera.red_markers import MarkerObservation, RedMarkerTracker
 from aiko.devices.camera.source import Frame
-from aiko.errors import ConfigError
 from sim.cosserat import RodDescription, build_model
 from sim.cosserat.model import RodModel
 from sim.cosserat.newton import ConvergenceError

@@ -32,9 +32,9 @@ import cv2
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from aiko.core.errors import ConfigError
 from aiko.devices.camera.plane import MarkerPlane
-from aiko.errors import ConfigError
-from aiko.mocap.camera import PlaneCalibration
+from aiko.devices.mocap.camera import PlaneCalibration
 
 BINARISATIONS = ("hsv", "chromaticity")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from aiko.errors import ConfigError, HardwareError
+from aiko.core.errors import ConfigError, HardwareError
 
 
 class CameraSourceError(HardwareError):

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from aiko.core.errors import ConfigError
 from aiko.devices.camera.plane import CameraPose
-from aiko.errors import ConfigError
-from aiko.mocap.camera import CameraIntrinsics
+from aiko.devices.mocap.camera import CameraIntrinsics
 
 _SHIFT = 4
 _NOISE_BANK = 4

@@ -14,8 +14,8 @@ from aiko.devices.camera.pipeline import StrainPipeline, observer_model
 from aiko.devices.camera.plane import MarkerPlane
 from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
 from aiko.devices.camera.source import FrameSource
-from aiko.mocap.camera import PlaneCalibration
-from aiko.rod_experiment import load_rod_experiment
+from aiko.devices.mocap.camera import PlaneCalibration
+from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat.observer import observe_strains
 
 REPO = Path(__file__).resolve().parents[4]

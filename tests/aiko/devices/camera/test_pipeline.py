@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from aiko.core.errors import ConfigError
 from aiko.devices.camera.pipeline import StrainPipeline, observer_model
 from aiko.devices.camera.source import Frame
 from aiko.devices.camera.synthetic import Polygon, RodScene
-from aiko.errors import ConfigError
 from sim.cosserat import build_model, kinematics, uniform_rod
 from sim.cosserat.statics import solve_statics
 from tests.aiko.devices.camera import scene as sc

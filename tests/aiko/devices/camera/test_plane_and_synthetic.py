@@ -4,6 +4,7 @@ blur, a top-down view of a rod lying on the table)."""
 import numpy as np
 import pytest
 
+from aiko.core.errors import ConfigError
 from aiko.devices.camera.plane import (
     MarkerPlane,
     calibration_at_height,
@@ -13,8 +14,7 @@ from aiko.devices.camera.plane import (
 )
 from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
 from aiko.devices.camera.synthetic import RodScene, SyntheticCamera, SyntheticCameraSettings
-from aiko.errors import ConfigError
-from aiko.mocap.camera import CameraIntrinsics
+from aiko.devices.mocap.camera import CameraIntrinsics
 from tests.aiko.devices.camera import scene as sc
 
 TOP = look_at((0.12, -0.05, 0.55), (0.1, 0.0, 0.0), up=(0.0, 1.0, 0.0))

@@ -4,8 +4,8 @@ and occlusion, static red clutter rejected by the inter-frame difference."""
 import numpy as np
 import pytest
 
+from aiko.core.errors import ConfigError
 from aiko.devices.camera.synthetic import Polygon
-from aiko.errors import ConfigError
 from tests.aiko.devices.camera import scene as sc
 
 MARKERS_8 = np.linspace(0.025, 0.195, 8)

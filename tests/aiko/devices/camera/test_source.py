@@ -4,8 +4,8 @@ import cv2
 import numpy as np
 import pytest
 
+from aiko.core.errors import HardwareError
 from aiko.devices.camera.source import CameraSourceError, FrameSource, parse_source
-from aiko.errors import HardwareError
 
 
 def write_video(path, n_frames: int, fps: float) -> None:
