@@ -38,6 +38,11 @@ MOVED = {
     "aiko.can_driver": "aiko.devices.can",
     "aiko.can_estop": "aiko.devices.can.estop",
     "aiko.mocap.config": "aiko.robots.aiko.mocap",
+    "aiko.mocap.base": "aiko.core.mocap",
+    "aiko.mocap.camera": "aiko.devices.camera.calibration",
+    "aiko.mocap.opencv": "aiko.devices.camera.opencv_mocap",
+    "aiko.mocap.markers": "aiko.devices.camera.markers",
+    "aiko.mocap.vicon": "aiko.devices.vicon.client",
     "aiko.mocap": "aiko.devices.mocap",
     "aiko.live_foxglove": "aiko.log.live_foxglove",
 }

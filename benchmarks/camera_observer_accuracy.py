@@ -24,12 +24,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from aiko.devices.camera.calibration import CameraIntrinsics
 from aiko.devices.camera.pipeline import StrainPipeline, observer_model
 from aiko.devices.camera.plane import MarkerPlane, calibration_from_pose, look_at
 from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
 from aiko.devices.camera.rod_film import RodFilm
 from aiko.devices.camera.synthetic import SyntheticCamera, SyntheticCameraSettings
-from aiko.devices.mocap.camera import CameraIntrinsics
 from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat.newton import ConvergenceError
 from sim.cosserat.observer import observe_strains

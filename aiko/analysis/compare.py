@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from aiko.core.errors import AikoError
-from aiko.devices.mocap.base import MOCAP_TOPIC
+from aiko.core.mocap import MOCAP_TOPIC
 from aiko.log import LogReader
 
 

@@ -14,7 +14,7 @@ import pytest
         ("aiko.backends.can_bus", "aiko.robots.aiko.backends.hil"),
         ("aiko.can_driver.driver", "aiko.devices.can.driver"),
         ("aiko.mocap.config", "aiko.robots.aiko.mocap"),
-        ("aiko.mocap.vicon", "aiko.devices.mocap.vicon"),
+        ("aiko.mocap.vicon", "aiko.devices.vicon.client"),
         ("aiko.session", "aiko.robots.aiko.run"),
     ],
 )

@@ -39,10 +39,10 @@ def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from aiko.core.errors import AikoError, writing
+    from aiko.devices.camera.calibration import CameraIntrinsics
     from aiko.devices.camera.plane import calibration_from_pose
     from aiko.devices.camera.rod_film import RodFilm, frame_side_camera
     from aiko.devices.camera.synthetic import SyntheticCamera, SyntheticCameraSettings
-    from aiko.devices.mocap.camera import CameraIntrinsics
     from aiko.robots.rod_bench.experiment import load_rod_experiment
     from sim.cosserat.scenario import simulate
 

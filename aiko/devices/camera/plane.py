@@ -1,8 +1,8 @@
 """Where the markers are in the world: the plane they move in, and the homographies that map pixels onto it.
 
-A :class:`~aiko.devices.mocap.camera.PlaneCalibration` maps undistorted pixels to 2-D metric coordinates (u, v) on the plane
-where the calibration board lay. :class:`MarkerPlane` says where that plane sits in the world (origin + two axes),
-so (u, v) become world points (3,). Two set-ups are covered:
+A :class:`~aiko.devices.camera.calibration.PlaneCalibration` maps undistorted pixels to 2-D metric coordinates
+(u, v) on the plane where the calibration board lay. :class:`MarkerPlane` says where that plane sits in the world
+(origin + two axes), so (u, v) become world points (3,). Two set-ups are covered:
 
 * camera above the table, rod lying on it: the board lay on the table; the markers' centres sit a marker height
   above it, so :func:`calibration_at_height` moves the homography up to that height (pose recovered from the
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aiko.core.errors import ConfigError
-from aiko.devices.mocap.camera import CameraIntrinsics, PlaneCalibration
+from aiko.devices.camera.calibration import CameraIntrinsics, PlaneCalibration
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def pose_from_calibration(calibration: PlaneCalibration) -> tuple[np.ndarray, np
 
 def calibration_at_height(calibration: PlaneCalibration, height_m: float) -> PlaneCalibration:
     """The same camera's calibration for the parallel plane ``height_m`` above the board (towards the camera when
-    the board's frame is right-handed with z up, as :func:`aiko.devices.mocap.camera.calibrate_plane` makes it).
+    the board's frame is right-handed with z up, as :func:`aiko.devices.camera.calibration.calibrate_plane` makes it).
 
     Markers on a rod lying on the table sit one rod radius (plus the marker's own thickness) above it; mapping
     their pixels with the table homography puts them too far from the camera's nadir by height/camera height."""

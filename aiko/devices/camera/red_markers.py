@@ -33,8 +33,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from aiko.core.errors import ConfigError
+from aiko.devices.camera.calibration import PlaneCalibration
 from aiko.devices.camera.plane import MarkerPlane
-from aiko.devices.mocap.camera import PlaneCalibration
 
 BINARISATIONS = ("hsv", "chromaticity")
 

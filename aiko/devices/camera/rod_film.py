@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from aiko.core.errors import ConfigError
+from aiko.devices.camera.calibration import CameraIntrinsics
 from aiko.devices.camera.plane import CameraPose, MarkerPlane, look_at
 from aiko.devices.camera.synthetic import RodScene
-from aiko.devices.mocap.camera import CameraIntrinsics
 from sim.cosserat import RodDescription, build_model, kinematics
 
 

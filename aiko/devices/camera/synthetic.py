@@ -26,8 +26,8 @@ import cv2
 import numpy as np
 
 from aiko.core.errors import ConfigError
+from aiko.devices.camera.calibration import CameraIntrinsics
 from aiko.devices.camera.plane import CameraPose
-from aiko.devices.mocap.camera import CameraIntrinsics
 
 _SHIFT = 4
 _NOISE_BANK = 4

@@ -1,9 +1,5 @@
-"""Motion capture behind one interface: simulated (from a backend's link poses), OpenCV markers, Vicon.
-
-Sources are imported lazily by :func:`aiko.robots.aiko.mocap.create_mocap`, so OpenCV or the Vicon SDK load only when
-an experiment uses them.
+"""Simulated motion capture: a backend's own link poses, sampled at the capture rate with noise, latency and
+occlusion, behind the motion-capture interface (:mod:`aiko.core.mocap`) the real systems implement too — the Vicon
+client in :mod:`aiko.devices.vicon`, OpenCV marker tracking in :mod:`aiko.devices.camera`. The experiment's
+``[mocap]`` table chooses one (:func:`aiko.robots.aiko.mocap.create_mocap`, which imports each lazily).
 """
-
-from aiko.devices.mocap.base import MOCAP_TOPIC, MocapEvent, MocapSample, MocapTask, MotionCapture, occluded_sample
-
-__all__ = ["MOCAP_TOPIC", "MocapEvent", "MocapSample", "MocapTask", "MotionCapture", "occluded_sample"]

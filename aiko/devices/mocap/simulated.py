@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from aiko.devices.mocap.base import MocapSample, MotionCapture, occluded_sample
+from aiko.core.mocap import MocapSample, MotionCapture, occluded_sample
 
 PoseSource = Callable[[], "tuple[np.ndarray, np.ndarray] | None"]
 

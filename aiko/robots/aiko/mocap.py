@@ -15,7 +15,7 @@ segments = ["link6"]          # vicon
 stale_after_s = 0.25          # vicon/opencv: an older frame reads as occluded
 camera = 0                    # opencv: a camera index, or
 video = "run.mp4"             # opencv: a video file / image sequence "frames/%04d.png"
-calibration = "camera.json"   # opencv: PlaneCalibration saved by aiko.devices.mocap.camera
+calibration = "camera.json"   # opencv: PlaneCalibration saved by aiko.devices.camera.calibration
 aruco_dictionary = "DICT_4X4_50"
 markers = [{ name = "link6", aruco_id = 7 }, { name = "head", hsv = [170, 10, 80, 255, 60, 255] }]
 ```
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
+from aiko.core.mocap import MocapTask, MotionCapture
 from aiko.core.registry import register_section
-from aiko.devices.mocap.base import MocapTask, MotionCapture
 
 if TYPE_CHECKING:
     from aiko.robots.aiko.experiment import Experiment
@@ -141,7 +141,7 @@ def create_mocap(settings: MocapSettings, backend: Any = None, clock_ns: Any = N
             seed=settings.seed,
         )
     if settings.source == "vicon":
-        from aiko.devices.mocap.vicon import ViconBody, ViconMocap
+        from aiko.devices.vicon.client import ViconBody, ViconMocap
 
         kwargs = {"clock_ns": clock_ns} if clock_ns is not None else {}
         return ViconMocap(
@@ -151,9 +151,9 @@ def create_mocap(settings: MocapSettings, backend: Any = None, clock_ns: Any = N
             stale_after_s=settings.stale_after_s,
             **kwargs,
         )
-    from aiko.devices.mocap.camera import PlaneCalibration
-    from aiko.devices.mocap.markers import HsvRange
-    from aiko.devices.mocap.opencv import MarkerSpec, MarkerTracker, OpenCVMocap
+    from aiko.devices.camera.calibration import PlaneCalibration
+    from aiko.devices.camera.markers import HsvRange
+    from aiko.devices.camera.opencv_mocap import MarkerSpec, MarkerTracker, OpenCVMocap
 
     calibration = PlaneCalibration.load(_resolve(settings.base_dir, settings.calibration))
     specs = []

@@ -3,7 +3,7 @@ simulation of an experiment or from a recorded log.
 
 Robot code, so it lives outside :mod:`aiko.devices.vicon` (which never imports it). Conventions are the
 motion-capture ones of :mod:`aiko.devices.mocap`: link ``k`` (1-based, as in the papers) is segment ``link{k}``,
-its pose the link centre and orientation (segment → world), which ``aiko.devices.mocap.vicon.ViconMocap`` reads
+its pose the link centre and orientation (segment → world), which ``aiko.devices.vicon.client.ViconMocap`` reads
 back as metres and w, x, y, z quaternions. Link 1 is the root; link ``k`` is the child of link ``k − 1``. Marker
 ``link{k}_m`` sits on the link's surface at ``MARKER_OFFSET`` in the link frame.
 

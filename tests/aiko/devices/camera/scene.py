@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from aiko.devices.camera.calibration import CameraIntrinsics
 from aiko.devices.camera.plane import MarkerPlane, calibration_from_pose, look_at
 from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
 from aiko.devices.camera.synthetic import RodScene, SyntheticCamera, SyntheticCameraSettings
-from aiko.devices.mocap.camera import CameraIntrinsics
 
 LENGTH_M = 0.2
 BASE_M = np.array([0.0, 0.0, 0.18])

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aiko.devices.camera.calibration import PlaneCalibration
 from aiko.devices.camera.pipeline import StrainPipeline, observer_model
 from aiko.devices.camera.plane import MarkerPlane
 from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
 from aiko.devices.camera.source import FrameSource
-from aiko.devices.mocap.camera import PlaneCalibration
 from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat.observer import observe_strains
 

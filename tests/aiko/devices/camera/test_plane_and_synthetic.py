@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from aiko.core.errors import ConfigError
+from aiko.devices.camera.calibration import CameraIntrinsics
 from aiko.devices.camera.plane import (
     MarkerPlane,
     calibration_at_height,
@@ -14,7 +15,6 @@ from aiko.devices.camera.plane import (
 )
 from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
 from aiko.devices.camera.synthetic import RodScene, SyntheticCamera, SyntheticCameraSettings
-from aiko.devices.mocap.camera import CameraIntrinsics
 from tests.aiko.devices.camera import scene as sc
 
 TOP = look_at((0.12, -0.05, 0.55), (0.1, 0.0, 0.0), up=(0.0, 1.0, 0.0))

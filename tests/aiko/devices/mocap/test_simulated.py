@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from aiko.core.mocap import MocapTask
 from aiko.core.recording import MemoryRecorder
-from aiko.devices.mocap.base import MocapTask
 from aiko.devices.mocap.simulated import SimulatedMocap
 from aiko.log import LogReader, McapRecorder
 

@@ -1,4 +1,4 @@
-"""The SDK client in a child process (aiko.devices.mocap.vicon_child): its lines become samples stamped on arrival
+"""The SDK client in a child process (aiko.devices.vicon.client_child): its lines become samples stamped on arrival
 with the run's clock, and its connection events reach the log; a refused connection fails at start."""
 
 import json
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aiko.core.errors import HardwareError
-from aiko.devices.mocap.vicon import ViconBody, ViconMocap
+from aiko.devices.vicon.client import ViconBody, ViconMocap
 
 
 def test_child_lines_become_samples_and_events():

@@ -1,8 +1,8 @@
 """The Vicon SDK client in its own process:
-``python -m aiko.devices.mocap.vicon_child --host H --body SUBJECT/SEGMENT …``.
+``python -m aiko.devices.vicon.client_child --host H --body SUBJECT/SEGMENT …``.
 
 pyvicon-datastream's ``get_frame()`` holds the GIL while it waits for a frame (up to 1 s), so
-:class:`aiko.devices.mocap.vicon.ViconMocap` runs it here, on this process's only thread, and reads one JSON line per
+:class:`aiko.devices.vicon.client.ViconMocap` runs it here, on this process's only thread, and reads one JSON line per
 frame or connection event from the pipe. The first line says whether the first connection succeeded.
 """
 
@@ -14,7 +14,7 @@ import signal
 import sys
 
 from aiko.core.errors import AikoError
-from aiko.devices.mocap.vicon import ViconBody, ViconMocap, default_client_factory
+from aiko.devices.vicon.client import ViconBody, ViconMocap, default_client_factory
 
 
 def _write(message: dict) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aiko.core.errors import HardwareError
-from aiko.devices.mocap.vicon import RESULT_NOT_CONNECTED, RESULT_SUCCESS, ViconBody, ViconMocap, import_pyvicon
+from aiko.devices.vicon.client import RESULT_NOT_CONNECTED, RESULT_SUCCESS, ViconBody, ViconMocap, import_pyvicon
 
 NO_FRAME = 10
 
@@ -147,8 +147,8 @@ def test_missing_extra_names_the_pip_install(monkeypatch):
 
 
 def test_connection_events_reach_the_log_through_the_mocap_task():
+    from aiko.core.mocap import MocapTask
     from aiko.core.recording import MemoryRecorder
-    from aiko.devices.mocap.base import MocapTask
 
     frame = {"link6": ([10.0, 0.0, 0.0], [1, 0, 0, 0])}
     client = FakeViconClient([frame, "drop", frame])

@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 
 from aiko.core.errors import ConfigError
-from aiko.devices.mocap.camera import (
+from aiko.devices.camera.calibration import (
     CalibrationError,
     CameraIntrinsics,
     PlaneCalibration,
     calibrate_intrinsics,
     calibrate_plane,
 )
-from aiko.devices.mocap.markers import ArucoFinder, HsvRange, diagonal_intersection, find_colour_blobs
-from aiko.devices.mocap.opencv import MarkerSpec, MarkerTracker, OpenCVMocap
-from tests.aiko.devices.mocap.render import Scene, look_at_camera, render
+from aiko.devices.camera.markers import ArucoFinder, HsvRange, diagonal_intersection, find_colour_blobs
+from aiko.devices.camera.opencv_mocap import MarkerSpec, MarkerTracker, OpenCVMocap
+from tests.aiko.devices.camera.render import Scene, look_at_camera, render
 
 PATTERN = (9, 6)
 SQUARE_M = 0.025

@@ -1,7 +1,7 @@
 """Marker tracking with OpenCV from a camera or a recorded video (or an image sequence ``frame_%04d.png``).
 
 Each tracked body is one marker: an ArUco id (position and in-plane heading) or an HSV colour (position only).
-Pixels become floor coordinates through a :class:`~aiko.devices.mocap.camera.PlaneCalibration`.
+Pixels become floor coordinates through a :class:`~aiko.devices.camera.calibration.PlaneCalibration`.
 
 Live cameras are read on a thread (``sample`` takes the newest processed frame; latency = processing time plus
 the driver's buffering, measured from grab to result). Video files are processed deterministically: the frame
@@ -22,9 +22,9 @@ import cv2
 import numpy as np
 
 from aiko.core.errors import ConfigError, HardwareError
-from aiko.devices.mocap.base import MocapEvent, MocapSample, MotionCapture, occluded_sample
-from aiko.devices.mocap.camera import PlaneCalibration
-from aiko.devices.mocap.markers import ArucoFinder, HsvRange, find_colour_blobs
+from aiko.core.mocap import MocapEvent, MocapSample, MotionCapture, occluded_sample
+from aiko.devices.camera.calibration import PlaneCalibration
+from aiko.devices.camera.markers import ArucoFinder, HsvRange, find_colour_blobs
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 ``get_frame()`` blocks until the next frame, up to 1 s when none comes, **holding the GIL** (pyvicon-datastream
 does not release it; see docs/vicon.md): in the control loop's process it would stall every other thread. So the
-real SDK client runs in a child process (:mod:`aiko.devices.mocap.vicon_child`, ServerPush mode) that writes each frame
+real SDK client runs in a child process (:mod:`aiko.devices.vicon.client_child`, ServerPush mode) that writes each frame
 as a line on a pipe; a reader thread here (a blocking pipe read releases the GIL) keeps the newest frame, stamped
 with the run's clock on arrival, and ``sample`` only copies it. Stand-in clients (tests) run on that thread
 in-process instead. A segment the
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from aiko.core.errors import ConfigError, HardwareError
-from aiko.devices.mocap.base import MocapEvent, MocapSample, MotionCapture, occluded_sample
+from aiko.core.mocap import MocapEvent, MocapSample, MotionCapture, occluded_sample
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ class ViconMocap(MotionCapture):
 
     # -- the SDK in a child process
     def _start_child(self) -> None:
-        cmd = [sys.executable, "-m", f"{__package__}.vicon_child", "--host", self.host]  # moves with the package
+        cmd = [sys.executable, "-m", f"{__package__}.client_child", "--host", self.host]  # moves with the package
         cmd += ["--reconnect-interval-s", repr(self.reconnect_interval_s)]
         for body in self.bodies:
             cmd += ["--body", body.name]
