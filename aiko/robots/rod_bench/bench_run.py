@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from aiko.core.clock import Clock, SimulatedClock, WallClock
+from aiko.core.errors import AikoError
 from aiko.core.interfaces import Recorder
 from aiko.core.loop import PeriodicTask, TaskLoop
 from aiko.core.provenance import provenance
@@ -85,15 +86,23 @@ def record_bench_run(
     motion: BaseMotion | None = None,
     sensors: Sequence[SensorTask] = (),
     extra_metadata: dict[str, Any] | None = None,
+    start_s: float = 0.0,
     progress: Callable[[float, float], None] | None = None,
 ) -> dict[str, Any]:
     """Run the bench and record it to ``out``; returns the JSON summary. ``motion`` replaces the experiment's
-    ``[base_motion]`` (a replay drives the logged flange poses)."""
+    ``[base_motion]`` (a replay drives the logged flange poses). ``start_s`` <= 0 starts the run (and the rod, from
+    the experiment's initial state) before t = 0: a replay of a HIL run starts where the plant mounted the rod;
+    every stamp stays on the replayed run's time."""
     info = bench_backend_info(backend_name)
     backend = create_bench_backend(backend_name)
     duration = float(duration_s if duration_s is not None else experiment.scenario.duration_s)
-    clock: Clock = WallClock() if realtime or info.wall_clock_only else SimulatedClock()
-    trajectory = BaseTrajectory(motion or experiment.scenario.base_motion, Mount.from_settings(experiment.ur3))
+    if start_s > 0 or (start_s < 0 and info.wall_clock_only):
+        raise AikoError(f"start_s must be <= 0 and only a simulated run starts early, got {start_s}")
+    offset_s = float(start_s)
+    clock: Clock = WallClock() if realtime or info.wall_clock_only else OffsetClock(offset_s)
+    motion = motion or experiment.scenario.base_motion
+    assert motion is not None
+    trajectory = BaseTrajectory(motion, Mount.from_settings(experiment.ur3), offset_s)
     metadata = {
         "experiment": experiment.name,
         "experiment_path": str(experiment.path),
@@ -119,11 +128,15 @@ def record_bench_run(
 
         def command(t_s: float) -> None:
             target = trajectory.target(t_s, period_s)
-            recorder.record(COMMAND, ctx.clock.stamp_ns(t_s), target.as_payload())
+            payload = target.as_payload()
+            payload["t_s"], payload["target_t_s"] = t_s + offset_s, target.target_t_s + offset_s
+            recorder.record(COMMAND, ctx.clock.stamp_ns(t_s), payload)
             backend.write(target)
 
         def observe(t_s: float) -> None:
-            recorder.record(OBSERVATION, ctx.clock.stamp_ns(t_s), backend.read().as_payload())
+            payload = backend.read().as_payload()
+            payload["t_s"] = payload["t_s"] + offset_s
+            recorder.record(OBSERVATION, ctx.clock.stamp_ns(t_s), payload)
 
         result = None
         wall_loop0 = wall0
@@ -141,7 +154,7 @@ def record_bench_run(
             ]
             loop = TaskLoop(backend, recorder, ctx.clock, tasks, progress=progress)
             wall_loop0 = time.perf_counter()
-            result = loop.run(duration)
+            result = loop.run(duration - offset_s)
         finally:
             wall_loop = time.perf_counter() - wall_loop0
             try:
@@ -150,7 +163,7 @@ def record_bench_run(
                 for sensor in sensors:
                     if sensor.close is not None:
                         sensor.close()
-            merged = _merge_side_records(backend, recorder, ctx.clock, duration)
+            merged, mounted_at_s = _merge_side_records(backend, recorder, ctx.clock, duration)
         summary: dict[str, Any] = {
             "experiment": experiment.name,
             "backend": backend_name,
@@ -162,6 +175,7 @@ def record_bench_run(
             "wall_time_s": time.perf_counter() - wall0,
             "realtime_factor": duration / wall_loop if wall_loop > 0 else None,
             "side_records_merged": merged,
+            "rod_started_at_s": offset_s if mounted_at_s is None else mounted_at_s,
             **backend.summary(),
             "messages": dict(recorder.message_counts),
             "log_path": str(out),
@@ -170,20 +184,35 @@ def record_bench_run(
     return summary
 
 
-def _merge_side_records(backend: Any, recorder: Recorder, clock: Clock, duration_s: float) -> int:
+class OffsetClock(SimulatedClock):
+    """Simulated time whose loop time 0 is run time ``offset_s`` (<= 0): stamps are on the run's time."""
+
+    def __init__(self, offset_s: float = 0.0) -> None:
+        super().__init__()
+        self.offset_s = offset_s
+
+    def stamp_ns(self, t_s: float) -> int:
+        return self.start_ns + round((t_s + self.offset_s) * 1e9)
+
+    def now_ns(self) -> int:
+        return self.stamp_ns(self.now_s())
+
+
+def _merge_side_records(backend: Any, recorder: Recorder, clock: Clock, duration_s: float) -> tuple[int, float | None]:
     """Records a backend produced beside the loop (the HIL plant's rod channels, stamped with the controller's
-    time) go into the run's log on the run's clock; those before t = 0 (the rod settling while the arm
-    approached) or after the run are left out."""
+    time) go into the run's log on the run's clock, from the rod's mounting (before t = 0: the rod settling on the
+    held arm before the run started) to the run's end. Returns the count and the mounting's run time."""
     side = getattr(backend, "side_records", None)
     if side is None:
-        return 0
+        return 0, None
     zero = getattr(clock, "zero_s", 0.0)
-    n = 0
+    n, first = 0, None
     for channel, controller_t_s, payload in side():
         t_s = controller_t_s - zero
-        if -1e-9 <= t_s <= duration_s + 1e-9:
+        first = t_s if first is None else min(first, t_s)
+        if t_s <= duration_s + 1e-9:
             if "t_s" in payload:
                 payload = {**payload, "t_s": t_s}
             recorder.record(channel, clock.stamp_ns(t_s), payload)
             n += 1
-    return n
+    return n, first

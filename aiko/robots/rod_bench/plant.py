@@ -5,8 +5,10 @@ The emulator calls the hook once per controller tick with the flange pose (see
 experiment's ``[ur3]`` mount), the rod steps the experiment's ``dt_s`` up to the tick's time, and the rod's base
 wrench comes back as the force the flange feels (``actual_TCP_force``).
 
-The rod is *mounted* at the first tick whose flange pose is the experiment's initial base pose (within 1 mm and
-0.01 rad): until the arm has moved there, the flange carries nothing and the hook returns None. From then on the
+The rod is *mounted* at the first tick whose flange rests (below 0.1 mm/s and 1 mrad/s) at the experiment's initial
+base pose (within 1 mm and 0.01 rad): until the arm has moved there and stopped, the flange carries nothing and the
+hook returns None. (Mounting while the approach still moves would press the tip onto the table, and with friction
+the rod then settles into another equilibrium than the simulator's initial state leads to.) From then on the
 rod's time is the controller's time since mounting.
 
 Configuration comes from the environment, since the emulator calls the factory with no arguments:
@@ -38,6 +40,8 @@ EXPERIMENT_ENV = "AIKO_BENCH_EXPERIMENT"
 PLANT_LOG_ENV = "AIKO_BENCH_PLANT_LOG"
 MOUNT_TOLERANCE_M = 1e-3
 MOUNT_TOLERANCE_RAD = 1e-2
+MOUNT_SPEED_M_S = 1e-4
+MOUNT_SPEED_RAD_S = 1e-3
 
 
 class RodPlant:
@@ -65,7 +69,10 @@ class RodPlant:
         self.side_log.write(json.dumps(line) + "\n")
         self.side_log.flush()
 
-    def _at_start(self, alpha: np.ndarray) -> bool:
+    def _at_start(self, alpha: np.ndarray, flange_speed: np.ndarray) -> bool:
+        speed = np.asarray(flange_speed, dtype=float)
+        if np.linalg.norm(speed[0:3]) > MOUNT_SPEED_M_S or np.linalg.norm(speed[3:6]) > MOUNT_SPEED_RAD_S:
+            return False
         rot_err = float(np.linalg.norm(alpha[0:3] - self.start_alpha[0:3]))
         pos_err = float(np.linalg.norm(alpha[3:6] - self.start_alpha[3:6]))
         return pos_err <= MOUNT_TOLERANCE_M and rot_err <= MOUNT_TOLERANCE_RAD
@@ -73,7 +80,7 @@ class RodPlant:
     def __call__(self, t_s: float, flange_pose: np.ndarray, flange_speed: np.ndarray) -> list[float] | None:
         alpha = self.mount.alpha(flange_pose)
         if self.mounted_at_s is None:
-            if not self._at_start(alpha):
+            if not self._at_start(alpha, flange_speed):
                 return None
             self.mounted_at_s = float(t_s)
             self.rod.emit()

@@ -16,7 +16,7 @@ import numpy as np
 from aiko.core.errors import AikoError
 from aiko.log.reader import read_log
 from aiko.robots.rod_bench.bench_experiment import bench_experiment_from_text
-from aiko.robots.rod_bench.bench_run import OBSERVATION, record_bench_run
+from aiko.robots.rod_bench.bench_run import OBSERVATION, SUMMARY_METADATA_NAME, record_bench_run
 from aiko.robots.rod_bench.trajectory import motion_from_samples
 
 
@@ -34,6 +34,9 @@ def replay_bench_log(
     t_s = np.asarray(obs["t_s"], dtype=float)
     alphas = np.asarray(obs["base_alpha"], dtype=float)
     motion = motion_from_samples(t_s, alphas)
+    # a HIL plant mounted the rod before t = 0 (the arm held at the start pose): start the simulator there too, the
+    # base held at the first logged pose, so both rods have settled for the same time
+    start_s = min(0.0, float(reader.metadata.get(SUMMARY_METADATA_NAME, {}).get("rod_started_at_s") or 0.0))
     duration = float(t_s[-1])  # the last observation is at the run's end (the loop samples t = duration)
     if not duration > 0:
         raise AikoError(f"{log_path}: {OBSERVATION} spans no time; nothing to replay")
@@ -43,6 +46,7 @@ def replay_bench_log(
         "sim",
         duration_s=duration,
         motion=motion,
+        start_s=start_s,
         extra_metadata={"replay_of": str(log_path), "replayed_backend": meta.get("backend")},
     )
     summary["replay_of"] = str(log_path)

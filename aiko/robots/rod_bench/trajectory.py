@@ -20,15 +20,16 @@ from sim.cosserat.scenario import BaseMotion
 class BaseTrajectory:
     """``target(t_s, lead_s)``: the set-point to send at ``t_s`` for the pose due ``lead_s`` later."""
 
-    def __init__(self, motion: BaseMotion, mount: Mount) -> None:
+    def __init__(self, motion: BaseMotion, mount: Mount, time_offset_s: float = 0.0) -> None:
         self.motion = motion
         self.mount = mount
+        self.time_offset_s = time_offset_s  # loop time t is motion time t + offset (a replay starting before 0)
 
     def alpha(self, t_s: float) -> np.ndarray:
-        return self.motion.alpha(t_s)
+        return self.motion.alpha(t_s + self.time_offset_s)
 
     def target(self, t_s: float, lead_s: float) -> FlangeTarget:
-        alpha = self.motion.alpha(t_s + lead_s)
+        alpha = self.alpha(t_s + lead_s)
         return FlangeTarget(t_s, t_s + lead_s, alpha, self.mount.flange_pose(alpha))
 
 
