@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's aiko, not another installed one
 DEFAULT = [REPO / "experiments" / "rod" / "bench_stick.toml", REPO / "experiments" / "rod" / "bench_slide.toml"]
 
 

@@ -35,7 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--duration", type=float, metavar="S", help="run for S seconds (default: the file's run.duration_s)"
     )
-    run.add_argument("--realtime", action="store_true", help="sim: run on the wall clock (arm backends always do)")
+    run.add_argument(
+        "--realtime",
+        action="store_true",
+        help="sim: run on the wall clock (the arm backends run on the controller's clock)",
+    )
     run.add_argument(
         "--host",
         metavar="ADDRESS",
