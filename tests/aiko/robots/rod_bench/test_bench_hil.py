@@ -32,21 +32,16 @@ def test_hil_run_streams_the_trajectory_to_the_emulated_arm_and_logs_the_rod(tmp
     # the flange followed the 2 mm press (servoL lags a few ms) and the rod's weight hangs on it
     assert obs["base_alpha"][0][5] == pytest.approx(0.1929, abs=1e-3)
     assert obs["base_alpha"][-1][5] == pytest.approx(0.1909, abs=6e-4)
-    # the rod's base force reached the client as actual_TCP_force: before the press starts (t < 0.04 s, the arm
-    # resting) it matches the plant's own record of it; during the press the two are sampled 50 Hz apart in phase
-    plant = reader.channel("/sim/rod/base_wrench")
-    fz_plant = np.interp(obs.t_ns, plant.t_ns, np.asarray(plant["force_n"])[:, 2])
-    fz_arm = np.asarray(obs["base_force_n"])[:, 2]
-    resting = np.asarray(obs["t_s"]) < 0.03
-    assert resting.sum() == 2
-    assert np.max(np.abs(fz_arm[resting] - fz_plant[resting])) < 0.1
-    assert np.max(np.abs(fz_arm)) > 0.3  # not a zero wrench: the rod's weight and the table's push
+    assert np.max(np.abs(np.asarray(obs["base_force_n"])[:, 2])) > 0.3  # the rod pushes on the flange
     assert summary["rod_started_at_s"] <= 0.0  # mounted while the arm held the start pose
     replay = tmp_path / "replay.mcap"
     replay_bench_log(out, replay)
     result = compare_logs(out, replay)
     # the same rod under the same measured flange poses: close, not identical (the plant sees each tick's pose)
     assert result.summary["strain_error_percent"] < 5.0
+    # the rod's base force reached the client as actual_TCP_force (emulator -> RTDE -> UR3Arm -> mount): it agrees
+    # with the replay's own base force (a sign or frame error would be ~100 %)
+    assert result.summary["normal_force_error_percent"] < 15.0
 
 
 def test_a_refused_start_still_stops_the_arm_and_ends_the_emulator(tmp_path):
