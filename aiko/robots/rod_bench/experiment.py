@@ -15,6 +15,7 @@ import numpy as np
 
 from aiko.core.config import Table, read_toml
 from aiko.core.errors import ConfigError
+from aiko.robots.rod_bench.settings import BENCH_SECTIONS
 from sim.cosserat import (
     ContactSettings,
     Core,
@@ -115,6 +116,8 @@ def _constraint(raw: Any, i: int, source: str) -> PointConstraint:
 def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
     """A rod experiment from its parsed file: one reader per table, each strict about its keys."""
     root = Table(data, "", source)
+    for section in BENCH_SECTIONS:  # the bench's tables ([bench], [ur3]): validated by bench_experiment, not here
+        root.raw(section, None)
     name = _name(root.table("experiment", {}), source)
     rod = _rod(root.table("rod"))
     m = root.table("model", {})

@@ -1,0 +1,218 @@
+"""One bench run, end to end, on one path: backend and clock, the base trajectory streamed at the control rate, the
+bench observed at the observe rate, every sensor task on the same clock, everything into ONE log (with the
+experiment text and provenance at its head and the summary at its end); the arm is always stopped and the
+emulator (HIL) always ended, on every exit path.
+
+The loop is the spine's :class:`aiko.core.loop.TaskLoop`; the bench brings its tasks:
+
+========== ============================ ===================================================================
+priority   task                          what it does
+========== ============================ ===================================================================
+10         ``command`` (control rate)     the trajectory's set-point for one period ahead → backend.write,
+                                          logged on ``/bench/command``
+20         ``observe`` (observe rate)     backend.read → ``/bench/observation`` (flange pose, speed, base
+                                          wrench, arm state)
+30+        sensor tasks                   one :class:`SensorTask` each: the F/T sensor (``/bench/ft``) and
+                                          the camera's markers (``/bench/markers``) plug in here
+========== ============================ ===================================================================
+
+``aiko bench run`` and ``aiko bench replay`` both run through :func:`record_bench_run`, so a replay log has the
+layout of the log it replays.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiko.core.clock import Clock, SimulatedClock, WallClock
+from aiko.core.errors import AikoError
+from aiko.core.interfaces import Recorder
+from aiko.core.loop import PeriodicTask, TaskLoop
+from aiko.core.provenance import provenance
+from aiko.log import McapRecorder
+from aiko.log.foxglove_views import views_or_none
+from aiko.robots.rod_bench.backends import bench_backend_info, create_bench_backend
+from aiko.robots.rod_bench.bench_experiment import BenchExperiment
+from aiko.robots.rod_bench.context import BenchContext
+from aiko.robots.rod_bench.mount import Mount
+from aiko.robots.rod_bench.trajectory import BaseTrajectory
+from sim.cosserat.scenario import BaseMotion
+
+log = logging.getLogger(__name__)
+
+COMMAND = "/bench/command"
+OBSERVATION = "/bench/observation"
+SUMMARY_METADATA_NAME = "aiko.summary"
+BENCH_METADATA_NAME = "aiko.bench"
+
+
+@dataclass
+class SensorTask:
+    """A sensor on the bench's clock: ``sample(t_s)`` returns one payload for ``channel`` (or None: nothing new).
+
+    The F/T sensor and the camera join a run as one of these each (``record_bench_run(sensors=[...])``); their
+    drivers live in ``aiko/devices/<device>/``, the adapter to a ``SensorTask`` in the bench."""
+
+    name: str
+    rate_hz: float
+    channel: str
+    sample: Callable[[float], dict[str, Any] | None]
+    close: Callable[[], None] | None = None
+
+
+def _sensor_periodic(sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int):
+    def action(t_s: float) -> None:
+        payload = sensor.sample(t_s)
+        if payload is not None:
+            recorder.record(sensor.channel, clock_of().stamp_ns(t_s), payload)
+
+    return PeriodicTask(sensor.name, sensor.rate_hz, action, priority=priority)
+
+
+def record_bench_run(
+    experiment: BenchExperiment,
+    out: str | Path,
+    backend_name: str,
+    *,
+    duration_s: float | None = None,
+    realtime: bool = False,
+    host: str | None = None,
+    motion: BaseMotion | None = None,
+    sensors: Sequence[SensorTask] = (),
+    extra_metadata: dict[str, Any] | None = None,
+    start_s: float = 0.0,
+    progress: Callable[[float, float], None] | None = None,
+) -> dict[str, Any]:
+    """Run the bench and record it to ``out``; returns the JSON summary. ``motion`` replaces the experiment's
+    ``[base_motion]`` (a replay drives the logged flange poses). ``start_s`` <= 0 starts the run (and the rod, from
+    the experiment's initial state) before t = 0: a replay of a HIL run starts where the plant mounted the rod;
+    every stamp stays on the replayed run's time."""
+    info = bench_backend_info(backend_name)
+    backend = create_bench_backend(backend_name)
+    duration = float(duration_s if duration_s is not None else experiment.scenario.duration_s)
+    if start_s > 0 or (start_s < 0 and info.wall_clock_only):
+        raise AikoError(f"start_s must be <= 0 and only a simulated run starts early, got {start_s}")
+    offset_s = float(start_s)
+    clock: Clock = WallClock() if realtime or info.wall_clock_only else OffsetClock(offset_s)
+    motion = motion or experiment.scenario.base_motion
+    assert motion is not None
+    trajectory = BaseTrajectory(motion, Mount.from_settings(experiment.ur3), offset_s)
+    metadata = {
+        "experiment": experiment.name,
+        "experiment_path": str(experiment.path),
+        "experiment_toml": experiment.text,
+        "backend": backend_name,
+        "robot": "rod_bench",
+        "simulator": "sim.cosserat",
+        "dt_s": experiment.scenario.dt_s,
+        "control_rate_hz": experiment.bench.control_rate_hz,
+        "observe_rate_hz": experiment.bench.observe_rate_hz,
+        **provenance(),
+        "wall_clock_start_unix_s": time.time(),
+        **(extra_metadata or {}),
+    }
+    out = Path(out)
+    period_s = 1.0 / experiment.bench.control_rate_hz
+    wall0 = time.perf_counter()
+    with (
+        McapRecorder(out, metadata, foxglove_views=views_or_none(None)) as recorder,
+        tempfile.TemporaryDirectory(prefix="aiko-bench-") as workdir,
+    ):
+        ctx = BenchContext(experiment, recorder, clock, duration, host, Path(workdir))
+
+        def command(t_s: float) -> None:
+            target = trajectory.target(t_s, period_s)
+            payload = target.as_payload()
+            payload["t_s"], payload["target_t_s"] = t_s + offset_s, target.target_t_s + offset_s
+            recorder.record(COMMAND, ctx.clock.stamp_ns(t_s), payload)
+            backend.write(target)
+
+        def observe(t_s: float) -> None:
+            payload = backend.read().as_payload()
+            payload["t_s"] = payload["t_s"] + offset_s
+            recorder.record(OBSERVATION, ctx.clock.stamp_ns(t_s), payload)
+
+        result = None
+        wall_loop0 = wall0
+        try:
+            backend.configure(ctx)
+            if hasattr(backend, "run_clock"):
+                ctx.clock = backend.run_clock()
+            recorder.add_metadata(
+                BENCH_METADATA_NAME, {"clock": type(ctx.clock).__name__, "clock_start_ns": ctx.clock.start_ns}
+            )
+            tasks = [
+                PeriodicTask("command", experiment.bench.control_rate_hz, command, priority=10),
+                PeriodicTask("observe", experiment.bench.observe_rate_hz, observe, priority=20),
+                *(_sensor_periodic(s, recorder, lambda: ctx.clock, 30 + i) for i, s in enumerate(sensors)),
+            ]
+            loop = TaskLoop(backend, recorder, ctx.clock, tasks, progress=progress)
+            wall_loop0 = time.perf_counter()
+            result = loop.run(duration - offset_s)
+        finally:
+            wall_loop = time.perf_counter() - wall_loop0
+            try:
+                backend.close()
+            finally:
+                for sensor in sensors:
+                    if sensor.close is not None:
+                        sensor.close()
+            merged, mounted_at_s = _merge_side_records(backend, recorder, ctx.clock, duration)
+        summary: dict[str, Any] = {
+            "experiment": experiment.name,
+            "backend": backend_name,
+            "duration_s": duration,
+            "run_time_s": result.duration_s if result else None,
+            "interrupted": bool(result and result.interrupted),
+            "deadlines_missed": result.deadlines_missed if result else None,
+            "loop_wall_time_s": wall_loop,
+            "wall_time_s": time.perf_counter() - wall0,
+            "realtime_factor": duration / wall_loop if wall_loop > 0 else None,
+            "side_records_merged": merged,
+            "rod_started_at_s": offset_s if mounted_at_s is None else mounted_at_s,
+            **backend.summary(),
+            "messages": dict(recorder.message_counts),
+            "log_path": str(out),
+        }
+        recorder.add_metadata(SUMMARY_METADATA_NAME, summary)
+    return summary
+
+
+class OffsetClock(SimulatedClock):
+    """Simulated time whose loop time 0 is run time ``offset_s`` (<= 0): stamps are on the run's time."""
+
+    def __init__(self, offset_s: float = 0.0) -> None:
+        super().__init__()
+        self.offset_s = offset_s
+
+    def stamp_ns(self, t_s: float) -> int:
+        return self.start_ns + round((t_s + self.offset_s) * 1e9)
+
+    def now_ns(self) -> int:
+        return self.stamp_ns(self.now_s())
+
+
+def _merge_side_records(backend: Any, recorder: Recorder, clock: Clock, duration_s: float) -> tuple[int, float | None]:
+    """Records a backend produced beside the loop (the HIL plant's rod channels, stamped with the controller's
+    time) go into the run's log on the run's clock, from the rod's mounting (before t = 0: the rod settling on the
+    held arm before the run started) to the run's end. Returns the count and the mounting's run time."""
+    side = getattr(backend, "side_records", None)
+    if side is None:
+        return 0, None
+    zero = getattr(clock, "zero_s", 0.0)
+    n, first = 0, None
+    for channel, controller_t_s, payload in side():
+        t_s = controller_t_s - zero
+        first = t_s if first is None else min(first, t_s)
+        if t_s <= duration_s + 1e-9:
+            if "t_s" in payload:
+                payload = {**payload, "t_s": t_s}
+            recorder.record(channel, clock.stamp_ns(t_s), payload)
+            n += 1
+    return n, first

@@ -1,0 +1,109 @@
+"""HIL: the UR3 emulator in another process (``aiko emulate ur3``) on a loopback address, with the rod plant of the
+same experiment. Another process, because ur_rtde's C++ calls hold the GIL (docs/ur3.md).
+
+The experiment text (with any overrides) is written to the run's work directory and handed to the plant through
+``AIKO_BENCH_EXPERIMENT``; the plant's rod samples come back through ``AIKO_BENCH_PLANT_LOG``. The controller ticks
+at the rod's step rate (``1 / dt_s``), so every tick steps the rod once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from aiko.core.errors import ConfigError, HardwareError
+from aiko.robots.rod_bench.context import BenchContext
+from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, PLANT_LOG_ENV
+
+DEFAULT_HOST = "127.0.0.41"
+PLANT = "aiko.robots.rod_bench.plant:rod_plant"
+REPO = Path(__file__).resolve().parents[3]
+
+
+class EmulatedController:
+    def __init__(self, start_timeout_s: float = 120.0) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.start_timeout_s = start_timeout_s
+        self.controller_rate_hz = 125.0
+        self.plant_log: Path | None = None
+        self.lines: list[str] = []
+        self._reader: threading.Thread | None = None
+
+    def start(self, ctx: BenchContext) -> str:
+        host = ctx.host or DEFAULT_HOST
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ConfigError(f"--backend hil runs the emulator on a loopback address (127.0.0.N), got {host!r}")
+        if ctx.workdir is None:
+            raise ConfigError("the HIL backend needs a work directory for the plant's files")
+        experiment_file = ctx.workdir / "experiment.toml"
+        experiment_file.write_text(ctx.experiment.text)
+        self.plant_log = ctx.workdir / "plant_rod.jsonl"
+        self.controller_rate_hz = min(1000.0, max(10.0, 1.0 / ctx.experiment.scenario.dt_s))
+        env = dict(os.environ, **{EXPERIMENT_ENV: str(experiment_file), PLANT_LOG_ENV: str(self.plant_log)})
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+        cmd = [sys.executable, "-m", "aiko.cli", "emulate", "ur3", "--host", host]
+        cmd += ["--rate-hz", f"{self.controller_rate_hz:g}", "--unlock-delay", "0", "--plant", PLANT]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        first = self.proc.stdout.readline().strip() if self.proc.stdout else ""
+        if not first.startswith("ur3: "):
+            err = self.proc.stderr.read().strip().splitlines() if self.proc.stderr else []
+            self.stop()
+            raise HardwareError(f"the UR3 emulator did not start on {host}: {(err or [first])[-1]}")
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+        return host
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.strip())
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+
+    def side_records(self) -> list[tuple[str, float, dict[str, Any]]]:
+        """The plant's rod channels: (channel, controller time, payload)."""
+        out: list[tuple[str, float, dict[str, Any]]] = []
+        if self.plant_log is None or not self.plant_log.exists():
+            return out
+        for line in self.plant_log.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by the emulator's stop
+            for channel, payload in row["channels"].items():
+                out.append((channel, float(row["controller_time_s"]), payload))
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        counters: dict[str, Any] = {}
+        for line in reversed(self.lines):
+            if line.startswith("{") and '"event"' not in line:
+                try:
+                    counters = json.loads(line)
+                except json.JSONDecodeError:
+                    pass
+                break
+        events = [json.loads(x)["event"] for x in self.lines if x.startswith('{"event"')]
+        return {"controller_rate_hz": self.controller_rate_hz, "emulator": counters, "emulator_events": events[-10:]}

@@ -1,0 +1,63 @@
+"""Where the rod sits on the arm: rod base pose (the simulator's ``alpha``) <-> UR flange pose, and the rod's base
+wrench <-> what the controller reports at the flange.
+
+The simulator's base pose ``alpha`` is ``[rotation vector; position]`` in the rod's world frame (table plane
+z = 0); UR poses are ``[x, y, z, rx, ry, rz]`` (position, then rotation vector) in the arm's base frame (UR's
+"pose" convention, ur_rtde's getActualTCPPose). Rotations use scipy's ``Rotation``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from aiko.robots.rod_bench.settings import UR3Settings
+
+
+@dataclass(frozen=True)
+class Mount:
+    """The rigid transforms of :class:`~aiko.robots.rod_bench.settings.UR3Settings`: world in UR base, rod base
+    in flange (rotation only; the rod's base point is the flange origin)."""
+
+    world_position_m: np.ndarray
+    world_rotation: Rotation
+    rod_in_flange: Rotation
+
+    @classmethod
+    def from_settings(cls, settings: UR3Settings) -> Mount:
+        return cls(
+            np.asarray(settings.bench_frame_position_m, dtype=float),
+            Rotation.from_rotvec(np.radians(settings.bench_frame_rotation_deg)),
+            Rotation.from_rotvec(np.radians(settings.mount_rotation_deg)),
+        )
+
+    def flange_pose(self, alpha: Sequence[float]) -> np.ndarray:
+        """UR flange pose ``[x, y, z, rx, ry, rz]`` that puts the rod's base at ``alpha`` (world frame)."""
+        a = np.asarray(alpha, dtype=float)
+        position = self.world_position_m + self.world_rotation.apply(a[3:6])
+        rotation = self.world_rotation * Rotation.from_rotvec(a[0:3]) * self.rod_in_flange.inv()
+        return np.concatenate([position, rotation.as_rotvec()])
+
+    def alpha(self, flange_pose: Sequence[float]) -> np.ndarray:
+        """The rod's base pose ``[rotation vector; position]`` (world frame) of a UR flange pose."""
+        p = np.asarray(flange_pose, dtype=float)
+        inv = self.world_rotation.inv()
+        position = inv.apply(p[0:3] - self.world_position_m)
+        rotation = inv * Rotation.from_rotvec(p[3:6]) * self.rod_in_flange
+        return np.concatenate([rotation.as_rotvec(), position])
+
+    def flange_wrench(self, base_wrench: Sequence[float]) -> np.ndarray:
+        """What a force sensor at the flange reads, UR order ``[Fx, Fy, Fz, Tx, Ty, Tz]`` in the UR base frame, from
+        the simulator's base wrench (``[moment about the base point; force]``, world frame, applied by the base
+        on the rod): its negative, rotated into the UR base frame."""
+        w = np.asarray(base_wrench, dtype=float)
+        return np.concatenate([-self.world_rotation.apply(w[3:6]), -self.world_rotation.apply(w[0:3])])
+
+    def base_wrench(self, flange_wrench: Sequence[float]) -> np.ndarray:
+        """Inverse of :meth:`flange_wrench`: the simulator's base wrench (world frame) from a flange reading."""
+        f = np.asarray(flange_wrench, dtype=float)
+        inv = self.world_rotation.inv()
+        return np.concatenate([-inv.apply(f[3:6]), -inv.apply(f[0:3])])

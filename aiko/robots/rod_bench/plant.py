@@ -1,0 +1,118 @@
+"""The Cosserat rod as the UR3 emulator's plant (``aiko emulate ur3 --plant aiko.robots.rod_bench.plant:rod_plant``).
+
+The emulator calls the hook once per controller tick with the flange pose (see
+:data:`aiko.devices.ur.arm_sim.PlantHook`). The flange pose drives the rod's clamped base (through the
+experiment's ``[ur3]`` mount), the rod steps the experiment's ``dt_s`` up to the tick's time, and the rod's base
+wrench comes back as the force the flange feels (``actual_TCP_force``).
+
+The rod is *mounted* at the first tick whose flange rests (below 0.1 mm/s and 1 mrad/s) at the experiment's initial
+base pose (within 1 mm and 0.01 rad): until the arm has moved there and stopped, the flange carries nothing and the
+hook returns None. (Mounting while the approach still moves would press the tip onto the table, and with friction
+the rod then settles into another equilibrium than the simulator's initial state leads to.) From then on the
+rod's time is the controller's time since mounting.
+
+Configuration comes from the environment, since the emulator calls the factory with no arguments:
+``AIKO_BENCH_EXPERIMENT`` (the experiment file, required) and ``AIKO_BENCH_PLANT_LOG`` (optional: a JSON-lines file
+receiving the rod's channels at the experiment's log rate, each with the controller time, which the bench merges
+into its log — the stand-in for the camera and the strain observer until those devices exist).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from aiko.core.errors import AikoError, ConfigError
+from aiko.robots.rod_bench.bench_experiment import BenchExperiment, load_bench_experiment
+from aiko.robots.rod_bench.mount import Mount
+from aiko.robots.rod_bench.rod_samples import rod_payloads
+from aiko.robots.rod_bench.rod_stepper import RodStepper
+from sim.cosserat import step
+
+log = logging.getLogger(__name__)
+
+EXPERIMENT_ENV = "AIKO_BENCH_EXPERIMENT"
+PLANT_LOG_ENV = "AIKO_BENCH_PLANT_LOG"
+MOUNT_TOLERANCE_M = 1e-3
+MOUNT_TOLERANCE_RAD = 1e-2
+MOUNT_SPEED_M_S = 1e-4
+MOUNT_SPEED_RAD_S = 1e-3
+
+
+class RodPlant:
+    """``hook(t_s, flange_pose, flange_speed) -> flange wrench | None``: the rod on the flange."""
+
+    def __init__(self, experiment: BenchExperiment, side_log: IO[str] | None = None) -> None:
+        self.experiment = experiment
+        self.mount = Mount.from_settings(experiment.ur3)
+        scenario = experiment.scenario
+        every = max(1, int(round(1.0 / (experiment.log_rate_hz * scenario.dt_s))))
+        self.rod = RodStepper(scenario, self._record, every)
+        self.start_alpha = scenario.initial_state.q[0:6].copy()
+        self.side_log = side_log
+        self.mounted_at_s: float | None = None
+        self.failed: str | None = None
+        self._wrench: list[float] | None = None
+
+    def _record(self, rod: RodStepper) -> None:
+        if self.side_log is None or self.mounted_at_s is None:
+            return
+        line = {
+            "controller_time_s": self.mounted_at_s + rod.state.t_s,
+            "channels": rod_payloads(rod.model, rod.state, rod.info),
+        }
+        self.side_log.write(json.dumps(line) + "\n")
+        self.side_log.flush()
+
+    def _at_start(self, alpha: np.ndarray, flange_speed: np.ndarray) -> bool:
+        speed = np.asarray(flange_speed, dtype=float)
+        if np.linalg.norm(speed[0:3]) > MOUNT_SPEED_M_S or np.linalg.norm(speed[3:6]) > MOUNT_SPEED_RAD_S:
+            return False
+        rot_err = float(np.linalg.norm(alpha[0:3] - self.start_alpha[0:3]))
+        pos_err = float(np.linalg.norm(alpha[3:6] - self.start_alpha[3:6]))
+        return pos_err <= MOUNT_TOLERANCE_M and rot_err <= MOUNT_TOLERANCE_RAD
+
+    def __call__(self, t_s: float, flange_pose: np.ndarray, flange_speed: np.ndarray) -> list[float] | None:
+        alpha = self.mount.alpha(flange_pose)
+        if self.mounted_at_s is None:
+            if not self._at_start(alpha, flange_speed):
+                return None
+            self.mounted_at_s = float(t_s)
+            self.rod.emit()
+        if self.failed is not None:
+            return self._wrench  # the rod stopped converging: hold its last wrench (the event was logged once)
+        rod_t = float(t_s) - self.mounted_at_s
+        self.rod.add_waypoint(rod_t, alpha)
+        try:
+            self.rod.advance_to(rod_t)
+        except AikoError as exc:
+            self.failed = str(exc)
+            log.error("%s", exc)
+            print(json.dumps({"event": f"rod plant stopped: {exc}"}), flush=True)
+            return self._wrench
+        if self.rod.info is not None:
+            self._wrench = self.mount.flange_wrench(self.rod.info.base_wrench).tolist()
+        return self._wrench
+
+
+def warm_up(experiment: BenchExperiment) -> None:
+    """One step on a copy: the numba kernels compile here, not inside the first controller tick."""
+    s = experiment.scenario
+    step(s.model, s.initial_state.copy(), s.dt_s, s.newton, s.initial_state.q[0:6].copy(), s.max_halvings)
+
+
+def rod_plant() -> RodPlant:
+    """The factory ``aiko emulate ur3 --plant aiko.robots.rod_bench.plant:rod_plant`` calls (see the module doc)."""
+    path = os.environ.get(EXPERIMENT_ENV)
+    if not path:
+        raise ConfigError(f"the rod plant needs {EXPERIMENT_ENV}=EXPERIMENT.toml in the environment")
+    experiment = load_bench_experiment(path)
+    warm_up(experiment)
+    log_path = os.environ.get(PLANT_LOG_ENV)
+    side_log = Path(log_path).open("w") if log_path else None  # noqa: SIM115 - lives as long as the emulator
+    return RodPlant(experiment, side_log)
