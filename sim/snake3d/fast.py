@@ -15,8 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from sim.snake3d.constraints import project_joint_constraints
-from sim.snake3d.rotations import quat_rate, quat_to_matrix
+from sim.snake3d.constraints import _matrix_into, project_joint_constraints
 
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
@@ -29,32 +28,14 @@ STATUS_NOT_FINITE = 2
 
 
 @njit(cache=True)
-def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-@njit(cache=True)
-def _matvec(A, x):
-    """A x for a 3×3 A (explicit: numba sends every @ to BLAS, whose call overhead dominates at this size)."""
-    return np.array(
-        [
-            A[0, 0] * x[0] + A[0, 1] * x[1] + A[0, 2] * x[2],
-            A[1, 0] * x[0] + A[1, 1] * x[1] + A[1, 2] * x[2],
-            A[2, 0] * x[0] + A[2, 1] * x[1] + A[2, 2] * x[2],
-        ]
-    )
-
-
-@njit(cache=True)
-def _matTvec(A, x):
-    """Aᵀ x for a 3×3 A."""
-    return np.array(
-        [
-            A[0, 0] * x[0] + A[1, 0] * x[1] + A[2, 0] * x[2],
-            A[0, 1] * x[0] + A[1, 1] * x[1] + A[2, 1] * x[2],
-            A[0, 2] * x[0] + A[1, 2] * x[1] + A[2, 2] * x[2],
-        ]
-    )
+def _quat_rate_into(p, omega_body, out):
+    """rotations.quat_rate written into ``out`` (same formulas, no allocation)."""
+    w, x, y, z = p[0], p[1], p[2], p[3]
+    ox, oy, oz = omega_body[0], omega_body[1], omega_body[2]
+    out[0] = 0.5 * (-x * ox - y * oy - z * oz)
+    out[1] = 0.5 * (w * ox + y * oz - z * oy)
+    out[2] = 0.5 * (w * oy + z * ox - x * oz)
+    out[3] = 0.5 * (w * oz + x * oy - y * ox)
 
 
 @njit(cache=True)
@@ -75,12 +56,11 @@ def _prox_ellipse(y0, y1, ax, ay):
 
 
 @njit(cache=True)
-def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol, inner, out):
-    """Numba twin of reference.solve_contact (same operations in the same order)."""
+def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol, inner, out, before, gamma):
+    """Numba twin of reference.solve_contact (same operations in the same order); ``before`` and ``gamma`` are
+    4-element work arrays (allocating them here cost as much as the update itself)."""
     for k in range(4):
         out[k] = P0[k]
-    before = np.empty(4)
-    gamma = np.empty(4)
     for _ in range(inner):
         for k in range(4):
             before[k] = out[k]
@@ -112,16 +92,30 @@ def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol,
 
 
 @njit(cache=True)
+def _gamma(Y, width, zhat, out):
+    """out[d] = Σ_c Y[c, d] ẑ[c] for the 4 directions of a contact (4 independent sums, each in coordinate order)."""
+    g0 = 0.0
+    g1 = 0.0
+    g2 = 0.0
+    g3 = 0.0
+    for c in range(width):
+        z = zhat[c]
+        g0 += Y[c, 0] * z
+        g1 += Y[c, 1] * z
+        g2 += Y[c, 2] * z
+        g3 += Y[c, 3] * z
+    out[0] = g0
+    out[1] = g1
+    out[2] = g2
+    out[3] = g3
+
+
+@njit(cache=True)
 def _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0):
     """Violation of the contact laws (eq. 87–89) in m/s: max over contacts of ‖P − prox(P − rγ)‖ / r."""
     residual = 0.0
     for k in range(m):
-        wk = widths[k]
-        for d in range(4):
-            s = 0.0
-            for c in range(wk):
-                s += Yh[k, d, c] * zhat[c]
-            gamma0[d] = s
+        _gamma(Yh[k], widths[k], zhat, gamma0)
         pn = max(0.0, P[k, 0] - rpar[k, 0] * gamma0[0])
         res = abs(pn - P[k, 0]) / rpar[k, 0]
         t1, t2 = _prox_ellipse(
@@ -164,8 +158,9 @@ def step(
     posM = np.empty((n, 3))
     quatM = np.empty((n, 4))
     R = np.empty((n, 3, 3))
+    dq = np.empty(4)
     for i in range(n):
-        dq = quat_rate(quat[i], omg[i])
+        _quat_rate_into(quat[i], omg[i], dq)
         s = 0.0
         for k in range(4):
             quatM[i, k] = quat[i, k] + 0.5 * dt * dq[k]
@@ -175,7 +170,7 @@ def step(
             quatM[i, k] /= s
         for k in range(3):
             posM[i, k] = pos[i, k] + 0.5 * dt * vel[i, k]
-        R[i] = quat_to_matrix(quatM[i])
+        _matrix_into(quatM[i], R[i])
 
     # 2. joint torques (PD with the fixed sign + feed-forward), as body torques per link
     torque_body = np.zeros((n, 3))
@@ -186,16 +181,22 @@ def step(
         rel22 = R[j, 0, 2] * R[j + 1, 0, 2] + R[j, 1, 2] * R[j + 1, 1, 2] + R[j, 2, 2] * R[j + 1, 2, 2]
         ah = -math.asin(min(1.0, max(-1.0, rel20)))
         av = math.atan2(rel21, rel22)
-        w_rel = _matvec(R[j + 1], omg[j + 1]) - _matvec(R[j], omg[j])
-        a = R[j, :, 1].copy()
-        b = R[j + 1, :, 0].copy()
-        rate_h = w_rel[0] * a[0] + w_rel[1] * a[1] + w_rel[2] * a[2]
-        rate_v = w_rel[0] * b[0] + w_rel[1] * b[1] + w_rel[2] * b[2]
+        # relative angular velocity R_{j+1} ω_{j+1} − R_j ω_j, then its components on the joint axes a, b
+        rate_h = 0.0
+        rate_v = 0.0
+        for k in range(3):
+            w_next = R[j + 1, k, 0] * omg[j + 1, 0] + R[j + 1, k, 1] * omg[j + 1, 1] + R[j + 1, k, 2] * omg[j + 1, 2]
+            w_rel = w_next - (R[j, k, 0] * omg[j, 0] + R[j, k, 1] * omg[j, 1] + R[j, k, 2] * omg[j, 2])
+            rate_h += w_rel * R[j, k, 1]
+            rate_v += w_rel * R[j + 1, k, 0]
         tau_h = feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah) + gains[1] * (ref_rate[j, 0] - rate_h)
         tau_v = feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av) + gains[3] * (ref_rate[j, 1] - rate_v)
-        T = tau_h * a + tau_v * b
-        torque_body[j] -= _matTvec(R[j], T)
-        torque_body[j + 1] += _matTvec(R[j + 1], T)
+        T0 = tau_h * R[j, 0, 1] + tau_v * R[j + 1, 0, 0]
+        T1 = tau_h * R[j, 1, 1] + tau_v * R[j + 1, 1, 0]
+        T2 = tau_h * R[j, 2, 1] + tau_v * R[j + 1, 2, 0]
+        for k in range(3):
+            torque_body[j, k] -= R[j, 0, k] * T0 + R[j, 1, k] * T1 + R[j, 2, k] * T2
+            torque_body[j + 1, k] += R[j + 1, 0, k] * T0 + R[j + 1, 1, k] * T1 + R[j + 1, 2, k] * T2
 
     # 3. null space of W_Jᵀ: z = [v_1, ω_1 (B_1), (α̇_h, α̇_v) per joint]
     Nv = np.zeros((n, 3, nz))
@@ -211,28 +212,33 @@ def step(
                 Nw[j + 1, k, c] = Nw[j, k, c]
             Nw[j + 1, k, width] = R[j, k, 1]
             Nw[j + 1, k, width + 1] = R[j + 1, k, 0]
-        zi = half_L * R[j, :, 2]
-        zj = half_L * R[j + 1, :, 2]
+        zi0, zi1, zi2 = half_L * R[j, 0, 2], half_L * R[j, 1, 2], half_L * R[j, 2, 2]
+        zj0, zj1, zj2 = half_L * R[j + 1, 0, 2], half_L * R[j + 1, 1, 2], half_L * R[j + 1, 2, 2]
         for c in range(width + 2):
-            w0 = Nw[j, :, c]
-            w1 = Nw[j + 1, :, c]
-            Nv[j + 1, 0, c] = Nv[j, 0, c] + (w0[1] * zi[2] - w0[2] * zi[1]) + (w1[1] * zj[2] - w1[2] * zj[1])
-            Nv[j + 1, 1, c] = Nv[j, 1, c] + (w0[2] * zi[0] - w0[0] * zi[2]) + (w1[2] * zj[0] - w1[0] * zj[2])
-            Nv[j + 1, 2, c] = Nv[j, 2, c] + (w0[0] * zi[1] - w0[1] * zi[0]) + (w1[0] * zj[1] - w1[1] * zj[0])
+            a0, a1, a2 = Nw[j, 0, c], Nw[j, 1, c], Nw[j, 2, c]
+            b0, b1, b2 = Nw[j + 1, 0, c], Nw[j + 1, 1, c], Nw[j + 1, 2, c]
+            Nv[j + 1, 0, c] = Nv[j, 0, c] + (a1 * zi2 - a2 * zi1) + (b1 * zj2 - b2 * zj1)
+            Nv[j + 1, 1, c] = Nv[j, 1, c] + (a2 * zi0 - a0 * zi2) + (b2 * zj0 - b0 * zj2)
+            Nv[j + 1, 2, c] = Nv[j, 2, c] + (a0 * zi1 - a1 * zi0) + (b0 * zj1 - b1 * zj0)
 
     # 4. reduced mass matrix Mr = Nᵀ M N = Jᵀ J and right-hand side Nᵀ (M u_A + Δt (h + τ_C)), via BLAS
     J = np.zeros((6 * n, nz))
     f = np.empty(6 * n)
     sqrt_m = math.sqrt(mass)
     sqrt_theta = np.sqrt(theta)
+    gyro = np.empty(3)
+    tw = np.empty(3)
     for i in range(n):
         width = min(nz, 6 + 2 * i)
-        w = omg[i]
-        Tw = theta * w
-        gyro = -_cross(w, Tw)
+        w0, w1, w2 = omg[i, 0], omg[i, 1], omg[i, 2]
+        t0, t1, t2 = theta[0] * w0, theta[1] * w1, theta[2] * w2
+        gyro[0] = -(w1 * t2 - w2 * t1)
+        gyro[1] = -(w2 * t0 - w0 * t2)
+        gyro[2] = -(w0 * t1 - w1 * t0)
+        tw[0], tw[1], tw[2] = t0, t1, t2
         for k in range(3):
             f[6 * i + k] = (mass * vel[i, k] + dt * mass * grav[k]) / sqrt_m
-            f[6 * i + 3 + k] = (Tw[k] + dt * (gyro[k] + torque_body[i, k])) / sqrt_theta[k]
+            f[6 * i + 3 + k] = (tw[k] + dt * (gyro[k] + torque_body[i, k])) / sqrt_theta[k]
         for c in range(width):
             for k in range(3):
                 J[6 * i + k, c] = sqrt_m * Nv[i, k, c]
@@ -344,41 +350,50 @@ def step(
                 m += 1
 
     # their rows Ŷ = W_aᵀ N U⁻ᵀ, Delassus blocks and prox parameters
-    Yh = np.zeros((m, 4, nz))
+    Yh = np.zeros((m, nz, 4))  # [contact, coordinate, direction]: the 4 directions side by side (SIMD, ILP)
     blocks = np.zeros((m, 4, 4))
     widths = np.empty(m, dtype=np.int64)
     rpar = np.zeros((m, 4))  # r_N, R_T,1, R_T,2, r_V
-    row = np.empty(nz)
+    row = np.zeros((nz, 4))
     for k in range(m):
         i = c_link[k]
         off = c_off[k]
         width = min(nz, 6 + 2 * i)
         widths[k] = width
-        for dim in range(4):
-            for c in range(nz):
-                row[c] = 0.0
-            if dim < 3:
-                d = c_dir[k, dim]
-                rd = _cross(off, d)
-                for c in range(width):
-                    row[c] = (
-                        d[0] * Nv[i, 0, c] + d[1] * Nv[i, 1, c] + d[2] * Nv[i, 2, c]
-                        + rd[0] * Nw[i, 0, c] + rd[1] * Nw[i, 1, c] + rd[2] * Nw[i, 2, c]
-                    )  # fmt: skip
-            elif c_mu[k, 2] > 0.0:  # rolling about the link axis: L_SC (e_x^Π)ᵀ ω_I
-                ex = c_dir[k, 1]
-                for c in range(width):
-                    row[c] = lsc * (ex[0] * Nw[i, 0, c] + ex[1] * Nw[i, 1, c])
-            for r in range(width - 1, -1, -1):
-                s = row[r]
-                for q in range(r + 1, width):
-                    s -= U[r, q] * Yh[k, dim, q]
-                Yh[k, dim, r] = s / U[r, r]
+        for dim in range(3):
+            d0, d1, d2 = c_dir[k, dim, 0], c_dir[k, dim, 1], c_dir[k, dim, 2]
+            rd0 = off[1] * d2 - off[2] * d1
+            rd1 = off[2] * d0 - off[0] * d2
+            rd2 = off[0] * d1 - off[1] * d0
+            for c in range(width):
+                row[c, dim] = (
+                    d0 * Nv[i, 0, c] + d1 * Nv[i, 1, c] + d2 * Nv[i, 2, c]
+                    + rd0 * Nw[i, 0, c] + rd1 * Nw[i, 1, c] + rd2 * Nw[i, 2, c]
+                )  # fmt: skip
+        ex = c_dir[k, 1]
+        rolling = c_mu[k, 2] > 0.0  # rolling about the link axis: L_SC (e_x^Π)ᵀ ω_I
+        for c in range(width):
+            row[c, 3] = lsc * (ex[0] * Nw[i, 0, c] + ex[1] * Nw[i, 1, c]) if rolling else 0.0
+        # back substitution U ŷ = row for the 4 directions at once (independent sums, each in the original order)
+        Y = Yh[k]
+        for r in range(width - 1, -1, -1):
+            s0, s1, s2, s3 = row[r, 0], row[r, 1], row[r, 2], row[r, 3]
+            for q in range(r + 1, width):
+                u = U[r, q]
+                s0 -= u * Y[q, 0]
+                s1 -= u * Y[q, 1]
+                s2 -= u * Y[q, 2]
+                s3 -= u * Y[q, 3]
+            urr = U[r, r]
+            Y[r, 0] = s0 / urr
+            Y[r, 1] = s1 / urr
+            Y[r, 2] = s2 / urr
+            Y[r, 3] = s3 / urr
         for d1 in range(4):
             for d2 in range(4):
                 s = 0.0
                 for c in range(width):
-                    s += Yh[k, d1, c] * Yh[k, d2, c]
+                    s += Y[c, d1] * Y[c, d2]
                 blocks[k, d1, d2] = s
         B = blocks[k]
         mu1 = c_mu[k, 0]
@@ -404,6 +419,9 @@ def step(
     zhat_sweep = np.empty(nz)
     gamma0 = np.empty(4)
     newP = np.empty(4)
+    work_before = np.empty(4)
+    work_gamma = np.empty(4)
+    inner = int(prm[P_INNER])
     change = np.zeros(m)
     scale = 1.0
     sweeps = 0
@@ -421,7 +439,7 @@ def step(
                 for d in range(4):
                     P[k, d] = cache[active[k], d]
                     for c in range(widths[k]):
-                        zhat[c] += Yh[k, d, c] * P[k, d]
+                        zhat[c] += Yh[k, c, d] * P[k, d]
         residual_mid = math.inf
         for sweep in range(maxit):
             sweeps += 1
@@ -432,22 +450,18 @@ def step(
             sq_v = 0.0
             for k in range(m):
                 wk = widths[k]
-                for d in range(4):
-                    s = 0.0
-                    for c in range(wk):
-                        s += Yh[k, d, c] * zhat[c]
-                    gamma0[d] = s
+                _gamma(Yh[k], wk, zhat, gamma0)
                 _solve_contact(
                     gamma0, blocks[k], P[k], rpar[k, 0], rpar[k, 1], rpar[k, 2], rpar[k, 3], scale, c_mu[k, 0],
                     c_mu[k, 1], c_mu[k, 2],
-                    tol, int(prm[P_INNER]), newP,
+                    tol, inner, newP, work_before, work_gamma,
                 )  # fmt: skip
                 ch = 0.0
                 for d in range(4):
                     delta = newP[d] - P[k, d]
                     if delta != 0.0:
                         for c in range(wk):
-                            zhat[c] += Yh[k, d, c] * delta
+                            zhat[c] += Yh[k, c, d] * delta
                     ch += delta * delta
                     P[k, d] = newP[d]
                     if d == 0:
@@ -496,8 +510,8 @@ def step(
         for q in range(r):
             s -= U[q, r] * z[q]
         z[r] = s / U[r, r]
+    wI = np.empty(3)
     for i in range(n):
-        wI = np.zeros(3)
         width = min(nz, 6 + 2 * i)
         for k in range(3):
             sv = 0.0
@@ -507,8 +521,9 @@ def step(
                 sw += Nw[i, k, c] * z[c]
             vel[i, k] = sv
             wI[k] = sw
-        omg[i] = _matTvec(R[i], wI)
-        dq = quat_rate(quatM[i], omg[i])
+        for k in range(3):
+            omg[i, k] = R[i, 0, k] * wI[0] + R[i, 1, k] * wI[1] + R[i, 2, k] * wI[2]
+        _quat_rate_into(quatM[i], omg[i], dq)
         for k in range(4):
             quat[i, k] = quatM[i, k] + 0.5 * dt * dq[k]
         for k in range(3):
