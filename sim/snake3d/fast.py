@@ -132,6 +132,145 @@ def _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0):
 
 
 @njit(cache=True)
+def reduced_system_dense(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, Mr, rhs):
+    """Mr = Jᵀ J and rhs = Jᵀ f with J = M^½ N as a dense product (BLAS): the plain form of :func:`reduced_system`,
+    O(n³); kept for the tests, which check the two agree."""
+    n = R.shape[0]
+    nz = Mr.shape[0]
+    J = np.zeros((6 * n, nz))
+    f = np.empty(6 * n)
+    sqrt_m = math.sqrt(mass)
+    sqrt_theta = np.sqrt(theta)
+    gyro = np.empty(3)
+    tw = np.empty(3)
+    for i in range(n):
+        width = min(nz, 6 + 2 * i)
+        w0, w1, w2 = omg[i, 0], omg[i, 1], omg[i, 2]
+        t0, t1, t2 = theta[0] * w0, theta[1] * w1, theta[2] * w2
+        gyro[0] = -(w1 * t2 - w2 * t1)
+        gyro[1] = -(w2 * t0 - w0 * t2)
+        gyro[2] = -(w0 * t1 - w1 * t0)
+        tw[0], tw[1], tw[2] = t0, t1, t2
+        for k in range(3):
+            f[6 * i + k] = (mass * vel[i, k] + dt * mass * grav[k]) / sqrt_m
+            f[6 * i + 3 + k] = (tw[k] + dt * (gyro[k] + torque_body[i, k])) / sqrt_theta[k]
+        for c in range(width):
+            for k in range(3):
+                J[6 * i + k, c] = sqrt_m * Nv[i, k, c]
+                # body-frame angular velocity row k: (R_iᵀ Nw)_k
+                J[6 * i + 3 + k, c] = sqrt_theta[k] * (
+                    R[i, 0, k] * Nw[i, 0, c] + R[i, 1, k] * Nw[i, 1, c] + R[i, 2, k] * Nw[i, 2, c]
+                )
+    Jt = np.ascontiguousarray(J.T)
+    Mr[:, :] = Jt @ J
+    rhs[:] = Jt @ f
+
+
+@njit(cache=True)
+def reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, Mr, rhs):
+    """Mr = Nᵀ M N and rhs = Nᵀ (M u_A + Δt (h + τ_C)) in O(n²) by composite rigid bodies (Featherstone's CRBA).
+
+    Coordinate c enters the chain at link k(c) (k = 0 for link 1's twist, k = j + 1 for joint j's two rates) and
+    moves links k.. n−1 rigidly with the twist (ω_c, v_c at the point o_k), o_k = p_k − h_k the rear end of link k
+    (h_k = L/2 e_z of link k). With the links k.. n−1 lumped about o_k (mass m_S, first moment h_S, inertia K_S, a
+    backward recursion), Mr[c', c] = v_c'(o_k)·(m_S v_c + ω_c × h_S) + ω_c'·(K_S ω_c + h_S × v_c) for c' ≤ c.
+    The dense product Jᵀ J (:func:`reduced_system_dense`) costs 6n·nz² multiply-adds (45 000 for n = 11), this
+    ~2 000; every shift in the recursion is by one link length, so nothing large cancels."""
+    n = R.shape[0]
+    nz = Mr.shape[0]
+    # composite bodies about o_k, from the tail: m_S (scalar), h_S = Σ m (p_i − o_k), K_S = Σ I_i + m [p_i − o_k]ᵀ[...]
+    mS = np.empty(n)
+    hS = np.empty((n, 3))
+    KS = np.empty((n, 3, 3))
+    hk = np.empty((n, 3))
+    for k in range(n):
+        for a in range(3):
+            hk[k, a] = half_L * R[k, a, 2]
+    for k in range(n - 1, -1, -1):
+        # link k alone about its rear end: offset h_k; world inertia R Θ Rᵀ + m (|h|² E − h hᵀ)
+        h0, h1, h2 = hk[k, 0], hk[k, 1], hk[k, 2]
+        hh = h0 * h0 + h1 * h1 + h2 * h2
+        for a in range(3):
+            for b in range(3):
+                KS[k, a, b] = (
+                    R[k, a, 0] * theta[0] * R[k, b, 0] + R[k, a, 1] * theta[1] * R[k, b, 1]
+                    + R[k, a, 2] * theta[2] * R[k, b, 2] - mass * hk[k, a] * hk[k, b]
+                )  # fmt: skip
+            KS[k, a, a] += mass * hh
+            hS[k, a] = mass * hk[k, a]
+        mS[k] = mass
+        if k + 1 < n:
+            # links k+1.. about o_{k+1} = o_k + d, d = 2 h_k: shift by d and add
+            d0, d1, d2 = 2.0 * h0, 2.0 * h1, 2.0 * h2
+            dd = d0 * d0 + d1 * d1 + d2 * d2
+            g0, g1, g2 = hS[k + 1, 0], hS[k + 1, 1], hS[k + 1, 2]
+            ms = mS[k + 1]
+            gd = g0 * d0 + g1 * d1 + g2 * d2
+            d = (d0, d1, d2)
+            g = (g0, g1, g2)
+            for a in range(3):
+                for b in range(3):
+                    KS[k, a, b] += KS[k + 1, a, b] - g[a] * d[b] - d[a] * g[b] - ms * d[a] * d[b]
+                KS[k, a, a] += 2.0 * gd + ms * dd
+                hS[k, a] += g[a] + ms * d[a]
+            mS[k] += ms
+    # the velocity of o_k under each coordinate c < width_k: V = Nv_k − Nw_k × h_k (zero for the joint's own rates)
+    V = np.empty((3, nz))
+    f = np.empty(3)
+    t = np.empty(3)
+    for k in range(n):
+        width = min(nz, 6 + 2 * k)
+        first = 0 if k == 0 else width - 2
+        h0, h1, h2 = hk[k, 0], hk[k, 1], hk[k, 2]
+        for c in range(width):
+            w0, w1, w2 = Nw[k, 0, c], Nw[k, 1, c], Nw[k, 2, c]
+            V[0, c] = Nv[k, 0, c] - (w1 * h2 - w2 * h1)
+            V[1, c] = Nv[k, 1, c] - (w2 * h0 - w0 * h2)
+            V[2, c] = Nv[k, 2, c] - (w0 * h1 - w1 * h0)
+        ms = mS[k]
+        g0, g1, g2 = hS[k, 0], hS[k, 1], hS[k, 2]
+        for c in range(first, width):
+            v0, v1, v2 = V[0, c], V[1, c], V[2, c]
+            w0, w1, w2 = Nw[k, 0, c], Nw[k, 1, c], Nw[k, 2, c]
+            f[0] = ms * v0 + (w1 * g2 - w2 * g1)
+            f[1] = ms * v1 + (w2 * g0 - w0 * g2)
+            f[2] = ms * v2 + (w0 * g1 - w1 * g0)
+            for a in range(3):
+                t[a] = KS[k, a, 0] * w0 + KS[k, a, 1] * w1 + KS[k, a, 2] * w2
+            t[0] += g1 * v2 - g2 * v1
+            t[1] += g2 * v0 - g0 * v2
+            t[2] += g0 * v1 - g1 * v0
+            for c1 in range(c + 1):
+                value = (
+                    V[0, c1] * f[0] + V[1, c1] * f[1] + V[2, c1] * f[2]
+                    + Nw[k, 0, c1] * t[0] + Nw[k, 1, c1] * t[1] + Nw[k, 2, c1] * t[2]
+                )  # fmt: skip
+                Mr[c, c1] = value
+                Mr[c1, c] = value
+    # rhs[c] = Σ_{i ≥ k(c)} Nv_i[:, c]·(m v_i + Δt m g) + Nw_i[:, c]·R_i (Θ ω_i + Δt (gyro + τ_i))
+    for c in range(nz):
+        rhs[c] = 0.0
+    for i in range(n):
+        width = min(nz, 6 + 2 * i)
+        w0, w1, w2 = omg[i, 0], omg[i, 1], omg[i, 2]
+        t0, t1, t2 = theta[0] * w0, theta[1] * w1, theta[2] * w2
+        b0 = t0 + dt * (-(w1 * t2 - w2 * t1) + torque_body[i, 0])
+        b1 = t1 + dt * (-(w2 * t0 - w0 * t2) + torque_body[i, 1])
+        b2 = t2 + dt * (-(w0 * t1 - w1 * t0) + torque_body[i, 2])
+        F0 = mass * vel[i, 0] + dt * mass * grav[0]
+        F1 = mass * vel[i, 1] + dt * mass * grav[1]
+        F2 = mass * vel[i, 2] + dt * mass * grav[2]
+        T0 = R[i, 0, 0] * b0 + R[i, 0, 1] * b1 + R[i, 0, 2] * b2
+        T1 = R[i, 1, 0] * b0 + R[i, 1, 1] * b1 + R[i, 1, 2] * b2
+        T2 = R[i, 2, 0] * b0 + R[i, 2, 1] * b1 + R[i, 2, 2] * b2
+        for c in range(width):
+            rhs[c] += (
+                Nv[i, 0, c] * F0 + Nv[i, 1, c] * F1 + Nv[i, 2, c] * F2
+                + Nw[i, 0, c] * T0 + Nw[i, 1, c] * T1 + Nw[i, 2, c] * T2
+            )  # fmt: skip
+
+
+@njit(cache=True)
 def step(
     pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses, out_stats,
     diagnostics,
@@ -221,34 +360,10 @@ def step(
             Nv[j + 1, 1, c] = Nv[j, 1, c] + (a2 * zi0 - a0 * zi2) + (b2 * zj0 - b0 * zj2)
             Nv[j + 1, 2, c] = Nv[j, 2, c] + (a0 * zi1 - a1 * zi0) + (b0 * zj1 - b1 * zj0)
 
-    # 4. reduced mass matrix Mr = Nᵀ M N = Jᵀ J and right-hand side Nᵀ (M u_A + Δt (h + τ_C)), via BLAS
-    J = np.zeros((6 * n, nz))
-    f = np.empty(6 * n)
-    sqrt_m = math.sqrt(mass)
-    sqrt_theta = np.sqrt(theta)
-    gyro = np.empty(3)
-    tw = np.empty(3)
-    for i in range(n):
-        width = min(nz, 6 + 2 * i)
-        w0, w1, w2 = omg[i, 0], omg[i, 1], omg[i, 2]
-        t0, t1, t2 = theta[0] * w0, theta[1] * w1, theta[2] * w2
-        gyro[0] = -(w1 * t2 - w2 * t1)
-        gyro[1] = -(w2 * t0 - w0 * t2)
-        gyro[2] = -(w0 * t1 - w1 * t0)
-        tw[0], tw[1], tw[2] = t0, t1, t2
-        for k in range(3):
-            f[6 * i + k] = (mass * vel[i, k] + dt * mass * grav[k]) / sqrt_m
-            f[6 * i + 3 + k] = (tw[k] + dt * (gyro[k] + torque_body[i, k])) / sqrt_theta[k]
-        for c in range(width):
-            for k in range(3):
-                J[6 * i + k, c] = sqrt_m * Nv[i, k, c]
-                # body-frame angular velocity row k: (R_iᵀ Nw)_k
-                J[6 * i + 3 + k, c] = sqrt_theta[k] * (
-                    R[i, 0, k] * Nw[i, 0, c] + R[i, 1, k] * Nw[i, 1, c] + R[i, 2, k] * Nw[i, 2, c]
-                )
-    Jt = np.ascontiguousarray(J.T)
-    Mr = Jt @ J
-    rhs = Jt @ f
+    # 4. reduced mass matrix Mr = Nᵀ M N and right-hand side Nᵀ (M u_A + Δt (h + τ_C)) by composite inertias
+    Mr = np.empty((nz, nz))
+    rhs = np.empty(nz)
+    reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, Mr, rhs)
     # Mr = U Uᵀ with U upper triangular (Cholesky run from the last coordinate up). Link i only moves with the first
     # 6 + 2i coordinates, and with this factor its contact rows Ŷ = W_aᵀ N U⁻ᵀ keep that sparsity (hand-written:
     # LAPACK has no such ordering, and the 26×26 factor is cheaper inline than a library call).
