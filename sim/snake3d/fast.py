@@ -367,20 +367,25 @@ def step(
     # Mr = U Uᵀ with U upper triangular (Cholesky run from the last coordinate up). Link i only moves with the first
     # 6 + 2i coordinates, and with this factor its contact rows Ŷ = W_aᵀ N U⁻ᵀ keep that sparsity (hand-written:
     # LAPACK has no such ordering, and the 26×26 factor is cheaper inline than a library call).
+    # Right-looking form: each column's outer product is subtracted from the lower triangle still to be factored;
+    # that inner loop is an axpy, which the compiler vectorises (a left-looking dot product is a serial sum, as
+    # numba keeps IEEE order). Mr is overwritten.
     U = np.zeros((nz, nz))
+    col = np.empty(nz)
     for c in range(nz - 1, -1, -1):
         s = Mr[c, c]
-        for k in range(c + 1, nz):
-            s -= U[c, k] * U[c, k]
         if not s > 0.0:
             out_stats[0] = 0
             return STATUS_NOT_FINITE
-        U[c, c] = math.sqrt(s)
-        for r in range(c - 1, -1, -1):
-            s = Mr[c, r]
-            for k in range(c + 1, nz):
-                s -= U[r, k] * U[c, k]
-            U[r, c] = s / U[c, c]
+        ucc = math.sqrt(s)
+        U[c, c] = ucc
+        for r in range(c):
+            col[r] = Mr[c, r] / ucc
+            U[r, c] = col[r]
+        for r in range(c):
+            ur = col[r]
+            for q in range(r + 1):
+                Mr[r, q] -= ur * col[q]
     zhat_free = np.empty(nz)
     for r in range(nz - 1, -1, -1):
         s = rhs[r]
