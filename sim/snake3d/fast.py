@@ -20,6 +20,7 @@ from sim.snake3d.constraints import _matrix_into, project_joint_constraints
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
 P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO, P_RTOL, P_HALVINGS, P_CONTRACTING = range(14, 26)
+P_PDIMPLICIT = 26
 INNER_TOLERANCE_FACTOR = 1e-2
 
 STATUS_OK = 0
@@ -313,6 +314,8 @@ def step(
 
     # 2. joint torques (PD with the fixed sign + feed-forward), as body torques per link
     torque_body = np.zeros((n, 3))
+    pd_implicit = prm[P_PDIMPLICIT] > 0.5
+    joint_damping = np.zeros((nj, 2))
     for j in range(nj):
         # (R_jᵀ R_{j+1}) entries [2,0], [2,1], [2,2]: row 2 of R_jᵀ is column 2 of R_j
         rel20 = R[j, 0, 2] * R[j + 1, 0, 0] + R[j, 1, 2] * R[j + 1, 1, 0] + R[j, 2, 2] * R[j + 1, 2, 0]
@@ -328,8 +331,22 @@ def step(
             w_rel = w_next - (R[j, k, 0] * omg[j, 0] + R[j, k, 1] * omg[j, 1] + R[j, k, 2] * omg[j, 2])
             rate_h += w_rel * R[j, k, 1]
             rate_v += w_rel * R[j + 1, k, 0]
-        tau_h = feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah) + gains[1] * (ref_rate[j, 0] - rate_h)
-        tau_v = feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av) + gains[3] * (ref_rate[j, 1] - rate_v)
+        if pd_implicit:
+            # trapezoidal (Crank–Nicolson) PD: α ≈ α_M + Δt/4 (α̇_E − α̇_A), α̇ ≈ (α̇_A + α̇_E)/2; the α̇_E parts go
+            # into the reduced mass matrix below (joint_damping), the rest is this explicit torque
+            tau_h = (
+                feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah + 0.25 * dt * rate_h)
+                + gains[1] * (ref_rate[j, 0] - 0.5 * rate_h)
+            )  # fmt: skip
+            tau_v = (
+                feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av + 0.25 * dt * rate_v)
+                + gains[3] * (ref_rate[j, 1] - 0.5 * rate_v)
+            )  # fmt: skip
+            joint_damping[j, 0] = dt * (0.25 * dt * gains[0] + 0.5 * gains[1])
+            joint_damping[j, 1] = dt * (0.25 * dt * gains[2] + 0.5 * gains[3])
+        else:
+            tau_h = feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah) + gains[1] * (ref_rate[j, 0] - rate_h)
+            tau_v = feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av) + gains[3] * (ref_rate[j, 1] - rate_v)
         T0 = tau_h * R[j, 0, 1] + tau_v * R[j + 1, 0, 0]
         T1 = tau_h * R[j, 1, 1] + tau_v * R[j + 1, 1, 0]
         T2 = tau_h * R[j, 2, 1] + tau_v * R[j + 1, 2, 0]
@@ -364,6 +381,18 @@ def step(
     Mr = np.empty((nz, nz))
     rhs = np.empty(nz)
     reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, Mr, rhs)
+    if pd_implicit:
+        # coordinates h = 6 + 2j and v = h + 1 turn link j+1 about a = e_y^{B_j} and b = e_x^{B_{j+1}}; the joint
+        # rates are the projections α̇_h = ω_rel·a = z_h + (a·b) z_v, α̇_v = (a·b) z_h + z_v (a·b = g_Jφ, zero
+        # up to the midpoint's drift), so each axis adds c (1, a·b)ᵀ(1, a·b) to the joint's 2×2 block
+        for j in range(nj):
+            ab = R[j, 0, 1] * R[j + 1, 0, 0] + R[j, 1, 1] * R[j + 1, 1, 0] + R[j, 2, 1] * R[j + 1, 2, 0]
+            ch, cv = joint_damping[j, 0], joint_damping[j, 1]
+            h, v = 6 + 2 * j, 7 + 2 * j
+            Mr[h, h] += ch + cv * ab * ab
+            Mr[v, v] += cv + ch * ab * ab
+            Mr[h, v] += (ch + cv) * ab
+            Mr[v, h] += (ch + cv) * ab
     # Mr = U Uᵀ with U upper triangular (Cholesky run from the last coordinate up). Link i only moves with the first
     # 6 + 2i coordinates, and with this factor its contact rows Ŷ = W_aᵀ N U⁻ᵀ keep that sparsity (hand-written:
     # LAPACK has no such ordering, and the 26×26 factor is cheaper inline than a library call).
