@@ -288,17 +288,90 @@ def step(
     lsc = prm[P_LSC]
     lgs = prm[P_LGS]
     mass = prm[P_M]
-    theta = np.array([prm[P_TH1], prm[P_TH1], prm[P_TH3]])
-    grav = np.array([prm[P_GX], prm[P_GY], prm[P_GZ]])
     mux, muy, muv = prm[P_MUX], prm[P_MUY], prm[P_MUV]
     dt = prm[P_DT]
     tol = prm[P_TOL]
+    n_obs = obstacles.shape[0]
+    n_all = 2 * n + n * n_obs
+
+    # Every work array of the step is a view into one float and one int buffer: ~40 separate small allocations
+    # cost ~1.5 µs, a sixth of a sidewinding step. Only what is accumulated into is zeroed (see each array's use:
+    # the rest is written before it is read, within the widths that are read).
+    fbuf = np.empty(19 * n + 13 + 2 * nj + 6 * n * nz + 2 * nz * nz + 10 * nz + (40 + 4 * nz) * n_all + 16)
+    ibuf = np.empty(3 * n_all, dtype=np.int64)
+    o = 0
+    posM = fbuf[o : o + 3 * n].reshape((n, 3))
+    o += 3 * n
+    quatM = fbuf[o : o + 4 * n].reshape((n, 4))
+    o += 4 * n
+    R = fbuf[o : o + 9 * n].reshape((n, 3, 3))
+    o += 9 * n
+    torque_body = fbuf[o : o + 3 * n].reshape((n, 3))
+    o += 3 * n
+    wI = fbuf[o : o + 3]
+    o += 3
+    dq = fbuf[o : o + 4]
+    o += 4
+    theta = fbuf[o : o + 3]
+    o += 3
+    grav = fbuf[o : o + 3]
+    o += 3
+    joint_damping = fbuf[o : o + 2 * nj].reshape((nj, 2))
+    o += 2 * nj
+    Nv = fbuf[o : o + 3 * n * nz].reshape((n, 3, nz))
+    o += 3 * n * nz
+    Nw = fbuf[o : o + 3 * n * nz].reshape((n, 3, nz))  # angular velocity in I
+    o += 3 * n * nz
+    Mr = fbuf[o : o + nz * nz].reshape((nz, nz))
+    o += nz * nz
+    U = fbuf[o : o + nz * nz].reshape((nz, nz))  # upper triangle only: every entry of it is written before use
+    o += nz * nz
+    rhs = fbuf[o : o + nz]
+    o += nz
+    col = fbuf[o : o + nz]
+    o += nz
+    zhat_free = fbuf[o : o + nz]
+    o += nz
+    zhat = fbuf[o : o + nz]
+    o += nz
+    zhat_sweep = fbuf[o : o + nz]
+    o += nz
+    z = fbuf[o : o + nz]
+    o += nz
+    row = fbuf[o : o + 4 * nz].reshape((nz, 4))
+    o += 4 * nz
+    c_off = fbuf[o : o + 3 * n_all].reshape((n_all, 3))
+    o += 3 * n_all
+    c_dir = fbuf[o : o + 9 * n_all].reshape((n_all, 3, 3))
+    o += 9 * n_all
+    c_mu = fbuf[o : o + 3 * n_all].reshape((n_all, 3))
+    o += 3 * n_all
+    Yh_all = fbuf[o : o + 4 * nz * n_all].reshape((n_all, nz, 4))  # rows: only c < width of the contact is read
+    o += 4 * nz * n_all
+    blocks_all = fbuf[o : o + 16 * n_all].reshape((n_all, 4, 4))
+    o += 16 * n_all
+    rpar_all = fbuf[o : o + 4 * n_all].reshape((n_all, 4))  # r_N, R_T,1, R_T,2, r_V
+    o += 4 * n_all
+    P_all = fbuf[o : o + 4 * n_all].reshape((n_all, 4))
+    o += 4 * n_all
+    change_all = fbuf[o : o + n_all]
+    o += n_all
+    gamma0 = fbuf[o : o + 4]
+    newP = fbuf[o + 4 : o + 8]
+    work_before = fbuf[o + 8 : o + 12]
+    work_gamma = fbuf[o + 12 : o + 16]
+    o += 16
+    active = ibuf[0:n_all]
+    c_link = ibuf[n_all : 2 * n_all]
+    widths_all = ibuf[2 * n_all : 3 * n_all]
+    theta[0] = prm[P_TH1]
+    theta[1] = prm[P_TH1]
+    theta[2] = prm[P_TH3]
+    grav[0] = prm[P_GX]
+    grav[1] = prm[P_GY]
+    grav[2] = prm[P_GZ]
 
     # 1. midpoint (eq. 72 with F(q_A))
-    posM = np.empty((n, 3))
-    quatM = np.empty((n, 4))
-    R = np.empty((n, 3, 3))
-    dq = np.empty(4)
     for i in range(n):
         _quat_rate_into(quat[i], omg[i], dq)
         s = 0.0
@@ -313,9 +386,8 @@ def step(
         _matrix_into(quatM[i], R[i])
 
     # 2. joint torques (PD with the fixed sign + feed-forward), as body torques per link
-    torque_body = np.zeros((n, 3))
+    torque_body[:, :] = 0.0
     pd_implicit = prm[P_PDIMPLICIT] > 0.5
-    joint_damping = np.zeros((nj, 2))
     for j in range(nj):
         # (R_jᵀ R_{j+1}) entries [2,0], [2,1], [2,2]: row 2 of R_jᵀ is column 2 of R_j
         rel20 = R[j, 0, 2] * R[j + 1, 0, 0] + R[j, 1, 2] * R[j + 1, 1, 0] + R[j, 2, 2] * R[j + 1, 2, 0]
@@ -355,14 +427,19 @@ def step(
             torque_body[j + 1, k] += R[j + 1, 0, k] * T0 + R[j + 1, 1, k] * T1 + R[j + 1, 2, k] * T2
 
     # 3. null space of W_Jᵀ: z = [v_1, ω_1 (B_1), (α̇_h, α̇_v) per joint]
-    Nv = np.zeros((n, 3, nz))
-    Nw = np.zeros((n, 3, nz))  # angular velocity in I
+    Nv[0, :, :6] = 0.0
+    Nw[0, :, :6] = 0.0
     for k in range(3):
         Nv[0, k, k] = 1.0
         for c in range(3):
             Nw[0, k, 3 + c] = R[0, k, c]
     for j in range(nj):
         width = 6 + 2 * j
+        for k in range(3):  # link j does not move with joint j's rates (read below as zero columns)
+            Nv[j, k, width] = 0.0
+            Nv[j, k, width + 1] = 0.0
+            Nw[j, k, width] = 0.0
+            Nw[j, k, width + 1] = 0.0
         for k in range(3):
             for c in range(width):
                 Nw[j + 1, k, c] = Nw[j, k, c]
@@ -378,8 +455,6 @@ def step(
             Nv[j + 1, 2, c] = Nv[j, 2, c] + (a0 * zi1 - a1 * zi0) + (b0 * zj1 - b1 * zj0)
 
     # 4. reduced mass matrix Mr = Nᵀ M N and right-hand side Nᵀ (M u_A + Δt (h + τ_C)) by composite inertias
-    Mr = np.empty((nz, nz))
-    rhs = np.empty(nz)
     reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, Mr, rhs)
     if pd_implicit:
         # coordinates h = 6 + 2j and v = h + 1 turn link j+1 about a = e_y^{B_j} and b = e_x^{B_{j+1}}; the joint
@@ -399,8 +474,6 @@ def step(
     # Right-looking form: each column's outer product is subtracted from the lower triangle still to be factored;
     # that inner loop is an axpy, which the compiler vectorises (a left-looking dot product is a serial sum, as
     # numba keeps IEEE order). Mr is overwritten.
-    U = np.zeros((nz, nz))
-    col = np.empty(nz)
     for c in range(nz - 1, -1, -1):
         s = Mr[c, c]
         if not s > 0.0:
@@ -415,7 +488,6 @@ def step(
             ur = col[r]
             for q in range(r + 1):
                 Mr[r, q] -= ur * col[q]
-    zhat_free = np.empty(nz)
     for r in range(nz - 1, -1, -1):
         s = rhs[r]
         for k in range(r + 1, nz):
@@ -425,13 +497,6 @@ def step(
     # 5. active contacts at the midpoint: link, body-point offset, directions (N, T1, T2) and friction bounds.
     # Ground: the lowest points of the end spheres, T along / across the link (frame Π), rolling about the link axis.
     # Obstacles: the point of the link capsule closest to a vertical cylinder, T horizontal / vertical, no rolling.
-    n_obs = obstacles.shape[0]
-    n_all = 2 * n + n * n_obs
-    active = np.empty(n_all, dtype=np.int64)
-    c_link = np.empty(n_all, dtype=np.int64)
-    c_off = np.empty((n_all, 3))
-    c_dir = np.empty((n_all, 3, 3))
-    c_mu = np.empty((n_all, 3))
     m = 0
     for a in range(2 * n):
         i = a % n
@@ -499,11 +564,10 @@ def step(
                 m += 1
 
     # their rows Ŷ = W_aᵀ N U⁻ᵀ, Delassus blocks and prox parameters
-    Yh = np.zeros((m, nz, 4))  # [contact, coordinate, direction]: the 4 directions side by side (SIMD, ILP)
-    blocks = np.zeros((m, 4, 4))
-    widths = np.empty(m, dtype=np.int64)
-    rpar = np.zeros((m, 4))  # r_N, R_T,1, R_T,2, r_V
-    row = np.zeros((nz, 4))
+    Yh = Yh_all[:m]  # [contact, coordinate, direction]: the 4 directions side by side (SIMD, ILP)
+    blocks = blocks_all[:m]
+    widths = widths_all[:m]
+    rpar = rpar_all[:m]
     for k in range(m):
         i = c_link[k]
         off = c_off[k]
@@ -563,15 +627,10 @@ def step(
 
     # 6. prox iteration (block Gauss–Seidel over contacts); after each block of maxit sweeps without convergence:
     # continue with the same r if the iteration is still contracting, else restart with r halved (see model.CONTRACTING)
-    P = np.zeros((m, 4))
-    zhat = np.empty(nz)
-    zhat_sweep = np.empty(nz)
-    gamma0 = np.empty(4)
-    newP = np.empty(4)
-    work_before = np.empty(4)
-    work_gamma = np.empty(4)
+    P = P_all[:m]
     inner = int(prm[P_INNER])
-    change = np.zeros(m)
+    change = change_all[:m]
+    change[:] = 0.0
     scale = 1.0
     sweeps = 0
     converged = False
@@ -653,13 +712,11 @@ def step(
     diagnostics[0] = residual
 
     # 7. u_E = N z, z = U⁻ᵀ ẑ; q_E (eq. 83); projection (Sec. VII-C)
-    z = np.empty(nz)
     for r in range(nz):
         s = zhat[r]
         for q in range(r):
             s -= U[q, r] * z[q]
         z[r] = s / U[r, r]
-    wI = np.empty(3)
     for i in range(n):
         width = min(nz, 6 + 2 * i)
         for k in range(3):
