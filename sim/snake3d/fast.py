@@ -751,6 +751,35 @@ def step(
 
 
 @njit(cache=True)
+def joint_state(quat, omg, angles, rates):
+    """Joint angles (α_h, α_v) and rates (n−1, 2) of a state, written into ``angles`` and ``rates``: the formulas of
+    kinematics.joint_angles / joint_rates (R_iᵀ R_{i+1} = R_y(α_h) R_x(α_v); the relative angular velocity on the
+    two joint axes) without building the rotation matrices as Python objects. The HIL plant reads these at every
+    controller tick, where the list comprehension over quaternions cost more than the step itself."""
+    n = quat.shape[0]
+    Ri = np.empty((3, 3))
+    Rj = np.empty((3, 3))
+    _matrix_into(quat[0], Ri)
+    for i in range(n - 1):
+        _matrix_into(quat[i + 1], Rj)
+        rel20 = Ri[0, 2] * Rj[0, 0] + Ri[1, 2] * Rj[1, 0] + Ri[2, 2] * Rj[2, 0]
+        rel21 = Ri[0, 2] * Rj[0, 1] + Ri[1, 2] * Rj[1, 1] + Ri[2, 2] * Rj[2, 1]
+        rel22 = Ri[0, 2] * Rj[0, 2] + Ri[1, 2] * Rj[1, 2] + Ri[2, 2] * Rj[2, 2]
+        angles[i, 0] = -math.asin(min(1.0, max(-1.0, rel20)))
+        angles[i, 1] = math.atan2(rel21, rel22)
+        rate_h = 0.0
+        rate_v = 0.0
+        for k in range(3):
+            w_next = Rj[k, 0] * omg[i + 1, 0] + Rj[k, 1] * omg[i + 1, 1] + Rj[k, 2] * omg[i + 1, 2]
+            w_rel = w_next - (Ri[k, 0] * omg[i, 0] + Ri[k, 1] * omg[i, 1] + Ri[k, 2] * omg[i, 2])
+            rate_h += w_rel * Ri[k, 1]
+            rate_v += w_rel * Rj[k, 0]
+        rates[i, 0] = rate_h
+        rates[i, 1] = rate_v
+        Ri, Rj = Rj, Ri
+
+
+@njit(cache=True)
 def split_step(
     pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses, out_stats,
     diagnostics,
