@@ -12,13 +12,16 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.snake3d import fast
 from sim.snake3d import kinematics as kin
 from sim.snake3d.model import ContactNotConvergedError, SimulationDivergedError, SnakeModel, SnakeState
-from sim.snake3d.reference import StepInfo, reference_step
+
+if TYPE_CHECKING:
+    from sim.snake3d.reference import StepInfo
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +139,8 @@ class SnakeSimulator:
 
     def _reference_step(self) -> StepInfo:
         """One reference step; if its prox iteration fails, the same step as sub-steps (twin of fast.split_step)."""
+        from sim.snake3d.reference import reference_step  # imported here: it pulls in scipy (~0.1 s of cold start)
+
         args = (self.ref_angle, self.ref_rate, self.gains, self.feedforward_nm)
         try:
             return reference_step(self.model, self.state, *args)
@@ -165,6 +170,8 @@ class SnakeSimulator:
     def _bisect(self, dt_s: float, depth: int, args: tuple, deepest: list[int]) -> StepInfo:
         """Advance dt_s as two halves, each bisected again on failure down to Δt / 2^max_step_halvings (depth-first,
         the order of fast.split_step). Failed attempts' sweeps are counted; impulses add up over the sub-steps."""
+        from sim.snake3d.reference import reference_step
+
         depth += 1
         deepest[0] = max(deepest[0], depth)
         model = dataclasses.replace(self.model, dt_s=dt_s / 2)
@@ -240,6 +247,8 @@ class SnakeSimulator:
 
 def _sum_infos(a: StepInfo, b: StepInfo) -> StepInfo:
     """Two consecutive sub-steps as one step: impulses add (impulse / Δt stays the mean force), sweeps add."""
+    from sim.snake3d.reference import StepInfo
+
     return StepInfo(
         a.iterations + b.iterations,
         a.retries + b.retries,
