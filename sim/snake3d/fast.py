@@ -169,7 +169,8 @@ def reduced_system_dense(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt
 
 @njit(cache=True)
 def reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, Mr, rhs):
-    """Mr = Nᵀ M N and rhs = Nᵀ (M u_A + Δt (h + τ_C)) in O(n²) by composite rigid bodies (Featherstone's CRBA).
+    """Mr = Nᵀ M N (its lower triangle) and rhs = Nᵀ (M u_A + Δt (h + τ_C)) in O(n²) by composite rigid bodies
+    (Featherstone's CRBA).
 
     Coordinate c enters the chain at link k(c) (k = 0 for link 1's twist, k = j + 1 for joint j's two rates) and
     moves links k.. n−1 rigidly with the twist (ω_c, v_c at the point o_k), o_k = p_k − h_k the rear end of link k
@@ -246,8 +247,7 @@ def reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half
                     V[0, c1] * f[0] + V[1, c1] * f[1] + V[2, c1] * f[2]
                     + Nw[k, 0, c1] * t[0] + Nw[k, 1, c1] * t[1] + Nw[k, 2, c1] * t[2]
                 )  # fmt: skip
-                Mr[c, c1] = value
-                Mr[c1, c] = value
+                Mr[c, c1] = value  # lower triangle only: the Cholesky reads no other (a mirrored store is strided)
     # rhs[c] = Σ_{i ≥ k(c)} Nv_i[:, c]·(m v_i + Δt m g) + Nw_i[:, c]·R_i (Θ ω_i + Δt (gyro + τ_i))
     for c in range(nz):
         rhs[c] = 0.0
