@@ -39,3 +39,18 @@ def test_joint_angles_are_recomputed_after_the_state_is_edited_in_place():
     edited = posture_state(model, np.array([[0.3, -0.2]]))
     sim.state.quaternion[:] = edited.quaternion
     np.testing.assert_allclose(sim.joint_angles(), [[0.3, -0.2]], atol=1e-12)
+
+
+def test_scalar_projection_equals_the_vector_form_bit_for_bit():
+    from sim.snake3d.constraints import project_joint_constraints, project_joint_constraints_vector
+
+    model = SnakeModel()
+    rng = np.random.default_rng(5)
+    state = posture_state(model, rng.uniform(-0.6, 0.6, (10, 2)))
+    quat = state.quaternion + rng.normal(0, 1e-3, state.quaternion.shape)  # drifted joints, unnormalised
+    pos = state.position_m + rng.normal(0, 1e-3, state.position_m.shape)
+    a_pos, a_quat, b_pos, b_quat = pos.copy(), quat.copy(), pos.copy(), quat.copy()
+    project_joint_constraints(a_pos, a_quat, model.link_length_m)
+    project_joint_constraints_vector(b_pos, b_quat, model.link_length_m)
+    assert np.array_equal(a_pos, b_pos) and np.array_equal(a_quat, b_quat)
+    assert np.abs(kin.gap_joint(model, a_pos, a_quat)).max() < 1e-15
