@@ -47,7 +47,8 @@ lock:
 	$(BIN)/uv pip compile pyproject.toml --extra dev --extra gui --extra sweep --extra ur --generate-hashes --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_35 -o requirements/lock.txt
 
-## bench: every speed and timing measurement, one JSON file each in runs/bench/ (takes a few minutes)
+## bench: every speed and timing measurement, one JSON file each in runs/bench/ (takes a few minutes), then ONE table
+## of ours vs the peers (MuJoCo, PyElastica, lemkelcp if installed) measured interleaved in the same run
 BENCH_ENV := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 QT_QPA_PLATFORM=offscreen
 bench: $(STAMP)
 	@mkdir -p runs/bench
@@ -62,6 +63,7 @@ bench: $(STAMP)
 	$(BENCH_ENV) $(BIN)/python benchmarks/cosserat_speed.py --scenario rod_on_plane --sections 20 --dt 0.005 --json > runs/bench/cosserat_speed.json
 	$(BENCH_ENV) $(BIN)/python benchmarks/log_write.py > runs/bench/log_write.json
 	@for f in runs/bench/*.json; do echo "$$f: $$(head -c 300 $$f)"; done
+	$(BENCH_ENV) $(BIN)/python benchmarks/peers/compare.py --json runs/bench/peers.json
 
 ## mutate: mutation testing (mutmut) of the codec, the gait, the emulator's safety logic and the LCP solver, each
 ## module against its own tests only; on demand, never in CI (docs/testing.md). One module: make mutate MUTATE=gait

@@ -24,8 +24,70 @@ def normalize_quaternions(quat: np.ndarray) -> None:
 
 
 @njit(cache=True)
+def _matrix_into(p: np.ndarray, R: np.ndarray) -> None:
+    """quat_to_matrix(p) written into R (3×3): the same formulas without allocating (this runs every step)."""
+    w, x, y, z = p[0], p[1], p[2], p[3]
+    R[0, 0] = 1 - 2 * (y * y + z * z)
+    R[0, 1] = 2 * (x * y - w * z)
+    R[0, 2] = 2 * (x * z + w * y)
+    R[1, 0] = 2 * (x * y + w * z)
+    R[1, 1] = 1 - 2 * (x * x + z * z)
+    R[1, 2] = 2 * (y * z - w * x)
+    R[2, 0] = 2 * (x * z - w * y)
+    R[2, 1] = 2 * (y * z + w * x)
+    R[2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
 def project_joint_constraints(position: np.ndarray, quat: np.ndarray, link_length_m: float) -> None:
-    """In place: renormalise quaternions, then make every g_J exactly zero keeping link 1 fixed."""
+    """In place: renormalise quaternions, then make every g_J exactly zero keeping link 1 fixed.
+
+    Scalar arithmetic in the order of the vector form (kept as :func:`project_joint_constraints_vector`): every
+    small numpy array allocated inside numba costs ~50 ns, and this runs for every link at every step."""
+    normalize_quaternions(quat)
+    n = position.shape[0]
+    half = 0.5 * link_length_m
+    R_prev = np.empty((3, 3))
+    R = np.empty((3, 3))
+    _matrix_into(quat[0], R_prev)
+    for j in range(n - 1):
+        _matrix_into(quat[j + 1], R)
+        a0, a1, a2 = R_prev[0, 1], R_prev[1, 1], R_prev[2, 1]
+        z0, z1, z2 = R[0, 2], R[1, 2], R[2, 2]
+        y0, y1, y2 = R[0, 1], R[1, 1], R[2, 1]
+        az = a0 * z0 + a1 * z1 + a2 * z2
+        ap0, ap1, ap2 = a0 - az * z0, a1 - az * z1, a2 - az * z2
+        sign = 1.0 if (ap0 * y0 + ap1 * y1 + ap2 * y2) >= 0.0 else -1.0
+        norm = math.sqrt(ap0**2 + ap1**2 + ap2**2)
+        n0, n1, n2 = sign * ap0 / norm, sign * ap1 / norm, sign * ap2 / norm
+        c0 = y1 * n2 - y2 * n1
+        c1 = y2 * n0 - y0 * n2
+        c2 = y0 * n1 - y1 * n0
+        sin_t = c0 * z0 + c1 * z1 + c2 * z2
+        cos_t = y0 * n0 + y1 * n1 + y2 * n2
+        theta = math.atan2(sin_t, cos_t)
+        # p = quat[j+1] ⊗ (cos θ/2, 0, 0, sin θ/2) (quat_multiply with b1 = b2 = 0)
+        b0 = math.cos(0.5 * theta)
+        b3 = math.sin(0.5 * theta)
+        q0, q1, q2, q3 = quat[j + 1, 0], quat[j + 1, 1], quat[j + 1, 2], quat[j + 1, 3]
+        p0 = q0 * b0 - q1 * 0.0 - q2 * 0.0 - q3 * b3
+        p1 = q0 * 0.0 + q1 * b0 + q2 * b3 - q3 * 0.0
+        p2 = q0 * 0.0 - q1 * b3 + q2 * b0 + q3 * 0.0
+        p3 = q0 * b3 + q1 * 0.0 - q2 * 0.0 + q3 * b0
+        s = math.sqrt(p0**2 + p1**2 + p2**2 + p3**2)
+        quat[j + 1, 0] = p0 / s
+        quat[j + 1, 1] = p1 / s
+        quat[j + 1, 2] = p2 / s
+        quat[j + 1, 3] = p3 / s
+        _matrix_into(quat[j + 1], R)
+        for k in range(3):
+            position[j + 1, k] = position[j, k] + half * (R_prev[k, 2] + R[k, 2])
+        R_prev, R = R, R_prev
+
+
+@njit(cache=True)
+def project_joint_constraints_vector(position: np.ndarray, quat: np.ndarray, link_length_m: float) -> None:
+    """The readable vector form of :func:`project_joint_constraints` (the tests check the two agree bit for bit)."""
     normalize_quaternions(quat)
     n = position.shape[0]
     half = 0.5 * link_length_m

@@ -106,6 +106,7 @@ class SnakeModel:
     max_retries: int = 4
     max_step_halvings: int = 3
     contact_inner_iterations: int = 1
+    joint_pd: str = "implicit"
 
     def __post_init__(self) -> None:
         positive = {
@@ -158,6 +159,8 @@ class SnakeModel:
                     f"snake3d.obstacles[{k}]: must be (x_m, y_m, radius_m) with finite values and radius > 0, "
                     f"got {obstacle!r}"
                 )
+        if self.joint_pd not in ("explicit", "implicit"):
+            raise SnakeModelError(f"snake3d.joint_pd: must be 'explicit' or 'implicit', got {self.joint_pd!r}")
         if self.prox_mode not in ("local", "paper"):
             raise SnakeModelError(f"snake3d.prox_mode: must be 'local' or 'paper', got {self.prox_mode!r}")
         integers = (
@@ -233,6 +236,7 @@ class SnakeModel:
             "inner": float(self.contact_inner_iterations),
             "halvings": float(self.max_step_halvings),
             "contracting": CONTRACTING,  # passed, not imported by the kernel: numba's cache freezes such globals
+            "pd_implicit": 1.0 if self.joint_pd == "implicit" else 0.0,
         }
         return np.array([values[k] for k in PARAM_NAMES], dtype=np.float64)
 
@@ -240,7 +244,7 @@ class SnakeModel:
 PARAM_NAMES = (
     "L", "Lsc", "Lgs", "m", "th1", "th3", "gx", "gy", "gz", "mux", "muy", "muv", "dt", "paper",
     "rn", "rt", "rv", "tol", "maxit", "retries", "vtol", "inner", "muo", "rtol", "halvings",
-    "contracting",
+    "contracting", "pd_implicit",
 )  # fmt: skip
 PARAM_INDEX = {name: i for i, name in enumerate(PARAM_NAMES)}
 

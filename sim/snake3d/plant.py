@@ -31,7 +31,13 @@ class Snake3DPlant:
         return self.simulator.state.t_s
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.simulator.joint_angles(), self.simulator.joint_rates()
+        """Copies of the joint angles and rates that the compiled step left after the last advance()."""
+        return self.simulator.joint_angle_rad.copy(), self.simulator.joint_rate_rad_s.copy()
+
+    def joint_state_views(self) -> tuple[np.ndarray, np.ndarray]:
+        """The simulator's own (n−1, 2) angle and rate arrays, overwritten in place by every advance(): no copy, for
+        a caller that reads them before the next advance (e.g. encoding them into CAN frames each tick)."""
+        return self.simulator.joint_angle_rad, self.simulator.joint_rate_rad_s
 
     def advance(self, torques_nm: np.ndarray, dt_s: float) -> None:
         """Apply ``torques_nm`` (n−1, 2) for ``dt_s`` seconds (a whole number of simulator steps, at least one)."""

@@ -145,13 +145,43 @@ def pd_torques(
 ) -> np.ndarray:
     """Joint torques (n−1, 2): feed-forward + K_p(α_r − α) + K_d(α̇_r − α̇) (eq. 68–69 with the sign fixed).
 
-    ``gains`` = [K_hp, K_hd, K_vp, K_vd]; zero gains give pure external torques (HIL)."""
+    ``gains`` = [K_hp, K_hd, K_vp, K_vd]; zero gains give pure external torques (HIL). With
+    ``model.joint_pd == "implicit"`` this is only the explicit part of the trapezoidal PD law (see
+    :func:`implicit_pd_damping`): α ≈ α_M + Δt/4 (α̇_E − α̇_A) and α̇ ≈ (α̇_A + α̇_E)/2, without the α̇_E terms."""
     angle = kin.joint_angles(quat)
     rate = kin.joint_rates(quat, omega_body)
     tau = feedforward_nm.copy()
+    if model.joint_pd == "implicit":
+        q = 0.25 * model.dt_s
+        tau[:, 0] += gains[0] * (ref_angle[:, 0] - angle[:, 0] + q * rate[:, 0]) + gains[1] * (
+            ref_rate[:, 0] - 0.5 * rate[:, 0]
+        )
+        tau[:, 1] += gains[2] * (ref_angle[:, 1] - angle[:, 1] + q * rate[:, 1]) + gains[3] * (
+            ref_rate[:, 1] - 0.5 * rate[:, 1]
+        )
+        return tau
     tau[:, 0] += gains[0] * (ref_angle[:, 0] - angle[:, 0]) + gains[1] * (ref_rate[:, 0] - rate[:, 0])
     tau[:, 1] += gains[2] * (ref_angle[:, 1] - angle[:, 1]) + gains[3] * (ref_rate[:, 1] - rate[:, 1])
     return tau
+
+
+def implicit_pd_damping(model: SnakeModel, quat: np.ndarray, gains: np.ndarray) -> np.ndarray:
+    """The α̇_E terms of the trapezoidal PD law as a matrix added to M (6n × 6n): Δt Σ_j c_j d_j d_jᵀ with d_jᵀ u = α̇_j
+    (the joint rate of :func:`kinematics.joint_rates`) and c = Δt/4 K_p + K_d/2 per axis. Zero for "explicit"."""
+    n = quat.shape[0]
+    D = np.zeros((6 * n, 6 * n))
+    if model.joint_pd != "implicit":
+        return D
+    R = kin.rotation_matrices(quat)
+    dt = model.dt_s
+    for j in range(n - 1):
+        for axis, (kp, kd) in enumerate(((gains[0], gains[1]), (gains[2], gains[3]))):
+            e = R[j, :, 1] if axis == 0 else R[j + 1, :, 0]
+            d = np.zeros(6 * n)
+            d[6 * j + 3 : 6 * j + 6] = -R[j].T @ e
+            d[6 * j + 9 : 6 * j + 12] = R[j + 1].T @ e
+            D += dt * (0.25 * dt * kp + 0.5 * kd) * np.outer(d, d)
+    return D
 
 
 def reference_step(
@@ -171,20 +201,25 @@ def reference_step(
     gaps, links, dirs, mus = kin.all_contacts(model, pos_M, quat_M)
     active = np.flatnonzero(gaps <= 0.0)
 
-    Minv = 1.0 / model.mass_diagonal()
+    mass = model.mass_diagonal()
     WJ = kin.W_joint(model, pos_M, quat_M)
     h = kin.smooth_forces(model, state.omega_body_rad_s)
     tau_joint = pd_torques(model, quat_M, state.omega_body_rad_s, ref_angle, ref_rate, gains, feedforward_nm)
     tau_C = kin.joint_torque_forces(quat_M, tau_joint)
     f = (h + tau_C) * dt
-    G = scipy.linalg.cho_factor(WJ.T @ (Minv[:, None] * WJ))
+    # M' = M + the implicit PD terms (dense then; M itself when the PD law is explicit), and its inverse
+    damping = implicit_pd_damping(model, quat_M, gains)
+    M_eff = np.diag(mass) + damping
+    Minv_eff = np.linalg.inv(M_eff) if np.any(damping) else np.diag(1.0 / mass)
+    b0 = mass * u_A + f  # M u_A + (h + τ_C) Δt
+    G = scipy.linalg.cho_factor(WJ.T @ Minv_eff @ WJ)
 
     def joint_impulses(S: np.ndarray) -> np.ndarray:
-        # eq. 84 corrected: P_J = −(W_Jᵀ M⁻¹ W_J)⁻¹ [W_Jᵀ u_A + W_Jᵀ M⁻¹ (h Δt + S + τ_C Δt)]
-        return -scipy.linalg.cho_solve(G, WJ.T @ u_A + WJ.T @ (Minv * (f + S)))
+        # eq. 84 corrected: P_J = −(W_Jᵀ M⁻¹ W_J)⁻¹ W_Jᵀ M⁻¹ (M u_A + h Δt + S + τ_C Δt)  (M → M')
+        return -scipy.linalg.cho_solve(G, WJ.T @ (Minv_eff @ (b0 + S)))
 
     def velocity(S: np.ndarray) -> np.ndarray:
-        return u_A + Minv * (f + S + WJ @ joint_impulses(S))  # eq. 86
+        return Minv_eff @ (b0 + S + WJ @ joint_impulses(S))  # eq. 86
 
     m = len(active)
     WC = np.zeros((6 * n, 4 * m))
@@ -192,8 +227,8 @@ def reference_step(
         link = links[a]
         WC[6 * link : 6 * link + 6, 4 * k : 4 * k + 4] = dirs[a].T
     # Delassus matrix with the joints eliminated, used only for the local prox parameters
-    mob_WC = Minv[:, None] * WC
-    mob_WC -= Minv[:, None] * (WJ @ scipy.linalg.cho_solve(G, WJ.T @ mob_WC))
+    mob_WC = Minv_eff @ WC
+    mob_WC -= Minv_eff @ (WJ @ scipy.linalg.cho_solve(G, WJ.T @ mob_WC))
     A = WC.T @ mob_WC
     blocks = [A[4 * k : 4 * k + 4, 4 * k : 4 * k + 4] for k in range(m)]
     params = [prox_parameters(model, block, mus[a]) for block, a in zip(blocks, active, strict=True)]
@@ -223,7 +258,7 @@ def reference_step(
             if not np.all(np.isfinite(P)):
                 break
             du = velocity(WC @ P) - u_before
-            kinetic_norm = math.sqrt(du @ (du / Minv) / (model.n_links * model.link_mass_kg))
+            kinetic_norm = math.sqrt(du @ (M_eff @ du) / (model.n_links * model.link_mass_kg))
             if sweep == model.max_iterations // 2:
                 residual_mid = contact_residual(WC, velocity(WC @ P), P, params, mus[active])
             if (

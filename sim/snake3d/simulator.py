@@ -12,13 +12,16 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sim.snake3d import fast
 from sim.snake3d import kinematics as kin
 from sim.snake3d.model import ContactNotConvergedError, SimulationDivergedError, SnakeModel, SnakeState
-from sim.snake3d.reference import StepInfo, reference_step
+
+if TYPE_CHECKING:
+    from sim.snake3d.reference import StepInfo
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,10 @@ class SnakeSimulator:
         self._out_stats = np.zeros(6, dtype=np.int64)
         self._totals = np.zeros(6, dtype=np.int64)
         self._diagnostics = np.zeros(2)
+        # joint angles (α_h, α_v) and rates (n−1, 2) of the current state, refreshed by every step() in compiled code
+        self.joint_angle_rad = np.zeros((nj, 2))
+        self.joint_rate_rad_s = np.zeros((nj, 2))
+        self._refresh_joint_state()
 
     # --- commands -------------------------------------------------------------------------------------------
     def set_references(self, angle_rad: np.ndarray, rate_rad_s: np.ndarray | None = None) -> None:
@@ -121,11 +128,19 @@ class SnakeSimulator:
             self.stats.max_split_depth = max(self.stats.max_split_depth, int(self._totals[5]))
             self.stats.max_residual_m_s = max(self.stats.max_residual_m_s, float(self._diagnostics[1]))
             if status != fast.STATUS_OK:
+                self._refresh_joint_state()
                 self._raise(status)
+        self._refresh_joint_state()
         self.stats.wall_time_s += time.perf_counter() - start
+
+    def _refresh_joint_state(self) -> None:
+        s = self.state
+        fast.joint_state(s.quaternion, s.omega_body_rad_s, self.joint_angle_rad, self.joint_rate_rad_s)
 
     def _reference_step(self) -> StepInfo:
         """One reference step; if its prox iteration fails, the same step as sub-steps (twin of fast.split_step)."""
+        from sim.snake3d.reference import reference_step  # imported here: it pulls in scipy (~0.1 s of cold start)
+
         args = (self.ref_angle, self.ref_rate, self.gains, self.feedforward_nm)
         try:
             return reference_step(self.model, self.state, *args)
@@ -155,6 +170,8 @@ class SnakeSimulator:
     def _bisect(self, dt_s: float, depth: int, args: tuple, deepest: list[int]) -> StepInfo:
         """Advance dt_s as two halves, each bisected again on failure down to Δt / 2^max_step_halvings (depth-first,
         the order of fast.split_step). Failed attempts' sweeps are counted; impulses add up over the sub-steps."""
+        from sim.snake3d.reference import reference_step
+
         depth += 1
         deepest[0] = max(deepest[0], depth)
         model = dataclasses.replace(self.model, dt_s=dt_s / 2)
@@ -212,10 +229,15 @@ class SnakeSimulator:
 
     # --- read-out -------------------------------------------------------------------------------------------
     def joint_angles(self) -> np.ndarray:
-        return kin.joint_angles(self.state.quaternion)
+        """(α_h, α_v) per joint (n−1, 2) of the current state (a new array; computed, so valid even after the
+        state was edited in place; ``joint_angle_rad`` holds the same values as of the last step())."""
+        self._refresh_joint_state()
+        return self.joint_angle_rad.copy()
 
     def joint_rates(self) -> np.ndarray:
-        return kin.joint_rates(self.state.quaternion, self.state.omega_body_rad_s)
+        """(α̇_h, α̇_v) per joint (n−1, 2) of the current state (a new array, see joint_angles)."""
+        self._refresh_joint_state()
+        return self.joint_rate_rad_s.copy()
 
     def contact_forces_n(self) -> np.ndarray:
         """Mean contact forces of the last step (n_all_contacts, 4) [N, T1, T2, V] = impulses / Δt (ground contacts
@@ -225,6 +247,8 @@ class SnakeSimulator:
 
 def _sum_infos(a: StepInfo, b: StepInfo) -> StepInfo:
     """Two consecutive sub-steps as one step: impulses add (impulse / Δt stays the mean force), sweeps add."""
+    from sim.snake3d.reference import StepInfo
+
     return StepInfo(
         a.iterations + b.iterations,
         a.retries + b.retries,

@@ -66,16 +66,12 @@ class _Snake3DHilPlant:
     """`sim.snake3d.plant.Snake3DPlant` as a ``JointPlant``: with its time step, link poses and solver statistics."""
 
     def __init__(self, plant) -> None:
-        from sim.snake3d.joint_state import joint_state  # lazy: numba compiles the simulator on first use
-
-        self._joint_state = joint_state
         self.plant = plant
         self.physics_dt_s: float | None = plant.simulator.model.dt_s
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """Read at every physics sub-step: the compiled kernel, not the readable per-link reference."""
-        state = self.plant.simulator.state
-        return self._joint_state(state.quaternion, state.omega_body_rad_s)
+        """Read at every physics sub-step: computed in the compiled step (``fast.joint_state``), copied out."""
+        return self.plant.joint_state()
 
     def advance(self, torques_nm: np.ndarray, dt_s: float) -> None:
         self.plant.advance(torques_nm, dt_s)

@@ -40,10 +40,12 @@ def test_run_logs_poses_contacts_and_a_20_hz_tracked_point(held_run):
     assert len(poses) == 21
     positions = np.array(poses[-1][1]["position_m"])
     np.testing.assert_allclose(positions[5], summary["tracked_point_end_m"], atol=1e-12)
-    contacts = recorder.channels["/sim/contacts"][-1][1]
-    # the robot stands on the ground: the normal forces carry its weight (within the 25 % dynamics of a gait)
+    # the robot stands on the ground: on average the normal forces carry its weight (within the 25 % dynamics of a
+    # gait). One step's forces swing from 0 to several weights as links land and lift (measured: 10 % of the steps
+    # of this run above twice the weight), so the logged samples are averaged, not read at one instant.
     weight = 11 * 0.682 * 9.81
-    assert sum(contacts["normal_n"]) == pytest.approx(weight, rel=0.25)
+    normal = [sum(payload["normal_n"]) for _, payload in recorder.channels["/sim/contacts"][1:]]
+    assert np.mean(normal) == pytest.approx(weight, rel=0.25)
     assert len(recorder.channels["/references"]) == 11  # 10 Hz, held in between
 
 
