@@ -96,7 +96,7 @@ def mujoco_aiko(gait: str, duration_s: float, dt_s: float, cone: str) -> Timed:
 
 # --- Cosserat rod ---------------------------------------------------------------------------------------------------
 def ours_rod() -> Timed:
-    from aiko.rod_experiment import load_rod_experiment
+    from aiko.robots.rod_bench.experiment import load_rod_experiment
     from sim.cosserat import kinematics, step
 
     scenario = load_rod_experiment(ROOT / "experiments" / "rod" / "rod_on_plane.toml")
@@ -116,7 +116,7 @@ def ours_rod() -> Timed:
 
 
 def elastica_rod() -> Timed:
-    from aiko.rod_experiment import load_rod_experiment
+    from aiko.robots.rod_bench.experiment import load_rod_experiment
     from benchmarks.peers import elastica_rod as peer
 
     scenario = load_rod_experiment(ROOT / "experiments" / "rod" / "rod_on_plane.toml")

@@ -149,7 +149,7 @@ if __name__ == "__main__":
 
     root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root))
-    from aiko.rod_experiment import load_rod_experiment
+    from aiko.robots.rod_bench.experiment import load_rod_experiment
 
     scen = load_rod_experiment(root / "experiments" / "rod" / "rod_on_plane.toml")
     if "--find-dt" in sys.argv:

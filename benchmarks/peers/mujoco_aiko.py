@@ -133,16 +133,16 @@ class MujocoAiko:
 
 
 def paper_runs():
-    """The module of the paper's runs (its new home under aiko.robots, or the old aiko.snake3d_runs)."""
+    """The module of the paper's runs (its new home under aiko.robots, or the old aiko.robots.aiko.paper_runs)."""
     try:
         return importlib.import_module("aiko.robots.aiko.paper_runs")
     except ImportError:
-        return importlib.import_module("aiko.snake3d_runs")
+        return importlib.import_module("aiko.robots.aiko.paper_runs")
 
 
 def run_paper_mujoco(name: str, duration_s: float, cone: str = "pyramidal", dt_s: float | None = None) -> dict:
-    """One of the paper's runs on MuJoCo, with the chunking of :func:`aiko.snake3d_runs.run_paper` (references held
-    at 10 Hz); returns link 6's displacement and the wall/CPU time of the stepping."""
+    """One of the paper's runs on MuJoCo, with the chunking of :func:`aiko.robots.aiko.paper_runs.run_paper`
+    (references held at 10 Hz); returns link 6's displacement and the wall/CPU time of the stepping."""
     import time
 
     from sim.snake3d import posture_state

@@ -84,7 +84,7 @@ def test_mujoco_aiko_friction_is_anisotropic_along_the_link():
 
 def test_elastica_rod_is_our_rod():
     pytest.importorskip("elastica")
-    from aiko.rod_experiment import load_rod_experiment
+    from aiko.robots.rod_bench.experiment import load_rod_experiment
     from benchmarks.peers import elastica_rod
 
     scenario = load_rod_experiment(ROOT / "experiments" / "rod" / "rod_on_plane.toml")
