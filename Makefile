@@ -44,7 +44,7 @@ test-kernels: $(STAMP)
 lock:
 	@test -x $(VENV)/bin/uv || $(BIN)/python -m pip install --quiet uv
 	rm -f requirements/lock.txt
-	$(BIN)/uv pip compile pyproject.toml --extra dev --extra gui --extra sweep --extra ur --generate-hashes --python-version 3.11 \
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra gui --extra sweep --extra ur --extra peers --generate-hashes --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_35 -o requirements/lock.txt
 
 ## bench: every speed and timing measurement, one JSON file each in runs/bench/ (takes a few minutes), then ONE table

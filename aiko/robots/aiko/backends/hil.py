@@ -28,14 +28,14 @@ from aiko.core.config import Table
 from aiko.core.errors import ConfigError
 from aiko.core.polling import poll_until
 from aiko.core.registry import register_backend, register_section
-from aiko.robots.aiko.description import RobotDescription
-from aiko.robots.aiko.joints import RunContext
-from aiko.robots.aiko.robots.aiko.robots.aiko.backends.can import (
+from aiko.robots.aiko.backends.can import (
     CanBackend,
     CanSection,
     WallClockReceive,
     no_backend_keys,
 )
+from aiko.robots.aiko.description import RobotDescription
+from aiko.robots.aiko.joints import RunContext
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
@@ -87,7 +87,7 @@ class _Snake3DHilPlant:
 
     def solver_summary(self) -> dict[str, Any]:
         """The contact solver's statistics, with the keys the sim backend reports."""
-        from aiko.robots.aiko.robots.aiko.robots.aiko.backends.sim_snake3d import contact_solver_summary
+        from aiko.robots.aiko.backends.sim_snake3d import contact_solver_summary
 
         return contact_solver_summary(self.plant.simulator.stats)
 

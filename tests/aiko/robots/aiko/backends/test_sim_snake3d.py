@@ -4,10 +4,10 @@ import math
 
 import numpy as np
 import pytest
-from aiko.robots.aiko.robots.aiko.experiment import load_experiment
 
 from aiko.core.errors import ConfigError
 from aiko.core.recording import MemoryRecorder
+from aiko.robots.aiko.experiment import load_experiment
 from aiko.robots.aiko.run import RunOptions, run_experiment
 
 SIDEWINDING = "experiments/sidewinding.toml"
