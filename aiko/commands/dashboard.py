@@ -31,9 +31,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_dashboard)
 
 
-def run_dashboard(args: argparse.Namespace) -> int:
+def _window_for(reader: LogReader, name: str):
+    """Aiko's joint view, or the rod bench's view for a bench log; and the log's time span (ns) for ``--at``."""
+    from aiko.dashboard.bench_window import BenchSeries, build_bench_window, is_bench_log
     from aiko.dashboard.model import DashboardModel
-    from aiko.dashboard.window import application, build_window, dispose, log_messages, n_joints_of
+    from aiko.dashboard.window import build_window, log_messages, n_joints_of
+
+    if is_bench_log(reader):
+        series = BenchSeries(reader)
+        return build_bench_window(series, title=f"aiko dashboard — {name}"), int(series.duration_s * 1e9)
+    messages = log_messages(reader)
+    window = build_window(
+        DashboardModel(n_joints_of(reader)), None, title=f"aiko dashboard — {name}", messages=messages
+    )
+    return window, (max(messages[-1][1] - messages[0][1], 1) if messages else 0)
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    from aiko.dashboard.window import application, dispose
 
     if args.at is not None and not (math.isfinite(args.at) and args.at >= 0):
         raise AikoError(f"--at must be a time in seconds >= 0, got {args.at}")
@@ -45,19 +60,15 @@ def run_dashboard(args: argparse.Namespace) -> int:
                 "the dashboard needs a display (no DISPLAY or WAYLAND_DISPLAY); --screenshot OUT.png renders offscreen"
             )
     reader = LogReader(args.log)
-    messages = log_messages(reader)
     if args.screenshot:
         import os
 
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = application()
-    window = build_window(
-        DashboardModel(n_joints_of(reader)), None, title=f"aiko dashboard — {args.log.name}", messages=messages
-    )
+    window, span_ns = _window_for(reader, args.log.name)
     if args.screenshot:
-        if args.at is not None and messages:
-            span = max(messages[-1][1] - messages[0][1], 1)
-            window.slider.setValue(max(0, min(1000, round(args.at * 1e9 / span * 1000))))
+        if args.at is not None and span_ns:
+            window.slider.setValue(max(0, min(1000, round(args.at * 1e9 / span_ns * 1000))))
         out = window.screenshot(args.screenshot)
         dispose(window)
         print(json.dumps({"screenshot": str(out)}) if args.json else f"screenshot: {out}")

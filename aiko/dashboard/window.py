@@ -291,7 +291,9 @@ def dispose(window: Any) -> None:
 
     _, QtWidgets, _ = qt_modules()
     app = QtWidgets.QApplication.instance()
-    window.timer.stop()
+    timer = getattr(window, "timer", None)  # the live views refresh on a timer; a log view has none
+    if timer is not None:
+        timer.stop()
     window.close()
     window.deleteLater()
     if app is not None:
