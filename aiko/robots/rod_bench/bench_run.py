@@ -64,6 +64,8 @@ class SensorTask:
     channel: str
     sample: Callable[[float], dict[str, Any] | None]
     close: Callable[[], None] | None = None
+    open: Callable[[], None] | None = None  # after the backend is configured (HIL: its emulators run), before t = 0
+    summary: Callable[[], dict[str, Any]] | None = None  # into the run summary under "sensors"
 
 
 def _sensor_periodic(sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int):
@@ -84,7 +86,7 @@ def record_bench_run(
     realtime: bool = False,
     host: str | None = None,
     motion: BaseMotion | None = None,
-    sensors: Sequence[SensorTask] = (),
+    sensors: Sequence[SensorTask] | None = None,
     extra_metadata: dict[str, Any] | None = None,
     start_s: float = 0.0,
     progress: Callable[[float, float], None] | None = None,
@@ -92,8 +94,13 @@ def record_bench_run(
     """Run the bench and record it to ``out``; returns the JSON summary. ``motion`` replaces the experiment's
     ``[base_motion]`` (a replay drives the logged flange poses). ``start_s`` <= 0 starts the run (and the rod, from
     the experiment's initial state) before t = 0: a replay of a HIL run starts where the plant mounted the rod;
-    every stamp stays on the replayed run's time."""
+    every stamp stays on the replayed run's time. ``sensors`` None: the experiment's ``[ft_sensor]`` / ``[camera]``
+    for this backend (:func:`aiko.robots.rod_bench.sensors.bench_sensors`)."""
     info = bench_backend_info(backend_name)
+    if sensors is None:
+        from aiko.robots.rod_bench.sensors import bench_sensors  # it builds SensorTasks: imported here, not above
+
+        sensors = bench_sensors(experiment, backend_name, host)
     backend = create_bench_backend(backend_name)
     duration = float(duration_s if duration_s is not None else experiment.scenario.duration_s)
     if start_s > 0 or (start_s < 0 and info.wall_clock_only):
@@ -144,6 +151,9 @@ def record_bench_run(
             backend.configure(ctx)
             if hasattr(backend, "run_clock"):
                 ctx.clock = backend.run_clock()
+            for sensor in sensors:
+                if sensor.open is not None:
+                    sensor.open()
             recorder.add_metadata(
                 BENCH_METADATA_NAME, {"clock": type(ctx.clock).__name__, "clock_start_ns": ctx.clock.start_ns}
             )
@@ -180,6 +190,8 @@ def record_bench_run(
             "messages": dict(recorder.message_counts),
             "log_path": str(out),
         }
+        if sensors:
+            summary["sensors"] = {s.name: s.summary() if s.summary is not None else {} for s in sensors}
         recorder.add_metadata(SUMMARY_METADATA_NAME, summary)
     return summary
 
