@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 COMMAND = "/bench/command"
 OBSERVATION = "/bench/observation"
 SUMMARY_METADATA_NAME = "aiko.summary"
+ROD_STATE = "/sim/rod/state"  # the HIL plant's true states q (only with a [camera]: the camera films them)
 BENCH_METADATA_NAME = "aiko.bench"
 
 
@@ -62,10 +63,12 @@ class SensorTask:
     name: str
     rate_hz: float
     channel: str
-    sample: Callable[[float], dict[str, Any] | None]
+    sample: Callable[[float], dict[str, Any] | None] | None
     close: Callable[[], None] | None = None
     open: Callable[[], None] | None = None  # after the backend is configured (HIL: its emulators run), before t = 0
     summary: Callable[[], dict[str, Any]] | None = None  # into the run summary under "sensors"
+    # after the run, with the plant's true rod states (run time, payload): the HIL camera films them offline
+    finish: Callable[[list[tuple[float, dict[str, Any]]], Recorder, Clock], None] | None = None
 
 
 def _sensor_periodic(sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int):
@@ -160,7 +163,11 @@ def record_bench_run(
             tasks = [
                 PeriodicTask("command", experiment.bench.control_rate_hz, command, priority=10),
                 PeriodicTask("observe", experiment.bench.observe_rate_hz, observe, priority=20),
-                *(_sensor_periodic(s, recorder, lambda: ctx.clock, 30 + i) for i, s in enumerate(sensors)),
+                *(
+                    _sensor_periodic(s, recorder, lambda: ctx.clock, 30 + i)
+                    for i, s in enumerate(sensors)
+                    if s.sample is not None
+                ),
             ]
             loop = TaskLoop(backend, recorder, ctx.clock, tasks, progress=progress)
             wall_loop0 = time.perf_counter()
@@ -173,7 +180,12 @@ def record_bench_run(
                 for sensor in sensors:
                     if sensor.close is not None:
                         sensor.close()
-            merged, mounted_at_s = _merge_side_records(backend, recorder, ctx.clock, duration)
+            states: list[tuple[float, dict[str, Any]]] = []
+            merged, mounted_at_s = _merge_side_records(backend, recorder, ctx.clock, duration, states)
+        if result is not None:
+            for sensor in sensors:
+                if sensor.finish is not None:
+                    sensor.finish(states, recorder, ctx.clock)
         summary: dict[str, Any] = {
             "experiment": experiment.name,
             "backend": backend_name,
@@ -210,7 +222,9 @@ class OffsetClock(SimulatedClock):
         return self.stamp_ns(self.now_s())
 
 
-def _merge_side_records(backend: Any, recorder: Recorder, clock: Clock, duration_s: float) -> tuple[int, float | None]:
+def _merge_side_records(
+    backend: Any, recorder: Recorder, clock: Clock, duration_s: float, states: list[tuple[float, dict[str, Any]]]
+) -> tuple[int, float | None]:
     """Records a backend produced beside the loop (the HIL plant's rod channels, stamped with the controller's
     time) go into the run's log on the run's clock, from the rod's mounting (before t = 0: the rod settling on the
     held arm before the run started) to the run's end. Returns the count and the mounting's run time."""
@@ -227,4 +241,6 @@ def _merge_side_records(backend: Any, recorder: Recorder, clock: Clock, duration
                 payload = {**payload, "t_s": t_s}
             recorder.record(channel, clock.stamp_ns(t_s), payload)
             n += 1
+            if channel == ROD_STATE and t_s >= 0.0:
+                states.append((t_s, payload))
     return n, first

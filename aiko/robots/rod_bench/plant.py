@@ -31,6 +31,7 @@ import numpy as np
 
 from aiko.core.errors import AikoError, ConfigError
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment, load_bench_experiment
+from aiko.robots.rod_bench.bench_run import ROD_STATE
 from aiko.robots.rod_bench.ft_sensor import FT_ADDRESS_ENV, PlantSensor, sensor_wrench, start_plant_sensor
 from aiko.robots.rod_bench.mount import Mount
 from aiko.robots.rod_bench.rod_samples import rod_payloads
@@ -68,10 +69,10 @@ class RodPlant:
     def _record(self, rod: RodStepper) -> None:
         if self.side_log is None or self.mounted_at_s is None:
             return
-        line = {
-            "controller_time_s": self.mounted_at_s + rod.state.t_s,
-            "channels": rod_payloads(rod.model, rod.state, rod.info),
-        }
+        channels = rod_payloads(rod.model, rod.state, rod.info)
+        if self.experiment.camera is not None:  # the truth the bench's camera films after the run
+            channels[ROD_STATE] = {"t_s": rod.state.t_s, "q": rod.state.q.tolist()}
+        line = {"controller_time_s": self.mounted_at_s + rod.state.t_s, "channels": channels}
         self.side_log.write(json.dumps(line) + "\n")
         self.side_log.flush()
 
