@@ -12,7 +12,7 @@ priority   task                          what it does
                                           logged on ``/bench/command``
 20         ``observe`` (observe rate)     backend.read → ``/bench/observation`` (flange pose, speed, base
                                           wrench, arm state)
-30+        sensor tasks                   one :class:`SensorTask` each: the F/T sensor (``/bench/ft``) and
+30+        sensor tasks                   one :class:`SensorTask` each: the F/T sensor (``/bench/wrench``) and
                                           the camera's markers (``/bench/markers``) plug in here
 ========== ============================ ===================================================================
 
