@@ -119,6 +119,7 @@ class FTSensorTask:
         self.started = True
         if self.settings.bias_at_start:
             self.bias = tuple(self.reader.tare(self.settings.bias_samples))
+            self.reader.drain()  # samples buffered during the tare keep the old bias: the run's log starts tared
 
     def sample(self, t_s: float) -> dict[str, Any] | None:
         samples = self.reader.drain()
