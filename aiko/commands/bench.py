@@ -60,6 +60,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmp_.add_argument("log_b", type=Path, help="bench log B, the reference errors are normalised by")
     cmp_.add_argument("--plot", metavar="OUT.png", help="plot strains, normal force and tip slide of both logs")
     cmp_.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    for side in ("a", "b"):
+        cmp_.add_argument(
+            f"--force-{side}",
+            choices=("arm", "ft"),
+            default="arm",
+            help=f"log {side.upper()}'s normal force from the arm's flange force (arm) or the F/T sensor (ft)",
+        )
+        cmp_.add_argument(
+            f"--strain-{side}",
+            choices=("plant", "camera"),
+            default="plant",
+            help=f"log {side.upper()}'s strains from the simulator (plant) or the camera's observer (camera)",
+        )
     cmp_.set_defaults(handler=compare_command)
     bench.set_defaults(handler=lambda args: bench.print_help() or 2)
 
@@ -103,7 +116,14 @@ def replay_command(args: argparse.Namespace) -> int:
 def compare_command(args: argparse.Namespace) -> int:
     from aiko.robots.rod_bench.compare import compare_logs, plot_comparison
 
-    result = compare_logs(args.log_a, args.log_b)
+    result = compare_logs(
+        args.log_a,
+        args.log_b,
+        force_a=args.force_a,
+        force_b=args.force_b,
+        strain_a=args.strain_a,
+        strain_b=args.strain_b,
+    )
     if args.plot:
         plot_comparison(result, args.plot)
         result.summary["plot"] = args.plot

@@ -13,6 +13,7 @@ import numpy as np
 from aiko.core.config import read_toml
 from aiko.core.errors import ConfigError
 from aiko.robots.rod_bench.experiment import scenario_from_dict
+from aiko.robots.rod_bench.sensor_settings import CameraSettings, FTSensorSettings, parse_camera, parse_ft_sensor
 from aiko.robots.rod_bench.settings import BenchSettings, UR3Settings, parse_bench, parse_ur3
 from sim.cosserat import RodParameterError
 from sim.cosserat.scenario import Scenario
@@ -26,6 +27,8 @@ class BenchExperiment:
     bench: BenchSettings
     ur3: UR3Settings
     log_rate_hz: float
+    ft_sensor: FTSensorSettings | None = None
+    camera: CameraSettings | None = None
 
     @property
     def name(self) -> str:
@@ -70,4 +73,6 @@ def bench_experiment_from_dict(data: Mapping[str, Any], text: str, path: Path) -
         )
     log_rate = float(data.get("run", {}).get("log_rate_hz", 50.0))
     bench = parse_bench(data.get("bench"), source)
-    return BenchExperiment(path, text, scenario, bench, parse_ur3(data.get("ur3"), source), log_rate)
+    ft = parse_ft_sensor(data.get("ft_sensor"), source)
+    camera = parse_camera(data.get("camera"), source, scenario.model.rod.length_m)
+    return BenchExperiment(path, text, scenario, bench, parse_ur3(data.get("ur3"), source), log_rate, ft, camera)

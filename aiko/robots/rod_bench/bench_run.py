@@ -12,7 +12,7 @@ priority   task                          what it does
                                           logged on ``/bench/command``
 20         ``observe`` (observe rate)     backend.read → ``/bench/observation`` (flange pose, speed, base
                                           wrench, arm state)
-30+        sensor tasks                   one :class:`SensorTask` each: the F/T sensor (``/bench/ft``) and
+30+        sensor tasks                   one :class:`SensorTask` each: the F/T sensor (``/bench/wrench``) and
                                           the camera's markers (``/bench/markers``) plug in here
 ========== ============================ ===================================================================
 
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 COMMAND = "/bench/command"
 OBSERVATION = "/bench/observation"
 SUMMARY_METADATA_NAME = "aiko.summary"
+ROD_STATE = "/sim/rod/state"  # the HIL plant's true states q (only with a [camera]: the camera films them)
 BENCH_METADATA_NAME = "aiko.bench"
 
 
@@ -62,8 +63,12 @@ class SensorTask:
     name: str
     rate_hz: float
     channel: str
-    sample: Callable[[float], dict[str, Any] | None]
+    sample: Callable[[float], dict[str, Any] | None] | None
     close: Callable[[], None] | None = None
+    open: Callable[[], None] | None = None  # after the backend is configured (HIL: its emulators run), before t = 0
+    summary: Callable[[], dict[str, Any]] | None = None  # into the run summary under "sensors"
+    # after the run, with the plant's true rod states (run time, payload): the HIL camera films them offline
+    finish: Callable[[list[tuple[float, dict[str, Any]]], Recorder, Clock], None] | None = None
 
 
 def _sensor_periodic(sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int):
@@ -84,7 +89,7 @@ def record_bench_run(
     realtime: bool = False,
     host: str | None = None,
     motion: BaseMotion | None = None,
-    sensors: Sequence[SensorTask] = (),
+    sensors: Sequence[SensorTask] | None = None,
     extra_metadata: dict[str, Any] | None = None,
     start_s: float = 0.0,
     progress: Callable[[float, float], None] | None = None,
@@ -92,8 +97,13 @@ def record_bench_run(
     """Run the bench and record it to ``out``; returns the JSON summary. ``motion`` replaces the experiment's
     ``[base_motion]`` (a replay drives the logged flange poses). ``start_s`` <= 0 starts the run (and the rod, from
     the experiment's initial state) before t = 0: a replay of a HIL run starts where the plant mounted the rod;
-    every stamp stays on the replayed run's time."""
+    every stamp stays on the replayed run's time. ``sensors`` None: the experiment's ``[ft_sensor]`` / ``[camera]``
+    for this backend (:func:`aiko.robots.rod_bench.sensors.bench_sensors`)."""
     info = bench_backend_info(backend_name)
+    if sensors is None:
+        from aiko.robots.rod_bench.sensors import bench_sensors  # it builds SensorTasks: imported here, not above
+
+        sensors = bench_sensors(experiment, backend_name, host)
     backend = create_bench_backend(backend_name)
     duration = float(duration_s if duration_s is not None else experiment.scenario.duration_s)
     if start_s > 0 or (start_s < 0 and info.wall_clock_only):
@@ -144,13 +154,20 @@ def record_bench_run(
             backend.configure(ctx)
             if hasattr(backend, "run_clock"):
                 ctx.clock = backend.run_clock()
+            for sensor in sensors:
+                if sensor.open is not None:
+                    sensor.open()
             recorder.add_metadata(
                 BENCH_METADATA_NAME, {"clock": type(ctx.clock).__name__, "clock_start_ns": ctx.clock.start_ns}
             )
             tasks = [
                 PeriodicTask("command", experiment.bench.control_rate_hz, command, priority=10),
                 PeriodicTask("observe", experiment.bench.observe_rate_hz, observe, priority=20),
-                *(_sensor_periodic(s, recorder, lambda: ctx.clock, 30 + i) for i, s in enumerate(sensors)),
+                *(
+                    _sensor_periodic(s, recorder, lambda: ctx.clock, 30 + i)
+                    for i, s in enumerate(sensors)
+                    if s.sample is not None
+                ),
             ]
             loop = TaskLoop(backend, recorder, ctx.clock, tasks, progress=progress)
             wall_loop0 = time.perf_counter()
@@ -163,7 +180,12 @@ def record_bench_run(
                 for sensor in sensors:
                     if sensor.close is not None:
                         sensor.close()
-            merged, mounted_at_s = _merge_side_records(backend, recorder, ctx.clock, duration)
+            states: list[tuple[float, dict[str, Any]]] = []
+            merged, mounted_at_s = _merge_side_records(backend, recorder, ctx.clock, duration, states)
+        if result is not None:
+            for sensor in sensors:
+                if sensor.finish is not None:
+                    sensor.finish(states, recorder, ctx.clock)
         summary: dict[str, Any] = {
             "experiment": experiment.name,
             "backend": backend_name,
@@ -180,6 +202,8 @@ def record_bench_run(
             "messages": dict(recorder.message_counts),
             "log_path": str(out),
         }
+        if sensors:
+            summary["sensors"] = {s.name: s.summary() if s.summary is not None else {} for s in sensors}
         recorder.add_metadata(SUMMARY_METADATA_NAME, summary)
     return summary
 
@@ -198,7 +222,9 @@ class OffsetClock(SimulatedClock):
         return self.stamp_ns(self.now_s())
 
 
-def _merge_side_records(backend: Any, recorder: Recorder, clock: Clock, duration_s: float) -> tuple[int, float | None]:
+def _merge_side_records(
+    backend: Any, recorder: Recorder, clock: Clock, duration_s: float, states: list[tuple[float, dict[str, Any]]]
+) -> tuple[int, float | None]:
     """Records a backend produced beside the loop (the HIL plant's rod channels, stamped with the controller's
     time) go into the run's log on the run's clock, from the rod's mounting (before t = 0: the rod settling on the
     held arm before the run started) to the run's end. Returns the count and the mounting's run time."""
@@ -215,4 +241,6 @@ def _merge_side_records(backend: Any, recorder: Recorder, clock: Clock, duration
                 payload = {**payload, "t_s": t_s}
             recorder.record(channel, clock.stamp_ns(t_s), payload)
             n += 1
+            if channel == ROD_STATE and t_s >= 0.0:
+                states.append((t_s, payload))
     return n, first

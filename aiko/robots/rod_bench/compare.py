@@ -32,6 +32,8 @@ from aiko.robots.rod_bench.bench_experiment import bench_experiment_from_text
 from aiko.robots.rod_bench.bench_run import BENCH_METADATA_NAME, OBSERVATION
 from aiko.robots.rod_bench.rod_samples import CENTRELINE, CONTACTS
 
+OBSERVED_STRAIN = "/bench/observed_strain"
+
 GRAVITY_M_S2 = 9.81
 CONTROL_POINT_FRACTION = 0.05
 
@@ -46,6 +48,7 @@ class BenchSeries:
     tip_slide_m: np.ndarray  # (k,)
     t_obs_s: np.ndarray
     normal_force_n: np.ndarray  # from the base force
+    t_strain_s: np.ndarray | None = None  # kappa_y's times (the rod's, or the camera's)
     t_contacts_s: np.ndarray | None = None
     contact_normal_force_n: np.ndarray | None = None
 
@@ -65,28 +68,62 @@ def _run_times(reader: LogReader, t_ns: np.ndarray) -> np.ndarray:
     return (np.asarray(t_ns, dtype=np.int64) - int(start)) * 1e-9
 
 
-def load_series(path: str | Path) -> BenchSeries:
+FORCE_SOURCES = ("arm", "ft")
+STRAIN_SOURCES = ("plant", "camera")
+
+
+def _sensor_normal_force(reader: LogReader, experiment: Any, mass_kg: float) -> tuple[np.ndarray, np.ndarray]:
+    """N(t) = m g + F_z, F the force the rod exerts on the F/T sensor (``/bench/wrench``, sensor = flange frame)
+    turned into the world frame with the flange pose of the nearest ``/bench/observation`` sample."""
+    from aiko.robots.rod_bench.ft_sensor import WRENCH, world_force
+    from aiko.robots.rod_bench.mount import Mount
+
+    if not reader.has(WRENCH):
+        raise AikoError(f"{reader.path}: no {WRENCH} channel (the run had no [ft_sensor]); use the arm's force")
+    ft = reader.channel(WRENCH)
+    obs = reader.channel(OBSERVATION)
+    t_obs = np.asarray(obs.t_ns, dtype=np.int64)
+    poses = np.asarray(obs["flange_pose"], dtype=float)
+    nearest = np.clip(np.searchsorted(t_obs, np.asarray(ft.t_ns, dtype=np.int64)), 0, len(t_obs) - 1)
+    mount = Mount.from_settings(experiment.ur3)
+    force = np.asarray(ft["force_mean_n"], dtype=float)  # the period's mean: not aliased (ft_sensor.FTSensorTask)
+    fz = np.array([world_force(mount, poses[j], f)[2] for j, f in zip(nearest, force, strict=True)])
+    return _run_times(reader, ft.t_ns), mass_kg * GRAVITY_M_S2 + fz
+
+
+def load_series(path: str | Path, force_source: str = "arm", strain_source: str = "plant") -> BenchSeries:
+    """``force_source``: "arm" (the flange force the controller reports, ``/bench/observation``) or "ft" (the F/T
+    sensor, ``/bench/wrench``); ``strain_source``: "plant" (the simulator's strains, ``/sim/rod/centreline``) or
+    "camera" (the strain observer on the camera's markers, ``/bench/observed_strain``)."""
     reader = read_log(path)
     meta = reader.run_metadata
     if "experiment_toml" not in meta:
         raise AikoError(f"{path}: not a bench log (no experiment in its metadata)")
     experiment = bench_experiment_from_text(meta["experiment_toml"], meta.get("experiment_path", str(path)))
-    for topic in (CENTRELINE, OBSERVATION):
+    if force_source not in FORCE_SOURCES or strain_source not in STRAIN_SOURCES:
+        raise AikoError(f"force source must be one of {FORCE_SOURCES}, strain source one of {STRAIN_SOURCES}")
+    strain_topic = CENTRELINE if strain_source == "plant" else OBSERVED_STRAIN
+    for topic in (CENTRELINE, OBSERVATION, strain_topic):
         if not reader.has(topic):
-            raise AikoError(f"{path}: no {topic} channel (a real run needs the camera's strains, not built yet)")
+            raise AikoError(f"{path}: no {topic} channel (a real run has its rod only from the camera)")
     cl = reader.channel(CENTRELINE)
-    strain = np.asarray(cl["strain"], dtype=float)
     tip = np.asarray(cl["centreline_m"], dtype=float)[:, -1, :]
+    st = reader.channel(strain_topic)
+    strain = np.asarray(st["strain"], dtype=float)
     obs = reader.channel(OBSERVATION)
     mass = experiment.scenario.model.rod.mass_kg()
-    normal = mass * GRAVITY_M_S2 - np.asarray(obs["base_force_n"], dtype=float)[:, 2]
+    if force_source == "arm":
+        t_obs, normal = _run_times(reader, obs.t_ns), mass * GRAVITY_M_S2 - np.asarray(obs["base_force_n"])[:, 2]
+    else:
+        t_obs, normal = _sensor_normal_force(reader, experiment, mass)
     series = BenchSeries(
         name=str(path),
         t_rod_s=_run_times(reader, cl.t_ns),
         kappa_y=strain[:, :, 1],
         tip_slide_m=np.linalg.norm(tip[:, 0:2] - tip[0, 0:2], axis=1),
-        t_obs_s=_run_times(reader, obs.t_ns),
+        t_obs_s=t_obs,
         normal_force_n=normal,
+        t_strain_s=_run_times(reader, st.t_ns),
     )
     if reader.has(CONTACTS):
         c = reader.channel(CONTACTS)
@@ -109,17 +146,31 @@ def error_percent(t_a: np.ndarray, a: np.ndarray, t_b: np.ndarray, b: np.ndarray
     return float(100.0 * np.mean(np.abs(aa - bb)) / scale)
 
 
-def compare_logs(path_a: str | Path, path_b: str | Path) -> Comparison:
-    a, b = load_series(path_a), load_series(path_b)
+def compare_logs(
+    path_a: str | Path,
+    path_b: str | Path,
+    *,
+    force_a: str = "arm",
+    force_b: str = "arm",
+    strain_a: str = "plant",
+    strain_b: str = "plant",
+) -> Comparison:
+    """Errors of A against B; each log's normal force and strains from the source asked for (:func:`load_series`)."""
+    a, b = load_series(path_a, force_a, strain_a), load_series(path_b, force_b, strain_b)
     if a.kappa_y.shape[1] != b.kappa_y.shape[1]:
         raise AikoError(f"the logs have different strain grids ({a.kappa_y.shape[1]} vs {b.kappa_y.shape[1]} nodes)")
     peak = np.max(np.abs(b.kappa_y), axis=0)
     points = [int(i) for i in np.flatnonzero(peak >= CONTROL_POINT_FRACTION * peak.max())] if peak.max() > 0 else []
-    strain_errors = {i: error_percent(a.t_rod_s, a.kappa_y[:, i], b.t_rod_s, b.kappa_y[:, i]) for i in points}
+    ta, tb = (
+        a.t_strain_s if a.t_strain_s is not None else a.t_rod_s,
+        b.t_strain_s if b.t_strain_s is not None else b.t_rod_s,
+    )
+    strain_errors = {i: error_percent(ta, a.kappa_y[:, i], tb, b.kappa_y[:, i]) for i in points}
     summary: dict[str, Any] = {
         "log_a": str(path_a),
         "log_b": str(path_b),
         "error_definition": "100 * mean_t |a - b| / max_t |b| on B's samples (B the reference)",
+        "sources": {"force": [force_a, force_b], "strain": [strain_a, strain_b]},
         "control_points": points,
         "strain_error_percent": float(np.mean(list(strain_errors.values()))) if strain_errors else None,
         "strain_error_percent_by_point": {str(i): e for i, e in strain_errors.items()},
@@ -148,8 +199,8 @@ def plot_comparison(result: Comparison, out: str | Path) -> None:
     fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
     for j, i in enumerate(result.control_points):
         color = f"C{j % 10}"
-        axes[0].plot(a.t_rod_s, a.kappa_y[:, i], color=color, label=f"node {i}")
-        axes[0].plot(b.t_rod_s, b.kappa_y[:, i], color=color, linestyle="--")
+        axes[0].plot(a.t_strain_s, a.kappa_y[:, i], color=color, label=f"node {i}")
+        axes[0].plot(b.t_strain_s, b.kappa_y[:, i], color=color, linestyle="--")
     axes[0].set_ylabel("strain kappa_y (rad/m)")
     axes[0].legend(fontsize=7, ncol=4)
     axes[1].plot(a.t_obs_s, a.normal_force_n, label="A")

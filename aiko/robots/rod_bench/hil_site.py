@@ -20,7 +20,7 @@ from typing import Any
 
 from aiko.core.errors import ConfigError, HardwareError
 from aiko.robots.rod_bench.context import BenchContext
-from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, PLANT_LOG_ENV
+from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, FT_ADDRESS_ENV, PLANT_LOG_ENV
 
 DEFAULT_HOST = "127.0.0.41"
 PLANT = "aiko.robots.rod_bench.plant:rod_plant"
@@ -51,6 +51,8 @@ class EmulatedController:
         self.plant_log = ctx.workdir / "plant_rod.jsonl"
         self.controller_rate_hz = min(1000.0, max(10.0, 1.0 / ctx.experiment.scenario.dt_s))
         env = dict(os.environ, **{EXPERIMENT_ENV: str(experiment_file), PLANT_LOG_ENV: str(self.plant_log)})
+        if ctx.experiment.ft_sensor is not None:  # the plant's factory starts the F/T emulator on the same host
+            env[FT_ADDRESS_ENV] = f"{host}:{ctx.experiment.ft_sensor.udp_port}"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         cmd = [sys.executable, "-m", "aiko.cli", "emulate", "ur3", "--host", host]
         cmd += ["--rate-hz", f"{self.controller_rate_hz:g}", "--unlock-delay", "0", "--plant", PLANT]

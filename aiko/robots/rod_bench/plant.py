@@ -14,7 +14,9 @@ rod's time is the controller's time since mounting.
 Configuration comes from the environment, since the emulator calls the factory with no arguments:
 ``AIKO_BENCH_EXPERIMENT`` (the experiment file, required) and ``AIKO_BENCH_PLANT_LOG`` (optional: a JSON-lines file
 receiving the rod's channels at the experiment's log rate, each with the controller time, which the bench merges
-into its log — the stand-in for the camera and the strain observer until those devices exist).
+into its log) and ``AIKO_BENCH_FT_ADDRESS`` (optional, with an ``[ft_sensor]`` table: the F/T sensor's RDT
+emulator is started here on that address, fed with the rod's reaction in the sensor frame; see
+:mod:`aiko.robots.rod_bench.ft_sensor` for why in this process).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import numpy as np
 
 from aiko.core.errors import AikoError, ConfigError
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment, load_bench_experiment
+from aiko.robots.rod_bench.bench_run import ROD_STATE
+from aiko.robots.rod_bench.ft_sensor import FT_ADDRESS_ENV, PlantSensor, sensor_wrench, start_plant_sensor
 from aiko.robots.rod_bench.mount import Mount
 from aiko.robots.rod_bench.rod_samples import rod_payloads
 from aiko.robots.rod_bench.rod_stepper import RodStepper
@@ -47,7 +51,9 @@ MOUNT_SPEED_RAD_S = 1e-3
 class RodPlant:
     """``hook(t_s, flange_pose, flange_speed) -> flange wrench | None``: the rod on the flange."""
 
-    def __init__(self, experiment: BenchExperiment, side_log: IO[str] | None = None) -> None:
+    def __init__(
+        self, experiment: BenchExperiment, side_log: IO[str] | None = None, ft_sensor: PlantSensor | None = None
+    ) -> None:
         self.experiment = experiment
         self.mount = Mount.from_settings(experiment.ur3)
         scenario = experiment.scenario
@@ -58,14 +64,15 @@ class RodPlant:
         self.mounted_at_s: float | None = None
         self.failed: str | None = None
         self._wrench: list[float] | None = None
+        self.ft_sensor = ft_sensor  # HIL's F/T emulator in this process: fed the rod's reaction at every tick
 
     def _record(self, rod: RodStepper) -> None:
         if self.side_log is None or self.mounted_at_s is None:
             return
-        line = {
-            "controller_time_s": self.mounted_at_s + rod.state.t_s,
-            "channels": rod_payloads(rod.model, rod.state, rod.info),
-        }
+        channels = rod_payloads(rod.model, rod.state, rod.info)
+        if self.experiment.camera is not None:  # the truth the bench's camera films after the run
+            channels[ROD_STATE] = {"t_s": rod.state.t_s, "q": rod.state.q.tolist()}
+        line = {"controller_time_s": self.mounted_at_s + rod.state.t_s, "channels": channels}
         self.side_log.write(json.dumps(line) + "\n")
         self.side_log.flush()
 
@@ -97,6 +104,8 @@ class RodPlant:
             return self._wrench
         if self.rod.info is not None:
             self._wrench = self.mount.flange_wrench(self.rod.info.base_wrench).tolist()
+            if self.ft_sensor is not None:
+                self.ft_sensor.update(sensor_wrench(self.mount, flange_pose, self.rod.info.base_wrench))
         return self._wrench
 
 
@@ -115,4 +124,8 @@ def rod_plant() -> RodPlant:
     warm_up(experiment)
     log_path = os.environ.get(PLANT_LOG_ENV)
     side_log = Path(log_path).open("w") if log_path else None  # noqa: SIM115 - lives as long as the emulator
-    return RodPlant(experiment, side_log)
+    ft_address = os.environ.get(FT_ADDRESS_ENV)
+    ft = None
+    if ft_address and experiment.ft_sensor is not None:
+        ft = start_plant_sensor(experiment.ft_sensor, ft_address)
+    return RodPlant(experiment, side_log, ft)

@@ -15,7 +15,7 @@ from typing import Any
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
 
-BENCH_SECTIONS = ("bench", "ur3")
+BENCH_SECTIONS = ("bench", "ur3", "ft_sensor", "camera")
 """Top-level tables of a rod experiment file that belong to the bench, not to the simulator."""
 
 

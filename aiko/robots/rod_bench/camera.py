@@ -1,0 +1,151 @@
+"""The bench's camera in HIL: the rod plant's true states are filmed by the synthetic side camera, tracked by the
+red-marker tracker and turned into strains by the strain observer — after the run.
+
+Why after the run: rendering a frame, tracking it and running the observer take about 0.3 s per frame
+(docs/camera.md), 15 times a 50 Hz frame period; inside the plant's controller tick that would stop the rod's
+real time (and with it the arm's), inside the bench's loop it would miss every deadline. The plant therefore
+writes its true states (``/sim/rod/state``: ``q`` at the experiment's log rate, with the controller's time) to the
+side file it already writes, and the bench renders, tracks and observes them once the arm has stopped. The frames'
+times are the states' times, so ``/bench/markers`` and ``/bench/observed_strain`` sit on the run's clock as if a
+camera had filmed it live. The camera's rate in HIL is therefore at most the experiment's log rate.
+
+What the pipeline is given is what a real bench has: pixels, the plane calibration of the camera (here the exact
+one of the synthetic camera) and the base pose (here the plant's, which is the flange pose the arm reports through
+the mount). The truth (bead positions, strains) is logged beside the estimates, so the pipeline's own error is
+measured on every run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from aiko.core.clock import Clock
+from aiko.core.errors import ConfigError
+from aiko.core.interfaces import Recorder
+from aiko.robots.rod_bench.bench_experiment import BenchExperiment
+
+log = logging.getLogger(__name__)
+
+MARKERS = "/bench/markers"
+OBSERVED_STRAIN = "/bench/observed_strain"
+MARKER_COMPLIANCE_M_PER_N = 1e-3  # as the camera's own end-to-end test (tests/aiko/devices/camera/test_emulator.py)
+
+
+def marker_arcs(experiment: BenchExperiment) -> np.ndarray:
+    cam = experiment.camera
+    assert cam is not None
+    if cam.marker_arc_m is not None:
+        return np.asarray(cam.marker_arc_m, dtype=float)
+    return np.linspace(0.1, 0.975, cam.markers) * experiment.scenario.model.rod.length_m
+
+
+class HilCamera:
+    """Films the plant's states after the run (see the module doc); ``finish`` records the two channels."""
+
+    def __init__(self, experiment: BenchExperiment) -> None:
+        if experiment.camera is None:
+            raise ConfigError("the bench camera needs a [camera] table")
+        if experiment.camera.source != "synthetic":
+            raise ConfigError('HIL films the plant with the synthetic camera: set camera.source = "synthetic"')
+        self.experiment = experiment
+        self.stats: dict[str, Any] = {}
+
+    def finish(self, states: Sequence[tuple[float, dict[str, Any]]], recorder: Recorder, clock: Clock) -> None:
+        from aiko.devices.camera.calibration import CameraIntrinsics
+        from aiko.devices.camera.pipeline import StrainPipeline, observer_model
+        from aiko.devices.camera.plane import calibration_from_pose
+        from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
+        from aiko.devices.camera.rod_film import RodFilm, frame_side_camera
+        from aiko.devices.camera.source import Frame
+        from aiko.devices.camera.synthetic import SyntheticCamera, SyntheticCameraSettings
+
+        cam = self.experiment.camera
+        assert cam is not None
+        if not states:
+            self.stats = {"frames": 0, "note": "the plant wrote no rod states"}
+            return
+        wall0 = time.perf_counter()
+        model = self.experiment.scenario.model
+        arc = marker_arcs(self.experiment)
+        film = RodFilm(model.rod, model.n_sections, arc)
+        period_s = 1.0 / cam.rate_hz
+        chosen: list[tuple[float, np.ndarray]] = []
+        for t_s, payload in states:  # frames at the camera's rate, from the states (at the log rate)
+            if not chosen or t_s - chosen[-1][0] >= period_s - 1e-6:
+                chosen.append((t_s, np.asarray(payload["q"], dtype=float)))
+        intrinsics = CameraIntrinsics(np.array([[800.0, 0, 320], [0, 800, 240], [0, 0, 1]]), np.zeros(5), (640, 480))
+        everything = np.vstack([film.scene(q).centreline_m for _, q in chosen[:: max(len(chosen) // 20, 1)]])
+        pose, plane = frame_side_camera(everything, intrinsics)
+        camera = SyntheticCamera(intrinsics, pose, SyntheticCameraSettings(fps=cam.rate_hz, noise_sigma=cam.noise))
+        to_world = PixelsToWorld(calibration_from_pose(intrinsics, pose, plane), plane)
+        tracker = RedMarkerTracker(RedMarkerSettings(len(arc)), marker_arc_m=arc, to_world=to_world)
+        frames_q = {round(t * 1e9): q for t, q in chosen}
+        t0_ns = round(chosen[0][0] * 1e9)
+        pipeline = StrainPipeline(
+            tracker,
+            observer_model(model.rod, model.n_sections, arc, model.gravity_m_s2),
+            arc,
+            lambda t_s: self._alpha_at(frames_q, t0_ns, t_s),
+            marker_compliance_m_per_n=MARKER_COMPLIANCE_M_PER_N,
+        )
+        failed, marker_err, strain_err = 0, [], []
+        for index, (t_s, q) in enumerate(chosen):
+            k = min(index + 1, len(chosen) - 1)
+            scenes = film.exposure(chosen[max(index - 1, 0)][1], q, chosen[k][1], cam.blur_samples)
+            est = pipeline.process(Frame(index, round(t_s * 1e9), camera.render(scenes)))
+            true_m = film.markers_m(q)
+            true_strain = film.strain_nodes(q)
+            obs = est.markers
+            recorder.record(
+                MARKERS,
+                clock.stamp_ns(t_s),
+                {
+                    "t_s": t_s,
+                    "pixels": np.where(np.isfinite(obs.pixels), obs.pixels, None).tolist(),
+                    "visible": obs.visible.tolist(),
+                    "world_m": np.where(np.isfinite(obs.world_m), obs.world_m, None).tolist(),
+                    "true_m": true_m.tolist(),
+                },
+            )
+            seen = obs.visible & np.all(np.isfinite(obs.world_m), axis=1)
+            if seen.any():
+                marker_err.append(float(np.max(np.linalg.norm(obs.world_m[seen] - true_m[seen], axis=1))))
+            if est.strain_nodes is None:
+                failed += 1
+                continue
+            recorder.record(
+                OBSERVED_STRAIN,
+                clock.stamp_ns(t_s),
+                {
+                    "t_s": t_s,
+                    "strain": est.strain_nodes.tolist(),
+                    "true_strain": true_strain.tolist(),
+                    "markers_seen": int(seen.sum()),
+                    "iterations": est.iterations,
+                },
+            )
+            strain_err.append(float(np.max(np.abs(est.strain_nodes[:, 1] - true_strain[:, 1]))))
+        self.stats = {
+            "frames": len(chosen),
+            "observer_failed": failed,
+            "rate_hz": cam.rate_hz,
+            "markers": len(arc),
+            "marker_error_max_mm": 1e3 * max(marker_err) if marker_err else None,
+            "kappa_y_error_max_per_m": max(strain_err) if strain_err else None,
+            "offline_wall_s": time.perf_counter() - wall0,
+        }
+
+    @staticmethod
+    def _alpha_at(frames_q: dict[int, np.ndarray], t0_ns: int, t_s: float) -> np.ndarray:
+        """The base pose at a frame (the pipeline counts time from its first frame)."""
+        key = t0_ns + round(t_s * 1e9)
+        nearest = min(frames_q, key=lambda k: abs(k - key))
+        return frames_q[nearest][0:6]
+
+    def summary(self) -> dict[str, Any]:
+        return dict(self.stats)

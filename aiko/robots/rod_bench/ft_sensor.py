@@ -1,0 +1,170 @@
+"""The bench's six-axis F/T sensor: the sensor frame, the HIL sensor beside the rod plant, and the run's sensor task.
+
+**What the sensor reads** (docs/force_sensor.md, "Frames and sign convention"): the wrench the tool side (clamp and
+rod) exerts ON the sensor, in the sensor's frame. The sensor sits on the flange with its axes along the flange's
+(tool0) axes and the rod's base point at its origin (the bench's mount, :mod:`aiko.robots.rod_bench.mount`). The
+Cosserat plant's base wrench is what the clamp exerts ON the rod, in the world frame; so the sensor reads its
+negative (Newton's third law), rotated into the flange frame; the offset is zero, so the torque is not moved:
+
+    F_sensor = R_f^T R_w (-F_base),   tau_sensor = R_f^T R_w (-M_base)
+
+with R_w the world frame in the UR base frame (``[ur3] bench_frame_rotation_deg``) and R_f the flange's rotation
+(the flange pose's rotation vector). :func:`world_force` inverts it for the analysis.
+
+**HIL**: the F/T emulator (RDT over UDP, :class:`aiko.devices.force_sensor.emulator.UdpFtServer`) runs *inside the
+UR3 emulator's process*, started by the rod plant's factory, bound to the same 127.0.0.N as the UR3 emulator, with
+the plant's latest sensor-frame wrench as its source hook. Why there and not as a third process: the wrench lives
+in the plant, which steps inside the UR3 emulator's controller tick; a separate process would need the wrench
+shipped over yet another channel (another stand-in protocol, another lag) before it is put on the RDT wire. In the
+plant's process the hook reads it with no copy and at most one controller tick (5 ms) old, and the bench reads it
+exactly as it reads a real sensor: over UDP through :class:`aiko.devices.force_sensor.UdpReader`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from aiko.core.errors import ConfigError
+from aiko.devices.force_sensor import ATI_NETFT_DEFAULT, ONROBOT_HEX_DEFAULT, CountsScale
+from aiko.devices.force_sensor.reader import ForceSensorReader
+from aiko.robots.rod_bench.mount import Mount
+from aiko.robots.rod_bench.sensor_settings import FTSensorSettings
+
+log = logging.getLogger(__name__)
+
+WRENCH = "/bench/wrench"
+FT_ADDRESS_ENV = "AIKO_BENCH_FT_ADDRESS"
+
+
+def scale_of(settings: FTSensorSettings) -> CountsScale:
+    """The wire scale: the file's counts per N / N·m, else the flavour's default (docs/force_sensor.md)."""
+    if settings.counts_per_n is not None and settings.counts_per_nm is not None:
+        return CountsScale(settings.counts_per_n, settings.counts_per_nm)
+    return ONROBOT_HEX_DEFAULT if settings.flavour == "onrobot" else ATI_NETFT_DEFAULT
+
+
+def sensor_wrench(mount: Mount, flange_pose: Sequence[float], base_wrench: Sequence[float]) -> np.ndarray:
+    """What the flange sensor reads ``[Fx, Fy, Fz, Tx, Ty, Tz]`` (sensor = flange frame) from the simulator's base
+    wrench ``[moment; force]`` (world frame, the base on the rod)."""
+    in_base = mount.flange_wrench(base_wrench)  # the negative, in the UR base frame
+    to_flange = Rotation.from_rotvec(np.asarray(flange_pose, dtype=float)[3:6]).inv()
+    return np.concatenate([to_flange.apply(in_base[0:3]), to_flange.apply(in_base[3:6])])
+
+
+def world_force(mount: Mount, flange_pose: Sequence[float], force_sensor_n: Sequence[float]) -> np.ndarray:
+    """A sensor-frame force in the rod's world frame (the inverse rotation of :func:`sensor_wrench`): the force the
+    rod exerts on the flange, i.e. minus the base's force on the rod. Quasi-statically its z is the table's normal
+    force minus the rod's weight, so the total normal force is ``m g + world_force(...)[2]``."""
+    in_base = Rotation.from_rotvec(np.asarray(flange_pose, dtype=float)[3:6]).apply(np.asarray(force_sensor_n))
+    return mount.world_rotation.inv().apply(in_base)
+
+
+class PlantSensor:
+    """The sensor's physical side in the plant's process: the latest sensor-frame wrench, and the RDT emulator
+    streaming it (started by :func:`start_plant_sensor`)."""
+
+    def __init__(self) -> None:
+        self._wrench: tuple[float, ...] = (0.0,) * 6
+        self.server: Any = None
+
+    def update(self, wrench: Sequence[float]) -> None:
+        self._wrench = tuple(float(v) for v in wrench)  # one reference swap: atomic for the streaming thread
+
+    def __call__(self, t_s: float) -> tuple[float, ...]:
+        return self._wrench
+
+
+def start_plant_sensor(settings: FTSensorSettings, address: str) -> PlantSensor:
+    """The F/T emulator (UDP RDT) at ``address`` ("127.0.0.N:PORT"), its source the returned :class:`PlantSensor`.
+    Stopped at the emulator process's exit."""
+    from aiko.devices.force_sensor.emulator import SensorModel, UdpFtServer
+    from aiko.devices.force_sensor.udp_reader import parse_address
+
+    if settings.transport != "udp":
+        raise ConfigError('HIL emulates the F/T sensor over UDP only: set ft_sensor.transport = "udp"')
+    sensor = PlantSensor()
+    model = SensorModel(scale_of(settings), source=sensor, noise_n=settings.noise_n, noise_nm=settings.noise_nm)
+    server = UdpFtServer(parse_address(address), model, rate_hz=settings.rate_hz, flavour=settings.flavour)
+    server.start()
+    sensor.server = server
+    atexit.register(server.shutdown)
+    log.info("F/T emulator on udp %s (plant's wrench)", address)
+    return sensor
+
+
+class FTSensorTask:
+    """The run's sensor task: drains the reader each period and logs on ``/bench/wrench`` the newest sample
+    (``force_n``, ``torque_nm``, sensor frame, with the device's ``sequence``) and the mean of every sample received
+    since the last period (``force_mean_n``, ``torque_mean_nm``, ``samples`` of them): the sensor streams faster
+    than the log, and the mean is the log's anti-aliasing (a box filter over one period) — in HIL the rod's base
+    force alternates from one 200 Hz controller tick to the next while the arm servoes, which a 50 Hz pick of
+    single samples aliases. The reader's counters go into the run summary."""
+
+    def __init__(self, reader: ForceSensorReader, settings: FTSensorSettings) -> None:
+        self.reader = reader
+        self.settings = settings
+        self.bias: tuple[float, ...] | None = None
+        self._lock = threading.Lock()
+        self.started = False
+
+    def open(self) -> None:
+        self.reader.start()
+        self.started = True
+        if self.settings.bias_at_start:
+            self.bias = tuple(self.reader.tare(self.settings.bias_samples))
+            self.reader.drain()  # samples buffered during the tare keep the old bias: the run's log starts tared
+
+    def sample(self, t_s: float) -> dict[str, Any] | None:
+        samples = self.reader.drain()
+        if not samples:
+            return None
+        w = samples[-1]
+        mean = np.mean([s.as_tuple() for s in samples], axis=0)
+        return {
+            "t_s": t_s,
+            "force_n": list(w.force_n),
+            "torque_nm": list(w.torque_nm),
+            "force_mean_n": mean[0:3].tolist(),
+            "torque_mean_nm": mean[3:6].tolist(),
+            "sequence": w.sequence,
+            "sensor_t_ns": w.t_ns,
+            "samples": len(samples),
+            "saturated": any(s.saturated for s in samples),
+        }
+
+    def close(self) -> None:
+        if self.started:
+            self.started = False
+            self.reader.stop()
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "transport": self.settings.transport,
+            "where": self.reader.describe(),
+            "rate_hz": self.settings.rate_hz,
+            "bias": list(self.bias) if self.bias is not None else None,
+            **self.reader.stats.as_payload(),
+        }
+
+
+def make_reader(settings: FTSensorSettings, address: str | None) -> ForceSensorReader:
+    """A UDP reader at ``address`` (HIL: the run's loopback host) or the file's, or the serial reader at its port."""
+    from aiko.devices.force_sensor import SerialReader, UdpReader
+
+    if settings.transport == "udp":
+        where = address or settings.address
+        if where is None:
+            raise ConfigError("ft_sensor: no address to read the UDP sensor at")
+        return UdpReader(
+            where, flavour=settings.flavour, scale=scale_of(settings), rate_hz=settings.rate_hz, timeout_s=5.0
+        )
+    if not settings.port:
+        raise ConfigError("ft_sensor: transport serial needs port (a serial device)")
+    return SerialReader(settings.port, scale=scale_of(settings), rate_hz=settings.rate_hz, timeout_s=5.0)

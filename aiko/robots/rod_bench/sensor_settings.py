@@ -1,0 +1,129 @@
+"""The bench's sensor tables of a rod experiment file: ``[ft_sensor]`` (the six-axis force/torque sensor between the
+UR3 flange and the rod's clamp) and ``[camera]`` (the camera filming the rod's red beads).
+
+Both optional (no table: no sensor in the run), both strict: an unknown key, a value out of range, an address that
+is not ``IP:PORT`` is a one-line ``ConfigError`` naming the key. ``--backend hil`` ignores the addresses (the
+emulated sensor listens on the run's loopback host); ``--backend real`` needs them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiko.core.config import Table
+from aiko.core.errors import ConfigError
+
+FT_TRANSPORTS = ("udp", "serial")
+FT_FLAVOURS = ("onrobot", "ati")
+RDT_PORT = 49152
+
+
+@dataclass(frozen=True)
+class FTSensorSettings:
+    """``[ft_sensor]``. The sensor frame is the flange (tool0) frame: the sensor sits on the flange, axes aligned,
+    and the rod's base point is the sensor's origin (the bench's mount puts the rod's base at the flange origin)."""
+
+    transport: str = "udp"
+    address: str | None = None  # "IP:PORT" of the RDT box (udp, real)
+    port: str | None = None  # serial device path (serial, real)
+    flavour: str = "onrobot"
+    rate_hz: float = 500.0
+    counts_per_n: float | None = None  # None: the flavour's default scale (docs/force_sensor.md)
+    counts_per_nm: float | None = None
+    bias_at_start: bool = False
+    bias_samples: int = 100
+    noise_n: float = 0.0  # HIL only: the emulated sensor's noise (standard deviation)
+    noise_nm: float = 0.0
+
+    @property
+    def udp_port(self) -> int:
+        return int(self.address.rpartition(":")[2]) if self.address else RDT_PORT
+
+
+@dataclass(frozen=True)
+class CameraSettings:
+    """``[camera]``: where frames come from, how pixels become metres, how often, which beads."""
+
+    source: str = "synthetic"  # "synthetic" (HIL: rendered from the plant's rod states) or an OpenCV source
+    calibration: str | None = None  # plane calibration JSON (real); HIL computes the synthetic camera's exact one
+    rate_hz: float = 50.0
+    markers: int = 8
+    marker_arc_m: tuple[float, ...] | None = None  # default: evenly from 10 % to 97.5 % of the rod
+    noise: float = 2.0  # synthetic camera: grey-level noise
+    blur_samples: int = 1
+
+
+def _address(t: Table, key: str) -> str | None:
+    text = t.string(key, None)
+    if text is None:
+        return None
+    host, sep, port = text.rpartition(":")
+    try:
+        ipaddress.ip_address(host)
+        ok = bool(sep) and 0 < int(port) < 65536
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ConfigError(f"{t.source}: ft_sensor.{key}: expected IP:PORT (e.g. 192.168.1.1:49152), got {text!r}")
+    return text
+
+
+def parse_ft_sensor(raw: Mapping[str, Any] | None, source: str) -> FTSensorSettings | None:
+    if raw is None:
+        return None
+    t = Table(raw, "ft_sensor", source)
+    d = FTSensorSettings()
+    out = FTSensorSettings(
+        transport=t.string("transport", d.transport, choices=FT_TRANSPORTS),
+        address=_address(t, "address"),
+        port=t.string("port", None),
+        flavour=t.string("flavour", d.flavour, choices=FT_FLAVOURS),
+        rate_hz=t.number("rate_hz", d.rate_hz, min=1.0, max=1000.0),
+        counts_per_n=t.number("counts_per_n", None, min=0, min_exclusive=True),
+        counts_per_nm=t.number("counts_per_nm", None, min=0, min_exclusive=True),
+        bias_at_start=t.boolean("bias_at_start", d.bias_at_start),
+        bias_samples=t.integer("bias_samples", d.bias_samples, min=1, max=10_000),
+        noise_n=t.number("noise_n", d.noise_n, min=0.0, max=10.0),
+        noise_nm=t.number("noise_nm", d.noise_nm, min=0.0, max=1.0),
+    )
+    t.finish()
+    if out.transport == "serial" and out.address is not None:
+        raise ConfigError(f"{source}: ft_sensor.address is for transport udp; a serial sensor takes port")
+    if out.transport == "udp" and out.port is not None:
+        raise ConfigError(f"{source}: ft_sensor.port is for transport serial; a UDP sensor takes address")
+    if (out.counts_per_n is None) != (out.counts_per_nm is None):
+        raise ConfigError(f"{source}: ft_sensor.counts_per_n and counts_per_nm go together (the sensor's scale)")
+    return out
+
+
+def parse_camera(raw: Mapping[str, Any] | None, source: str, rod_length_m: float) -> CameraSettings | None:
+    if raw is None:
+        return None
+    t = Table(raw, "camera", source)
+    d = CameraSettings()
+    markers = t.integer("markers", d.markers, min=3, max=50)
+    arc = t.number_list("marker_arc_m", None, min=0.0, max=rod_length_m)
+    out = CameraSettings(
+        source=t.string("source", d.source),
+        calibration=t.string("calibration", None),
+        rate_hz=t.number("rate_hz", d.rate_hz, min=1.0, max=1000.0),
+        markers=markers,
+        marker_arc_m=tuple(arc) if arc is not None else None,
+        noise=t.number("noise", d.noise, min=0.0, max=50.0),
+        blur_samples=t.integer("blur_samples", d.blur_samples, min=1, max=9),
+    )
+    t.finish()
+    if arc is not None and (len(arc) != markers or any(b <= a for a, b in zip(arc, arc[1:], strict=False))):
+        raise ConfigError(f"{source}: camera.marker_arc_m must hold {markers} increasing arc lengths (camera.markers)")
+    return out
+
+
+def require_real_ft_address(settings: FTSensorSettings, source: str) -> None:
+    """``--backend real`` reads the sensor where the file says: a missing address is a one-line error."""
+    if settings.transport == "udp" and settings.address is None:
+        raise ConfigError(f"{source}: ft_sensor.address (IP:PORT) is required for --backend real")
+    if settings.transport == "serial" and not settings.port:
+        raise ConfigError(f"{source}: ft_sensor.port (a serial device) is required for --backend real")

@@ -1,0 +1,61 @@
+"""The camera in the bench loop (HIL): the plant's true rod states are filmed by the synthetic camera after the run,
+tracked and observed into /bench/markers and /bench/observed_strain; the compare can take the camera's strains."""
+
+import numpy as np
+import pytest
+
+from aiko.core.errors import ConfigError
+from aiko.log.reader import read_log
+from aiko.robots.rod_bench.bench_experiment import load_bench_experiment
+from aiko.robots.rod_bench.bench_run import ROD_STATE, record_bench_run
+from aiko.robots.rod_bench.camera import MARKERS, OBSERVED_STRAIN
+from aiko.robots.rod_bench.compare import compare_logs
+from aiko.robots.rod_bench.sensors import bench_sensors
+
+from .bench_files import write_experiment
+
+CAMERA = '\n[camera]\nsource = "synthetic"\nrate_hz = 50.0\nmarkers = 6\n'
+
+
+def test_camera_table_is_strict(tmp_path):
+    for extra, match in (
+        ("\n[camera]\nmarkers = 2\n", "camera.markers"),
+        ("\n[camera]\nmarkers = 3\nmarker_arc_m = [0.1, 0.05, 0.2]\n", "increasing arc lengths"),
+        ("\n[camera]\nmarker_arc_m = [0.1, 5.0]\n", "camera.marker_arc_m"),
+        ("\n[camera]\nfps = 50\n", "camera.fps: unknown key"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            load_bench_experiment(write_experiment(tmp_path, extra))
+    experiment = load_bench_experiment(write_experiment(tmp_path, CAMERA))
+    with pytest.raises(ConfigError, match="real camera in the bench loop is not built"):
+        bench_sensors(experiment, "real", None)
+
+
+pytest.importorskip("rtde_control")
+
+
+def test_hil_camera_observes_the_plants_strains(tmp_path):
+    experiment = load_bench_experiment(write_experiment(tmp_path, CAMERA))
+    out = tmp_path / "hil-camera.mcap"
+    summary = record_bench_run(experiment, out, "hil", host="127.0.0.84")
+    cam = summary["sensors"]["camera"]
+    assert cam["frames"] >= 10 and cam["observer_failed"] == 0
+    assert cam["marker_error_max_mm"] < 0.5  # sub-pixel beads on a 640 x 480 side view of a 0.2 m rod
+    reader = read_log(out)
+    for topic in (ROD_STATE, MARKERS, OBSERVED_STRAIN):
+        assert reader.has(topic), topic
+    markers = reader.channel(MARKERS)
+    world = np.asarray(markers["world_m"], dtype=float)
+    truth = np.asarray(markers["true_m"], dtype=float)
+    assert np.all(np.asarray(markers["visible"]))
+    assert np.max(np.linalg.norm(world - truth, axis=2)) < 5e-4
+    strain = reader.channel(OBSERVED_STRAIN)
+    observed = np.asarray(strain["strain"], dtype=float)[:, :, 1]
+    true = np.asarray(strain["true_strain"], dtype=float)[:, :, 1]
+    assert np.max(np.abs(true)) > 1.0  # the rod bends
+    # the camera + observer against the plant's own strains, in the same log, by the bench compare
+    result = compare_logs(out, out, strain_a="camera", strain_b="plant").summary
+    assert result["strain_error_percent"] < 20.0
+    assert np.mean(np.abs(observed - true)) < 0.2 * np.max(np.abs(true))
+    # a wrong strain channel would not be this close: the camera's strains are not the plant's stored ones
+    assert not np.allclose(observed, true)

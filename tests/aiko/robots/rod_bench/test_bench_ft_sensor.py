@@ -1,0 +1,100 @@
+"""The F/T sensor in the bench loop: settings, the sensor-frame sign convention, and a HIL run whose logged sensor
+force (RDT over UDP from the emulator inside the plant's process) matches the plant's base wrench."""
+
+import numpy as np
+import pytest
+
+from aiko.core.errors import ConfigError
+from aiko.log.reader import read_log
+from aiko.robots.rod_bench.bench_experiment import load_bench_experiment
+from aiko.robots.rod_bench.bench_run import OBSERVATION, record_bench_run
+from aiko.robots.rod_bench.compare import compare_logs
+from aiko.robots.rod_bench.ft_sensor import WRENCH, sensor_wrench, world_force
+from aiko.robots.rod_bench.mount import Mount
+from aiko.robots.rod_bench.replay import replay_bench_log
+from aiko.robots.rod_bench.sensors import bench_sensors
+
+from .bench_files import write_experiment
+
+FT = '\n[ft_sensor]\ntransport = "udp"\nrate_hz = 500.0\nnoise_n = 0.005\n'
+
+
+def test_ft_sensor_table_is_strict(tmp_path):
+    for extra, match in (
+        ('\n[ft_sensor]\ntransport = "can"\n', "ft_sensor.transport"),
+        ('\n[ft_sensor]\naddress = "sensor.local:49152"\n', "ft_sensor.address: expected IP:PORT"),
+        ('\n[ft_sensor]\naddress = "192.168.1.1:70000"\n', "ft_sensor.address"),
+        ("\n[ft_sensor]\nrate_hz = 5000.0\n", "ft_sensor.rate_hz"),
+        ("\n[ft_sensor]\ncounts_per_n = 100.0\n", "counts_per_n and counts_per_nm go together"),
+        ('\n[ft_sensor]\ntransport = "serial"\naddress = "192.168.1.1:49152"\n', "a serial sensor takes port"),
+        ("\n[ft_sensor]\nbias = true\n", "ft_sensor.bias: unknown key"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            load_bench_experiment(write_experiment(tmp_path, extra))
+    ok = load_bench_experiment(write_experiment(tmp_path, '\n[ft_sensor]\naddress = "192.168.1.1:49153"\n'))
+    assert ok.ft_sensor is not None and ok.ft_sensor.udp_port == 49153 and ok.ft_sensor.transport == "udp"
+
+
+def test_real_backend_needs_the_sensor_address_and_sim_has_no_sensor(tmp_path):
+    experiment = load_bench_experiment(write_experiment(tmp_path, FT))
+    with pytest.raises(ConfigError, match="ft_sensor.address .* required for --backend real"):
+        bench_sensors(experiment, "real", None)
+    assert bench_sensors(experiment, "sim", None) == []
+
+
+def test_the_sensor_reads_minus_the_base_wrench_in_the_flange_frame():
+    """The rod hangs from a flange pointing down (rod axis along the flange's z): the base holds the rod up (its
+    force on the rod is +z in the world); the sensor feels the rod pulling away from it, along the flange's +z."""
+    from aiko.robots.rod_bench.settings import UR3Settings
+
+    mount = Mount.from_settings(UR3Settings())
+    alpha = np.array([0.0, np.pi / 2, 0.0, 0.0, 0.0, 0.3])  # rod axis (local x) pointing down (world -z)
+    flange = mount.flange_pose(alpha)
+    base = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.5])  # [moment; force]: 0.5 N up on the rod
+    reading = sensor_wrench(mount, flange, base)
+    np.testing.assert_allclose(reading[0:3], [0.0, 0.0, 0.5], atol=1e-12)  # pulled out of the flange, along +z
+    np.testing.assert_allclose(world_force(mount, flange, reading[0:3]), [0.0, 0.0, -0.5], atol=1e-12)
+    moment = np.array([0.0, 0.02, 0.0, 0.0, 0.0, 0.0])
+    rotated = sensor_wrench(mount, flange, moment)[3:6]
+    assert np.linalg.norm(rotated) == pytest.approx(0.02) and np.all(np.isfinite(rotated))
+
+
+pytest.importorskip("rtde_control")
+
+
+def test_hil_logs_the_sensor_and_its_force_is_the_plants_reaction(tmp_path):
+    host = "127.0.0.81"
+    path = write_experiment(tmp_path, FT)
+    path.write_text(path.read_text().replace("duration_s = 0.2", "duration_s = 0.4"))  # the press, then a hold
+    experiment = load_bench_experiment(path)
+    out = tmp_path / "hil-ft.mcap"
+    summary = record_bench_run(experiment, out, "hil", host=host)
+    ft = summary["sensors"]["ft_sensor"]
+    assert ft["where"] == f"udp {host}:49152"
+    assert ft["received"] > 50 and ft["lost"] == 0 and ft["malformed"] == 0
+    reader = read_log(out)
+    assert reader.has(WRENCH)
+    wrench = reader.channel(WRENCH)
+    obs = reader.channel(OBSERVATION)
+    assert np.all(np.diff(np.asarray(wrench["sequence"])) > 0)
+    # the sensor's force, in the world frame, against the plant's base force (through RTDE) at the same time
+    mount = Mount.from_settings(experiment.ur3)
+    t_obs = np.asarray(obs.t_ns)
+    j = np.clip(np.searchsorted(t_obs, np.asarray(wrench.t_ns)), 0, len(t_obs) - 1)
+    poses = np.asarray(obs["flange_pose"])[j]
+    sensed = np.array([world_force(mount, p, f) for p, f in zip(poses, np.asarray(wrench["force_n"]), strict=True)])
+    base = np.asarray(obs["base_force_n"])[j]
+    assert np.max(np.abs(base[:, 2])) > 0.3  # the rod's weight is on the flange
+    # minus sign: the sensor feels the reaction (with a plus sign the difference would be twice the force, > 1 N).
+    # Compared while the arm holds (t >= 0.3 s): during the press the rod's force alternates from one controller
+    # tick to the next, and the two paths (RDT at 500 Hz, RTDE sampled at 50 Hz) pick different ticks
+    t_s = (np.asarray(wrench.t_ns) - reader.metadata["aiko.bench"]["clock_start_ns"]) * 1e-9
+    hold = t_s >= 0.3
+    assert hold.sum() >= 3
+    np.testing.assert_allclose(sensed[hold], -base[hold], atol=0.02)  # the emulated noise: 0.005 N per axis
+    # the bench compare takes the sensor's normal force; against the replay's it agrees as the arm's does
+    replay = tmp_path / "replay.mcap"
+    replay_bench_log(out, replay)
+    by_sensor = compare_logs(out, replay, force_a="ft").summary["normal_force_error_percent"]
+    by_arm = compare_logs(out, replay).summary["normal_force_error_percent"]
+    assert by_sensor < 15.0 and abs(by_sensor - by_arm) < 5.0
