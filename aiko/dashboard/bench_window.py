@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from aiko.core.errors import AikoError, writing
-from aiko.dashboard.window import application, qt_modules
+from aiko.core.errors import AikoError
+from aiko.dashboard.window import application, qt_modules, save_screenshot
 
 BENCH_TOPIC = "/bench/observation"
 
@@ -145,12 +145,6 @@ def build_bench_window(series: BenchSeries, *, title: str = "aiko dashboard — 
                 self.observed_curve.setData(observed[:, 0], observed[:, 2])
 
         def screenshot(self, path: str | Path) -> Path:
-            QtWidgets.QApplication.processEvents()
-            path = Path(path)
-            with writing(path):
-                path.parent.mkdir(parents=True, exist_ok=True)
-            if not self.grab().save(str(path)):
-                raise AikoError(f"could not write the screenshot {path}")
-            return path
+            return save_screenshot(self, path)
 
     return BenchWindow()

@@ -273,15 +273,21 @@ def build_window(
 
         def screenshot(self, path: str | Path) -> Path:
             self.redraw()
-            QtWidgets.QApplication.processEvents()
-            path = Path(path)
-            with writing(path):
-                path.parent.mkdir(parents=True, exist_ok=True)
-            if not self.grab().save(str(path)):
-                raise AikoError(f"could not write the screenshot {path}")
-            return path
+            return save_screenshot(self, path)
 
     return DashboardWindow()
+
+
+def save_screenshot(window: Any, path: str | Path) -> Path:
+    """Render ``window`` (after pending paints) to a PNG; a path that cannot be written is one line."""
+    _, QtWidgets, _ = qt_modules()
+    QtWidgets.QApplication.processEvents()
+    path = Path(path)
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if not window.grab().save(str(path)):
+        raise AikoError(f"could not write the screenshot {path}")
+    return path
 
 
 def dispose(window: Any) -> None:
