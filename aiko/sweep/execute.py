@@ -230,7 +230,7 @@ def run_sweep(
         try:
             workers = len(client.scheduler_info()["workers"])
             scheduler = client.scheduler.address
-            _submit_and_collect(client, spec, todo, backend, options, store, counts, progress_stream)
+            submit_and_collect(client, spec, todo, backend, options, store, counts, progress_stream)
         finally:
             store.flush()
             _close(client, cluster)
@@ -322,7 +322,7 @@ def _lost_row(run_id: str, status: str, error: str) -> dict[str, Any]:
     }
 
 
-def _submit_and_collect(
+def submit_and_collect(
     client: Any,
     spec: SweepSpec,
     todo: list[RunPoint],
@@ -332,6 +332,8 @@ def _submit_and_collect(
     counts: dict[str, int],
     progress_stream: IO[str] | None,
 ) -> None:
+    """Run ``todo`` on ``client``'s cluster, a row per run into ``store`` (and ``counts``) as runs finish: the one
+    run path of ``aiko sweep`` and of every generation of ``aiko optimize``."""
     from distributed import as_completed
 
     keep_logs = options.keep_logs or spec.keep_logs
@@ -360,7 +362,8 @@ def _submit_and_collect(
     written: set[str] = set()  # keys with a row (a cancelled future still comes out of as_completed)
 
     def record(run: RunPoint, row: dict[str, Any]) -> None:
-        row.update(index=run.index, seed=run.seed, params=run.params, finished_unix_s=time.time())
+        params = {**run.columns, **run.params}
+        row.update(index=run.index, seed=run.seed, params=params, finished_unix_s=time.time())
         if store.add(row):  # False: a duplicate of a run already written
             counts[row["status"]] = counts.get(row["status"], 0) + 1
         progress.update(sum(counts.values()), counts[STATUS_FAILED], counts[STATUS_LOST], counts[STATUS_TIMEOUT])

@@ -35,7 +35,7 @@ import itertools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,7 @@ class RunPoint:
     index: int
     params: dict[str, Any]
     seed: int
+    columns: dict[str, Any] = field(default_factory=dict)  # more result columns, not settings (e.g. generation)
 
 
 @dataclass(frozen=True)
