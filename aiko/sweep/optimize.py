@@ -236,6 +236,11 @@ def write_experiment(
         target, here = (base.parent / robot).resolve(), path.parent.resolve()
         # relative where the two share a folder below the root (a checkout moves as one), else absolute
         doc["robot"] = os.path.relpath(target, here) if os.path.commonpath([target, here]) != "/" else str(target)
+    verdict_text = f" = {value:.4g}" if value is not None else ""
+    doc["description"] = (
+        f"{spec.metric}{verdict_text}: CMA-ES optimum ({spec.goal}) of {base.name} by aiko optimize. "
+        + str(doc.get("description", ""))
+    ).strip()
     for key, value_ in {**spec.fixed, **params, "backend.default": backend}.items():
         _set(doc, key.split("."), value_)
     header = tomlkit.document()
