@@ -113,7 +113,8 @@ def identify_command(args: argparse.Namespace) -> int:
                 f"(start {p['start']:.6g}, bounds {p['low']:g}..{p['high']:g})"
             )
         before, after = summary["residual_before"], summary["residual_after"]
-        print(f"tracked point RMS: {before['position_rms_mm']:.2f} mm -> {after['position_rms_mm']:.2f} mm")
+        if before["position_rms_mm"] is not None:
+            print(f"tracked point RMS: {before['position_rms_mm']:.2f} mm -> {after['position_rms_mm']:.2f} mm")
         if after["joint_rms_deg"] is not None:
             print(f"joint angle RMS: {before['joint_rms_deg']:.3f} deg -> {after['joint_rms_deg']:.3f} deg")
         print(f"overlay: {summary['overlay_path']}")

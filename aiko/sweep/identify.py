@@ -69,13 +69,18 @@ def _rms(x: np.ndarray) -> float:
 
 
 def residual_parts(log: Any, replayed: Any, joints: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """(replayed − logged planar tracked point at the log's valid capture times (k, 2) m, replayed − logged joint
-    angles at the log's feedback times (k, 2 n) rad, empty without ``joints``); NaN where the replay has no sample."""
-    from aiko.analysis.compare import sample_track, tracked_point
+    """(replayed − logged planar tracked point at the log's valid capture times (k, 2) m, empty for a log without
+    motion capture; replayed − logged joint angles at the log's feedback times (k, 2 n) rad, empty without
+    ``joints``); NaN where the replay has no sample."""
+    from aiko.analysis.compare import CompareError, sample_track, tracked_point
 
-    logged = tracked_point(log)
-    use = logged.valid & (logged.t_s >= 0)
-    position = sample_track(tracked_point(replayed), logged.t_s[use])[:, :2] - logged.position_m[use, :2]
+    try:
+        logged = tracked_point(log)
+    except CompareError:  # no motion capture (e.g. HIL on the inertia plant): the joints alone
+        position = np.zeros((0, 2))
+    else:
+        use = logged.valid & (logged.t_s >= 0)
+        position = sample_track(tracked_point(replayed), logged.t_s[use])[:, :2] - logged.position_m[use, :2]
     if not joints or not (log.has("/joint_feedback") and replayed.has("/joint_feedback")):
         return position, np.zeros((0, 0))
     fa, fb = log.channel("/joint_feedback"), replayed.channel("/joint_feedback")
@@ -218,9 +223,13 @@ def identify(
             if progress_stream is not None:
                 point = ", ".join(f"{k}={v:.6g}" for k, v in zip(keys, x, strict=True))
                 cost = 0.5 * float(np.sum(np.square(result["residual"])))
+                joint = result["joint_rms_deg"]
+                position = result["position_rms_m"]
+                parts = [f"tracked point RMS {1000 * position:.2f} mm"] if math.isfinite(position) else []
+                parts += [f"joint RMS {joint:.4f} deg"] if joint is not None else []
                 progress_stream.write(
-                    f"identify: evaluation {iteration[0]}: {point}: cost {cost:.6g}, tracked point RMS "
-                    f"{1000 * result['position_rms_m']:.2f} mm ({time.monotonic() - started:.0f} s)\n"
+                    f"identify: evaluation {iteration[0]}: {point}: cost {cost:.6g}, {', '.join(parts)} "
+                    f"({time.monotonic() - started:.0f} s)\n"
                 )
                 progress_stream.flush()
             return np.asarray(result["residual"])
@@ -285,9 +294,10 @@ def _correlation(covariance: np.ndarray) -> np.ndarray:
 
 def _residual_summary(result: dict[str, Any]) -> dict[str, Any]:
     r = np.asarray(result["residual"])
+    position = result["position_rms_m"]
     return {
         "cost": 0.5 * float(np.sum(r**2)),
-        "position_rms_mm": 1000 * result["position_rms_m"],
+        "position_rms_mm": 1000 * position if math.isfinite(position) else None,  # None: no motion capture
         "joint_rms_deg": result["joint_rms_deg"],
     }
 
@@ -302,12 +312,12 @@ def write_overlay(summary: dict[str, Any], path: Path) -> Path:
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"identified by aiko identify from {summary['log']}"))
     before, after = summary["residual_before"], summary["residual_after"]
-    doc.add(
-        tomlkit.comment(
-            f"tracked point RMS {before['position_rms_mm']:.2f} -> {after['position_rms_mm']:.2f} mm over "
-            f"{summary['samples']} residual samples"
+    if before["position_rms_mm"] is not None:
+        doc.add(
+            tomlkit.comment(f"tracked point RMS {before['position_rms_mm']:.2f} -> {after['position_rms_mm']:.2f} mm")
         )
-    )
+    if before["joint_rms_deg"] is not None:
+        doc.add(tomlkit.comment(f"joint angle RMS {before['joint_rms_deg']:.4f} -> {after['joint_rms_deg']:.4f} deg"))
     doc.add(
         tomlkit.comment(
             "as flags: " + " ".join(f"--set {k}={p['value']:.6g}" for k, p in summary["parameters"].items())

@@ -38,6 +38,26 @@ def test_a_friction_coefficient_is_identified_back_within_10_percent(truth_log, 
     assert json.loads((out / "identify.json").read_text())["replays"] >= summary["evaluations"]
 
 
+def test_free_play_of_emulated_modules_is_identified_from_a_hil_log(tmp_path, capsys):
+    """HIL on the inertia plant (the CAN driver, emulated joint modules with 2.0 deg of free play): no motion
+    capture, so the joint angles alone; replays on the same HIL backend."""
+    experiment = tmp_path / "hil.toml"
+    experiment.write_text(
+        f'robot = "{EXPERIMENTS / "robots/aiko.toml"}"\n[gait]\npreset = "sidewinding"\nsoft_start = true\n'
+        '[run]\nduration_s = 1.5\n[backend]\ndefault = "hil"\n[hil]\nplant = "inertia"\nfree_play_deg = 2.0\n'
+    )
+    log = tmp_path / "hil.mcap"
+    assert main(["run", str(experiment), "--out", str(log), "--no-report", "--json"]) == 0
+    capsys.readouterr()
+    args = ["identify", str(log), "--backend", "hil", "--params", "hil.free_play_deg"]
+    args += ["--bounds", "hil.free_play_deg=0.0:5.0", "--start", "hil.free_play_deg=1.0"]
+    assert main([*args, "--workers", "1", "--out", str(tmp_path / "out"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert abs(summary["parameters"]["hil.free_play_deg"]["value"] - 2.0) < 0.1 * 2.0
+    before, after = summary["residual_before"], summary["residual_after"]
+    assert before["position_rms_mm"] is None and after["joint_rms_deg"] < 0.5 * before["joint_rms_deg"]
+
+
 def test_bad_flags_are_one_line(truth_log, capsys):
     capsys.readouterr()
     base = ["identify", str(truth_log), "--params", "sim.mu_transversal"]
