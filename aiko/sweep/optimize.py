@@ -86,7 +86,10 @@ def run_optimization(
     cma_options: dict[str, Any] = {"bounds": [0.0, 1.0], "seed": spec.seed + 1, "verbose": -9}
     if spec.population:
         cma_options["popsize"] = spec.population
-    es = cma.CMAEvolutionStrategy(list(x0), spec.sigma, cma_options)
+    # one parameter: pycma 4.5's step-size limits fail in one dimension ("not yet initialized (dimension needed)"
+    # in _stds_into_limits), so CMA-ES runs in two, the second coordinate inert (no run reads it)
+    inert = len(x0) == 1
+    es = cma.CMAEvolutionStrategy([*x0, 0.5] if inert else list(x0), spec.sigma, cma_options)
     sign = -1.0 if spec.goal == "maximize" else 1.0
 
     counts = {STATUS_OK: 0, STATUS_FAILED: 0, STATUS_TIMEOUT: 0, STATUS_LOST: 0}
@@ -101,7 +104,8 @@ def run_optimization(
             unit = [np.clip(x0, 0.0, 1.0)] if generation == 0 else es.ask()
             points = []
             for k, u in enumerate(unit):
-                params = {key: round(float(v), 9) for key, v in zip(spec.keys, low + span * np.asarray(u), strict=True)}
+                values = low + span * np.asarray(u)[: len(spec.keys)]
+                params = {key: round(float(v), 9) for key, v in zip(spec.keys, values, strict=True)}
                 run_id = _run_id(sweep, {"generation": generation, "candidate": k, **params})
                 points.append(
                     RunPoint(
