@@ -52,7 +52,11 @@ _SERPENOID_KEYS = {
     "gait.phase_v0_deg": "delta_0_rad",
     "gait.offset_v_deg": "offset_v_rad",
 }
-_AMPLITUDES = {"gait.amplitude_h_deg": ("h", "offset_h_rad"), "gait.amplitude_v_deg": ("v", "offset_v_rad")}
+_AMPLITUDES = {  # amplitude key -> (axis, the gait's offset on that axis, if it has one)
+    "gait.amplitude_h_deg": ("h", "offset_h_rad"),
+    "gait.amplitude_v_deg": ("v", "offset_v_rad"),
+    "gait.amplitude_deg": ("h", None),  # the planar obstacle-aided gait's body wave
+}
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,7 @@ def _default_bounds(key: str, experiment: Any) -> tuple[float | None, float | No
     axis, offset_attr = _AMPLITUDES[key]
     limit = experiment.robot.limit_h_rad if axis == "h" else experiment.robot.limit_v_rad
     params = getattr(experiment.gait, "params", None)
-    offset = abs(getattr(params, offset_attr, 0.0)) if params is not None else 0.0
+    offset = abs(getattr(params, offset_attr, 0.0)) if params is not None and offset_attr else 0.0
     return 0.0, math.degrees(max(limit - offset, 0.0))
 
 

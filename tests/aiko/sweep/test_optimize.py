@@ -98,3 +98,14 @@ def test_bad_files_are_one_line(write_spec, capsys):
     assert "nope" in capsys.readouterr().err
     assert main(["optimize", str(write_spec(SPEC.format(high=10.0)))]) == 2
     assert "must be above low" in capsys.readouterr().err
+
+
+def test_the_example_optimisation_files_are_valid():
+    from tests.conftest import REPO
+
+    planar = load_optimize_spec(REPO / "experiments/sweeps/obstacle_aided_optimize.toml")
+    assert [p.start for p in planar.parameters] == [0.2, 15.0, 1.0]  # the experiment's own values
+    assert planar.metric == "displacement_x_m" and planar.backend == "sim"
+    snake = load_optimize_spec(REPO / "experiments/sweeps/sidewinding_speed_optimize.toml")
+    assert [p.start for p in snake.parameters] == [30.0, 10.0, -50.0, -50.0]  # the paper's preset
+    assert load_experiment(REPO / "experiments/sidewinding_speed_optimized.toml").default_backend == "sim"
