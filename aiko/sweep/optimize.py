@@ -104,8 +104,8 @@ def run_optimization(
             unit = [np.clip(x0, 0.0, 1.0)] if generation == 0 else es.ask()
             points = []
             for k, u in enumerate(unit):
-                values = low + span * np.asarray(u)[: len(spec.keys)]
-                params = {key: round(float(v), 9) for key, v in zip(spec.keys, values, strict=True)}
+                coordinates = low + span * np.asarray(u)[: len(spec.keys)]
+                params = {key: round(float(v), 9) for key, v in zip(spec.keys, coordinates, strict=True)}
                 run_id = _run_id(sweep, {"generation": generation, "candidate": k, **params})
                 points.append(
                     RunPoint(
