@@ -31,6 +31,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     sweep.add_argument("--out", metavar="DIR", help="output directory (default: the spec's out, else runs/sweeps/NAME)")
     sweep.add_argument("--resume", action="store_true", help="continue a sweep in --out: skip the runs already done")
+    sweep.add_argument(
+        "--run-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="a run still going after this wall time is a row with status timeout (default: the spec's "
+        "[limits] run_timeout_s, else none)",
+    )
+    sweep.add_argument("--retry-timeouts", action="store_true", help="with --resume: run again the runs that timed out")
     sweep.add_argument("--keep-logs", action="store_true", help="also write every run's MCAP log (OUT/logs/)")
     sweep.add_argument("--no-plots", action="store_true", help="do not write OUT/plots/")
     sweep.add_argument("--dry-run", action="store_true", help="check the spec and every run's settings, list the runs")
@@ -50,6 +58,10 @@ def sweep_command(args: argparse.Namespace) -> int:
         raise AikoError("sweep: a sweep file is required (aiko sweep SPEC.toml; --list-metrics lists the metrics)")
     if args.workers is not None and not 1 <= args.workers <= 4096:
         raise AikoError(f"--workers must be in [1, 4096], got {args.workers}")
+    if args.run_timeout is not None and not args.run_timeout > 0:
+        raise AikoError(f"--run-timeout must be positive, got {args.run_timeout}")
+    if args.retry_timeouts and not args.resume:
+        raise AikoError("--retry-timeouts goes with --resume (it runs again a finished sweep's timed-out runs)")
     from aiko.sweep.spec import expand, load_spec, validate_runs
 
     spec = load_spec(args.spec)
@@ -75,6 +87,8 @@ def sweep_command(args: argparse.Namespace) -> int:
         resume=args.resume,
         keep_logs=args.keep_logs,
         plots=not args.no_plots,
+        run_timeout_s=args.run_timeout,
+        retry_timeouts=args.retry_timeouts,
     )
     summary = run_sweep(spec, runs, backend, options, progress_stream=sys.stderr)
     if args.json:
@@ -82,6 +96,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     else:
         print(
             f"{summary['runs']} runs: {summary['completed']} ok, {summary['failed']} failed"
+            + (f", {summary['timeout']} timed out" if summary["timeout"] else "")
             + (f", {summary['lost']} lost (--resume runs them again)" if summary["lost"] else "")
             + (f", {summary['skipped']} done before" if summary["skipped"] else "")
         )

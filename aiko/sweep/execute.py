@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from aiko.core.errors import AikoError
-from aiko.sweep.results import ResultStore, write_manifest
+from aiko.sweep.results import ResultStore, final_run_ids, write_manifest
 from aiko.sweep.spec import RunPoint, SweepSpec, run_overrides
-from aiko.sweep.worker import STATUS_FAILED, STATUS_LOST, STATUS_OK, RunTask
+from aiko.sweep.timelimit import backstop_grace_s
+from aiko.sweep.worker import STATUS_FAILED, STATUS_LOST, STATUS_OK, STATUS_TIMEOUT, RunTask
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,9 @@ class SweepOptions:
     progress_interval_s: float = 10.0
     connect_timeout_s: float = 30.0
     plots: bool = True
+    run_timeout_s: float | None = None  # wins over the spec's [limits] run_timeout_s
+    retry_timeouts: bool = False  # with resume: run again the runs whose row says timeout
+    task_function: str = "aiko.sweep.worker:run_dict"  # what a task calls on a worker (tests put a hanging one here)
 
 
 def default_workers() -> int:
@@ -59,15 +63,17 @@ class Progress:
         self._last = -math.inf
         self._last_done = -1
 
-    def text(self, done: int, failed: int, lost: int) -> str:
+    def text(self, done: int, failed: int, lost: int, timeout: int = 0) -> str:
         elapsed = time.monotonic() - self.start
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - done) / rate if rate > 0 else math.nan
-        extra = "".join(f", {n} {what}" for n, what in ((failed, "failed"), (lost, "lost")) if n)
+        extra = "".join(
+            f", {n} {what}" for n, what in ((failed, "failed"), (timeout, "timed out"), (lost, "lost")) if n
+        )
         eta_text = _duration(eta) if math.isfinite(eta) else "?"
         return f"{done}/{self.total} runs{extra}, {rate:.2f} runs/s, elapsed {_duration(elapsed)}, ETA {eta_text}"
 
-    def update(self, done: int, failed: int = 0, lost: int = 0, *, final: bool = False) -> None:
+    def update(self, done: int, failed: int = 0, lost: int = 0, timeout: int = 0, *, final: bool = False) -> None:
         if self.stream is None:
             return
         now = time.monotonic()
@@ -76,11 +82,11 @@ class Progress:
                 width = 30
                 filled = int(width * done / self.total) if self.total else width
                 bar = "#" * filled + "." * (width - filled)
-                self.stream.write(f"\r  [{bar}] {self.text(done, failed, lost)}  " + ("\n" if final else ""))
+                self.stream.write(f"\r  [{bar}] {self.text(done, failed, lost, timeout)}  " + ("\n" if final else ""))
                 self.stream.flush()
                 self._last = now
         elif (final and done != self._last_done) or now - self._last >= self.interval_s:
-            self.stream.write(f"sweep: {self.text(done, failed, lost)}\n")
+            self.stream.write(f"sweep: {self.text(done, failed, lost, timeout)}\n")
             self.stream.flush()
             self._last, self._last_done = now, done
 
@@ -189,10 +195,11 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Run every run of ``runs`` not already done in ``options.out``; returns the sweep's JSON summary."""
     parameter_columns = {p.key: [run.params[p.key] for run in runs] for p in spec.parameters}
-    store = ResultStore(options.out, parameter_columns, spec.metrics)
+    rerun = (STATUS_TIMEOUT,) if options.retry_timeouts else ()
+    store = ResultStore(options.out, parameter_columns, spec.metrics, rerun=rerun)
     ids = {run.run_id for run in runs}
     done_before = store.done & ids
-    if store.done and not options.resume:
+    if final_run_ids(options.out) and not options.resume:
         raise AikoError(
             f"{options.out} already holds the results of a sweep ({len(store.done)} runs); "
             "--resume continues it, or choose another --out"
@@ -211,10 +218,11 @@ def run_sweep(
             "parameters": spec.parameter_keys,
             "sampling": spec.sampling,
             "runs": len(runs),
+            "run_timeout_s": _timeout(spec, options),
         },
     )
     started = time.monotonic()
-    counts = {STATUS_OK: 0, STATUS_FAILED: 0, STATUS_LOST: 0}
+    counts = {STATUS_OK: 0, STATUS_FAILED: 0, STATUS_TIMEOUT: 0, STATUS_LOST: 0}
     workers = 0
     scheduler = options.scheduler
     if todo:
@@ -222,7 +230,7 @@ def run_sweep(
         try:
             workers = len(client.scheduler_info()["workers"])
             scheduler = client.scheduler.address
-            _submit_and_collect(client, spec, todo, backend, options, store, counts, progress_stream)
+            submit_and_collect(client, spec, todo, backend, options, store, counts, progress_stream)
         finally:
             store.flush()
             _close(client, cluster)
@@ -265,8 +273,8 @@ def _check_same_sweep(out: Path, experiment: str, backend: str) -> None:
 
 
 def summarize(directory: Path, ids: set[str]) -> dict[str, Any]:
-    """Counts over the sweep's runs in the result table: ``runs``, ``completed`` (ok), ``failed``, ``lost``,
-    ``missing`` (no row at all: 0 after a finished sweep)."""
+    """Counts over the sweep's runs in the result table: ``runs``, ``completed`` (ok), ``failed``, ``timeout``,
+    ``lost``, ``missing`` (no row at all: 0 after a finished sweep)."""
     from aiko.sweep.results import read_table
 
     table = read_table(directory)
@@ -282,6 +290,7 @@ def summarize(directory: Path, ids: set[str]) -> dict[str, Any]:
         "runs": len(ids),
         "completed": values.count(STATUS_OK),
         "failed": values.count(STATUS_FAILED),
+        "timeout": values.count(STATUS_TIMEOUT),
         "lost": values.count(STATUS_LOST),
         "missing": len(ids) - len(status),
     }
@@ -296,7 +305,24 @@ def _by_name(target: str, *args: Any) -> tuple[Any, ...]:
     return eval, f"__import__({module!r}, fromlist=[{function!r}]).{function}(*args)", {"args": args}
 
 
-def _submit_and_collect(
+def _timeout(spec: SweepSpec, options: SweepOptions) -> float | None:
+    return options.run_timeout_s if options.run_timeout_s is not None else spec.run_timeout_s
+
+
+def _lost_row(run_id: str, status: str, error: str) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "status": status,
+        "error": error[:2000],
+        "log_path": None,
+        "metrics": {},
+        "wall_time_s": None,
+        "cpu_time_s": None,
+        "worker": None,
+    }
+
+
+def submit_and_collect(
     client: Any,
     spec: SweepSpec,
     todo: list[RunPoint],
@@ -306,10 +332,13 @@ def _submit_and_collect(
     counts: dict[str, int],
     progress_stream: IO[str] | None,
 ) -> None:
+    """Run ``todo`` on ``client``'s cluster, a row per run into ``store`` (and ``counts``) as runs finish: the one
+    run path of ``aiko sweep`` and of every generation of ``aiko optimize``."""
     from distributed import as_completed
 
     keep_logs = options.keep_logs or spec.keep_logs
     logs = (options.out / "logs").resolve()
+    timeout_s = _timeout(spec, options)
     nonce = uuid.uuid4().hex[:8]
     by_key: dict[str, RunPoint] = {}
     futures = []
@@ -323,35 +352,88 @@ def _submit_and_collect(
             seed=run.seed,
             metrics=spec.metrics,
             log_path=str(logs / f"run-{run.index:05d}-{run.run_id}.mcap") if keep_logs else None,
+            timeout_s=timeout_s,
         )
         key = f"aiko-run-{run.run_id}-{nonce}"
         by_key[key] = run
-        futures.append(client.submit(*_by_name("aiko.sweep.worker:run_dict", asdict(task)), key=key, pure=False))
+        futures.append(client.submit(*_by_name(options.task_function, asdict(task)), key=key, pure=False))
     progress = Progress(len(todo), progress_stream, options.progress_interval_s)
     progress.update(0, final=False)
+    written: set[str] = set()  # keys with a row (a cancelled future still comes out of as_completed)
+
+    def record(run: RunPoint, row: dict[str, Any]) -> None:
+        params = {**run.columns, **run.params}
+        row.update(index=run.index, seed=run.seed, params=params, finished_unix_s=time.time())
+        if store.add(row):  # False: a duplicate of a run already written
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+        progress.update(sum(counts.values()), counts[STATUS_FAILED], counts[STATUS_LOST], counts[STATUS_TIMEOUT])
+
+    pending = as_completed(futures)
+    next_check = time.monotonic()
     try:
-        for future in as_completed(futures):
-            run = by_key[future.key]
-            try:
-                row = future.result()
-            except Exception as exc:  # noqa: BLE001 - KilledWorker and the like: the cluster gave up on the task
-                row = {
-                    "run_id": run.run_id,
-                    "status": STATUS_LOST,
-                    "error": f"{type(exc).__name__}: {exc}"[:2000],
-                    "log_path": None,
-                    "metrics": {},
-                    "wall_time_s": None,
-                    "cpu_time_s": None,
-                    "worker": None,
-                }
-            row.update(index=run.index, seed=run.seed, params=run.params, finished_unix_s=time.time())
-            if store.add(row):  # False: a duplicate of a run already written
-                counts[row["status"]] = counts.get(row["status"], 0) + 1
-            future.release()
-            progress.update(sum(counts.values()), counts[STATUS_FAILED], counts[STATUS_LOST])
+        while not pending.is_empty():
+            batch = pending.next_batch(block=timeout_s is None)
+            for future in batch:
+                run = by_key[future.key]
+                if future.key in written:
+                    continue
+                written.add(future.key)
+                try:
+                    row = future.result()
+                except Exception as exc:  # noqa: BLE001 - KilledWorker and the like: the cluster gave up on the task
+                    row = _lost_row(run.run_id, STATUS_LOST, f"{type(exc).__name__}: {exc}")
+                record(run, row)
+                future.release()
+            if timeout_s is not None and not batch:
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + 1.0
+                    for key in _overdue(client, futures, by_key, written, timeout_s):
+                        written.add(key)
+                        error = (
+                            f"RunTimeout: no result within run_timeout_s = {timeout_s:g} s "
+                            f"(+ {backstop_grace_s(timeout_s):g} s); its worker was restarted"
+                        )
+                        record(by_key[key], _lost_row(by_key[key].run_id, STATUS_TIMEOUT, error))
+                time.sleep(0.1)
     except BaseException:
         for future in futures:
             future.cancel()
         raise
-    progress.update(sum(counts.values()), counts[STATUS_FAILED], counts[STATUS_LOST], final=True)
+    progress.update(
+        sum(counts.values()), counts[STATUS_FAILED], counts[STATUS_LOST], counts[STATUS_TIMEOUT], final=True
+    )
+
+
+def _overdue(
+    client: Any, futures: list[Any], by_key: dict[str, RunPoint], written: set[str], timeout_s: float
+) -> list[str]:
+    """The backstop of ``aiko.sweep.timelimit``: keys of runs still going ``backstop_grace_s`` past their limit
+    (their thread never gave Python control back). Their futures are cancelled and their workers restarted by
+    their nannies (``Client.restart_workers``), which frees them for the rest of the sweep."""
+    from aiko.sweep.timelimit import running_runs
+
+    limit = timeout_s + backstop_grace_s(timeout_s)
+    try:
+        running = client.run(running_runs, on_error="ignore")
+    except Exception as exc:  # noqa: BLE001 - a worker gone meanwhile: try again at the next check
+        log.debug("cannot ask the workers for their runs: %s", exc)
+        return []
+    key_of = {run.run_id: key for key, run in by_key.items() if key not in written}
+    overdue: list[str] = []
+    stuck_workers: list[str] = []
+    for address, runs in running.items():
+        late = [key_of[run_id] for run_id, elapsed in runs.items() if elapsed > limit and run_id in key_of]
+        if late:
+            overdue += late
+            stuck_workers.append(address)
+    if not overdue:
+        return []
+    for future in futures:
+        if future.key in overdue:
+            future.cancel()
+    log.warning("restarting %d worker(s) stuck in a run past its time limit: %s", len(stuck_workers), stuck_workers)
+    try:
+        client.restart_workers(stuck_workers, raise_for_error=False)
+    except Exception as exc:  # noqa: BLE001 - e.g. a worker without a nanny: it stays busy, the sweep goes on
+        log.warning("could not restart %s: %s", stuck_workers, exc)
+    return overdue

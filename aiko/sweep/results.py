@@ -43,7 +43,9 @@ class ResultStore:
         *,
         batch_rows: int = 16,
         batch_interval_s: float = 5.0,
+        rerun: Iterable[str] = (),
     ) -> None:
+        """``rerun``: final statuses whose runs count as not done (``timeout`` with ``--retry-timeouts``)."""
         self.directory = Path(directory)
         self.parts = self.directory / PARTS_DIR
         self.metrics = list(metrics)
@@ -58,7 +60,7 @@ class ResultStore:
             self.parts.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise AikoError(f"cannot create the sweep directory {self.directory}: {exc.strerror or exc}") from None
-        self.done: set[str] = final_run_ids(self.directory)
+        self.done: set[str] = final_run_ids(self.directory, exclude=rerun)
 
     @property
     def results_path(self) -> Path:
@@ -171,14 +173,16 @@ def read_table(directory: str | Path) -> Any:
     return table.take(pa.array(keep, type=pa.int64()))
 
 
-def final_run_ids(directory: str | Path) -> set[str]:
+def final_run_ids(directory: str | Path, exclude: Iterable[str] = ()) -> set[str]:
+    """Runs with a final row (``ok``, ``failed``, ``timeout``), but for those whose status is in ``exclude``."""
+    final = set(FINAL_STATUSES) - set(exclude)
     table = read_table(directory)
     if table is None:
         return set()
     return {
         run_id
         for run_id, s in zip(table.column("run_id").to_pylist(), table.column("status").to_pylist(), strict=True)
-        if s in FINAL_STATUSES
+        if s in final
     }
 
 

@@ -16,6 +16,8 @@ out = "sweep-out"                        # default output directory (relative to
 "sim.max_iterations" = { low = 200, high = 2000, count = 4, integer = true }
 [sampling]                               # kind = "grid" (default) | "random" | "lhs"; count and seed for the last two
 kind = "grid"
+[limits]                                 # optional
+run_timeout_s = 120.0                    # a run still going after this (wall) time is a row with status "timeout"
 ```
 
 A grid is the product of every parameter's values, the first parameter varying slowest. ``random`` draws ``count``
@@ -33,7 +35,7 @@ import itertools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,7 @@ class RunPoint:
     index: int
     params: dict[str, Any]
     seed: int
+    columns: dict[str, Any] = field(default_factory=dict)  # more result columns, not settings (e.g. generation)
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class SweepSpec:
     seed: int
     keep_logs: bool
     out: Path | None
+    run_timeout_s: float | None = None
 
     @property
     def parameter_keys(self) -> list[str]:
@@ -140,6 +144,9 @@ def spec_from_dict(data: Mapping[str, Any], path: Path) -> SweepSpec:
     count = sampling_table.integer("count", None, min=1, max=MAX_RUNS)
     sampling_seed = sampling_table.integer("seed", 0, min=0, max=2**63 - 1)
     sampling_table.finish()
+    limits = top.table("limits", {})
+    run_timeout_s = limits.number("run_timeout_s", None, min=0.0, min_exclusive=True)
+    limits.finish()
     top.finish()
 
     for p in parameters:
@@ -171,6 +178,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path) -> SweepSpec:
         seed=seed,
         keep_logs=keep_logs,
         out=(path.parent / out_raw) if out_raw else None,
+        run_timeout_s=float(run_timeout_s) if run_timeout_s is not None else None,
     )
 
 

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiko.core.recording import MemoryRecorder
+from aiko.sweep.timelimit import RunTimeout, time_limit
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
-FINAL_STATUSES = (STATUS_OK, STATUS_FAILED)
+STATUS_TIMEOUT = "timeout"  # past the sweep's run_timeout_s; --resume runs it again only with --retry-timeouts
+FINAL_STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_TIMEOUT)
 STATUS_LOST = "lost"  # the cluster gave up on the task (its workers kept dying); --resume runs it again
 
 
@@ -34,6 +36,7 @@ class RunTask:
     seed: int
     metrics: tuple[str, ...]
     log_path: str | None = None
+    timeout_s: float | None = None
 
 
 def run_dict(task: dict[str, Any]) -> dict[str, Any]:
@@ -57,14 +60,19 @@ def run_one(task: RunTask) -> dict[str, Any]:
     try:
         random.seed(task.seed)
         np.random.seed(task.seed)
-        experiment, summary, reader = _run(task)
-        if summary.get("interrupted"):
-            raise RuntimeError("the run was interrupted")
-        from aiko.sweep.metrics import RunData, compute_metrics
+        with time_limit(task.run_id, task.timeout_s):
+            experiment, summary, reader = _run(task)
+            if summary.get("interrupted"):
+                raise RuntimeError("the run was interrupted")
+            from aiko.sweep.metrics import RunData, compute_metrics
 
-        problems: list[str] = []
-        row["metrics"] = compute_metrics(task.metrics, RunData(experiment, summary, reader), problems)
+            problems: list[str] = []
+            row["metrics"] = compute_metrics(task.metrics, RunData(experiment, summary, reader), problems)
         row["error"] = "; ".join(problems)[:2000] or None  # the run is ok; a metric that could not read it says why
+    except RunTimeout:
+        row["status"] = STATUS_TIMEOUT
+        row["metrics"] = dict.fromkeys(task.metrics)
+        row["error"] = f"RunTimeout: no result within run_timeout_s = {task.timeout_s:g} s"
     except Exception as exc:  # noqa: BLE001 - a failed run is a row, never a crashed sweep
         row["status"] = STATUS_FAILED
         row["error"] = f"{type(exc).__name__}: {exc}".strip()[:2000]

@@ -58,3 +58,38 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(write_spec, tmp_pa
     table = pq.read_table(summary["results_path"])
     assert sorted(table.column("index").to_pylist()) == list(range(6))  # every run once
     assert all(s == "ok" for s in table.column("status").to_pylist())
+
+
+def test_optimize_and_identify_run_on_a_scheduler_started_outside(tmp_path):
+    """The same cluster code as a sweep: CMA-ES generations and least-squares replays as by-name tasks on a
+    ``dask scheduler`` that has no aiko, and its ``dask worker`` processes."""
+    from tests.conftest import EXPERIMENTS
+
+    spec = tmp_path / "opt.toml"
+    spec.write_text(
+        f'experiment = "{EXPERIMENTS / "sidewinding.toml"}"\nbackend = "kinematic"\nmetric = "tracking_rms_h_deg"\n'
+        'goal = "minimize"\n[set]\n"run.duration_s" = 1.0\n[parameters]\n"gait.amplitude_h_deg" = {}\n'
+        "[cmaes]\ngenerations = 2\npopulation = 4\n"
+    )
+    log = tmp_path / "truth.mcap"
+    run = [sys.executable, "-m", "aiko.cli", "run", str(EXPERIMENTS / "lateral_undulation_orthotropic.toml")]
+    subprocess.run([*run, "--duration", "0.5", "--out", str(log), "--no-report"], cwd=REPO, check=True, timeout=120)
+    with LoopbackCluster(workers=2, log_dir=tmp_path / "cluster-logs") as cluster:
+        at = ["--scheduler", cluster.address, "--workers", "2", "--json"]
+        optimized = subprocess.run(
+            [sys.executable, "-m", "aiko.cli", "optimize", str(spec), "--out", str(tmp_path / "opt"), *at],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        identified = subprocess.run(
+            [sys.executable, "-m", "aiko.cli", "identify", str(log), "--params", "sim.mu_rolling",
+             "--bounds", "sim.mu_rolling=0.0:0.2", "--max-evaluations", "3", "--out", str(tmp_path / "id"), *at],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert optimized.returncode == 0, optimized.stderr
+    summary = json.loads(optimized.stdout.strip().splitlines()[-1])
+    assert summary["evaluations"] == 9 and summary["completed"] == 9
+    table = pq.read_table(summary["results_path"])
+    assert len(set(table.column("worker").to_pylist())) == 2  # both workers ran evaluations
+    assert identified.returncode == 0, identified.stderr
+    fit = json.loads(identified.stdout.strip().splitlines()[-1])
+    assert fit["replays"] >= 2 and fit["residual_after"]["cost"] <= fit["residual_before"]["cost"]
