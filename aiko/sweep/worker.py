@@ -105,9 +105,29 @@ def _run(task: RunTask) -> tuple[Any, dict[str, Any], Any]:
         experiment = load_experiment(task.experiment_path, overrides)
     options = RunOptions(backend=task.backend)
     memory = MetricRecorder()
+    tasks = _time_limit_task(task.timeout_s)
     if task.log_path:
         os.makedirs(os.path.dirname(task.log_path) or ".", exist_ok=True)
-        summary = record_run(experiment, task.log_path, options, live=memory)
+        summary = record_run(experiment, task.log_path, options, live=memory, extra_tasks=tasks)
     else:
-        summary = run_with_mocap(experiment, memory, options)
+        summary = run_with_mocap(experiment, memory, options, extra_tasks=tasks)
     return experiment, summary, LogReader.from_records(memory.channels, memory.events, name=f"run {task.run_id}")
+
+
+def _time_limit_task(timeout_s: float | None) -> list[Any]:
+    """The time limit once more, cooperatively: a task on the run's clock (10 Hz of run time) that raises
+    ``RunTimeout`` past the wall-clock limit. In one full test session the watchdog's asynchronous exception did not
+    end the run, which went on for minutes and gigabytes (cause not found; an exception swallowed by a bare
+    ``except`` in library code is the likely one). This check cannot be swallowed that way and costs one clock
+    read per 0.1 s of run time."""
+    if timeout_s is None:
+        return []
+    from aiko.core.loop import PeriodicTask
+
+    deadline = time.monotonic() + timeout_s
+
+    def check(_t_s: float) -> None:
+        if time.monotonic() > deadline:
+            raise RunTimeout
+
+    return [PeriodicTask("run_time_limit", 10.0, check, priority=0)]
