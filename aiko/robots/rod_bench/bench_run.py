@@ -26,7 +26,6 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,8 @@ from aiko.robots.rod_bench.backends import bench_backend_info, create_bench_back
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
 from aiko.robots.rod_bench.context import BenchContext
 from aiko.robots.rod_bench.mount import Mount
+from aiko.robots.rod_bench.rod_samples import ROD_STATE
+from aiko.robots.rod_bench.sensor_task import SensorTask
 from aiko.robots.rod_bench.trajectory import BaseTrajectory
 from sim.cosserat.scenario import BaseMotion
 
@@ -49,26 +50,7 @@ log = logging.getLogger(__name__)
 COMMAND = "/bench/command"
 OBSERVATION = "/bench/observation"
 SUMMARY_METADATA_NAME = "aiko.summary"
-ROD_STATE = "/sim/rod/state"  # the HIL plant's true states q (only with a [camera]: the camera films them)
 BENCH_METADATA_NAME = "aiko.bench"
-
-
-@dataclass
-class SensorTask:
-    """A sensor on the bench's clock: ``sample(t_s)`` returns one payload for ``channel`` (or None: nothing new).
-
-    The F/T sensor and the camera join a run as one of these each (``record_bench_run(sensors=[...])``); their
-    drivers live in ``aiko/devices/<device>/``, the adapter to a ``SensorTask`` in the bench."""
-
-    name: str
-    rate_hz: float
-    channel: str
-    sample: Callable[[float], dict[str, Any] | None] | None
-    close: Callable[[], None] | None = None
-    open: Callable[[], None] | None = None  # after the backend is configured (HIL: its emulators run), before t = 0
-    summary: Callable[[], dict[str, Any]] | None = None  # into the run summary under "sensors"
-    # after the run, with the plant's true rod states (run time, payload): the HIL camera films them offline
-    finish: Callable[[list[tuple[float, dict[str, Any]]], Recorder, Clock], None] | None = None
 
 
 def _sensor_periodic(sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int):

@@ -31,10 +31,9 @@ import numpy as np
 
 from aiko.core.errors import AikoError, ConfigError
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment, load_bench_experiment
-from aiko.robots.rod_bench.bench_run import ROD_STATE
 from aiko.robots.rod_bench.ft_sensor import FT_ADDRESS_ENV, PlantSensor, sensor_wrench, start_plant_sensor
 from aiko.robots.rod_bench.mount import Mount
-from aiko.robots.rod_bench.rod_samples import rod_payloads
+from aiko.robots.rod_bench.rod_samples import ROD_STATE, rod_payloads
 from aiko.robots.rod_bench.rod_stepper import RodStepper
 from sim.cosserat import step
 

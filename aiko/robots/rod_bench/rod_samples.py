@@ -13,6 +13,7 @@ from sim.cosserat.dynamics import StepInfo
 CENTRELINE = "/sim/rod/centreline"
 CONTACTS = "/sim/rod/contacts"
 BASE_WRENCH = "/sim/rod/base_wrench"
+ROD_STATE = "/sim/rod/state"  # the HIL plant's true states q (only with a [camera]: the camera films them)
 
 
 def rod_payloads(model: RodModel, state: RodState, info: StepInfo | None) -> dict[str, dict[str, Any]]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from aiko.core.errors import ConfigError
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
-from aiko.robots.rod_bench.bench_run import SensorTask
 from aiko.robots.rod_bench.camera import MARKERS, HilCamera
 from aiko.robots.rod_bench.ft_sensor import WRENCH, FTSensorTask, make_reader
 from aiko.robots.rod_bench.hil_site import DEFAULT_HOST
 from aiko.robots.rod_bench.sensor_settings import require_real_ft_address
+from aiko.robots.rod_bench.sensor_task import SensorTask
 
 
 def bench_sensors(experiment: BenchExperiment, backend_name: str, host: str | None) -> list[SensorTask]:
