@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from aiko.commands._cluster_options import add_cluster_arguments, check_cluster_arguments
 from aiko.core.errors import AikoError
 
 
@@ -47,23 +48,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     identify.add_argument(
         "--max-evaluations", type=int, default=30, metavar="N", help="least-squares evaluations at most (default 30)"
     )
-    identify.add_argument(
-        "--scheduler", metavar="tcp://HOST:8786", help="run the replays on this Dask cluster (default: a local one)"
-    )
-    identify.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="worker processes of the local cluster (default: one per core); with --scheduler, wait for N workers",
-    )
+    add_cluster_arguments(identify, "run the replays")
     identify.add_argument("--out", metavar="DIR", help="output directory (default: runs/identify/LOG-NAME)")
     identify.add_argument("--json", action="store_true", help="print the JSON summary on stdout")
     identify.set_defaults(handler=identify_command)
 
 
 def identify_command(args: argparse.Namespace) -> int:
-    if args.workers is not None and not 1 <= args.workers <= 4096:
-        raise AikoError(f"--workers must be in [1, 4096], got {args.workers}")
+    check_cluster_arguments(args)
     if not 1 <= args.max_evaluations <= 10_000:
         raise AikoError(f"--max-evaluations must be in [1, 10000], got {args.max_evaluations}")
     log_path = Path(args.log)

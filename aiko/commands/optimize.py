@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from aiko.core.errors import AikoError
+from aiko.commands._cluster_options import add_cluster_arguments, check_cluster_arguments
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,15 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     optimize.add_argument("spec", help="optimisation file (TOML; see docs/sweeps.md)")
-    optimize.add_argument(
-        "--scheduler", metavar="tcp://HOST:8786", help="run on this Dask cluster (default: a local one)"
-    )
-    optimize.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="worker processes of the local cluster (default: one per core); with --scheduler, wait for N workers",
-    )
+    add_cluster_arguments(optimize, "run")
     optimize.add_argument(
         "--out", metavar="DIR", help="output directory (default: the spec's out, else runs/optimize/NAME)"
     )
@@ -50,10 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def optimize_command(args: argparse.Namespace) -> int:
-    if args.workers is not None and not 1 <= args.workers <= 4096:
-        raise AikoError(f"--workers must be in [1, 4096], got {args.workers}")
-    if args.run_timeout is not None and not args.run_timeout > 0:
-        raise AikoError(f"--run-timeout must be positive, got {args.run_timeout}")
+    check_cluster_arguments(args)
     from aiko.sweep.optimize_spec import load_optimize_spec
     from aiko.sweep.spec import RunPoint, validate_runs
 

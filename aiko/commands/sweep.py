@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from aiko.commands._cluster_options import add_cluster_arguments, check_cluster_arguments
 from aiko.core.errors import AikoError
 
 
@@ -22,13 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     sweep.add_argument("spec", nargs="?", help="sweep file (TOML; see docs/sweeps.md)")
-    sweep.add_argument("--scheduler", metavar="tcp://HOST:8786", help="run on this Dask cluster (default: a local one)")
-    sweep.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="worker processes of the local cluster (default: one per core); with --scheduler, wait for N workers",
-    )
+    add_cluster_arguments(sweep, "run")
     sweep.add_argument("--out", metavar="DIR", help="output directory (default: the spec's out, else runs/sweeps/NAME)")
     sweep.add_argument("--resume", action="store_true", help="continue a sweep in --out: skip the runs already done")
     sweep.add_argument(
@@ -56,10 +51,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         return 0
     if not args.spec:
         raise AikoError("sweep: a sweep file is required (aiko sweep SPEC.toml; --list-metrics lists the metrics)")
-    if args.workers is not None and not 1 <= args.workers <= 4096:
-        raise AikoError(f"--workers must be in [1, 4096], got {args.workers}")
-    if args.run_timeout is not None and not args.run_timeout > 0:
-        raise AikoError(f"--run-timeout must be positive, got {args.run_timeout}")
+    check_cluster_arguments(args)
     if args.retry_timeouts and not args.resume:
         raise AikoError("--retry-timeouts goes with --resume (it runs again a finished sweep's timed-out runs)")
     from aiko.sweep.spec import expand, load_spec, validate_runs

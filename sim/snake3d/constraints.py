@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit
 
-from sim.snake3d.rotations import quat_multiply, quat_to_matrix
+from sim.snake3d.rotations import quat_multiply, quat_to_matrix, quat_to_matrix_into
 
 
 @njit(cache=True)
@@ -21,21 +21,6 @@ def normalize_quaternions(quat: np.ndarray) -> None:
         s = math.sqrt(quat[i, 0] ** 2 + quat[i, 1] ** 2 + quat[i, 2] ** 2 + quat[i, 3] ** 2)
         for k in range(4):
             quat[i, k] /= s
-
-
-@njit(cache=True)
-def _matrix_into(p: np.ndarray, R: np.ndarray) -> None:
-    """quat_to_matrix(p) written into R (3×3): the same formulas without allocating (this runs every step)."""
-    w, x, y, z = p[0], p[1], p[2], p[3]
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - w * z)
-    R[0, 2] = 2 * (x * z + w * y)
-    R[1, 0] = 2 * (x * y + w * z)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - w * x)
-    R[2, 0] = 2 * (x * z - w * y)
-    R[2, 1] = 2 * (y * z + w * x)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
 
 
 @njit(cache=True)
@@ -49,9 +34,9 @@ def project_joint_constraints(position: np.ndarray, quat: np.ndarray, link_lengt
     half = 0.5 * link_length_m
     R_prev = np.empty((3, 3))
     R = np.empty((3, 3))
-    _matrix_into(quat[0], R_prev)
+    quat_to_matrix_into(quat[0], R_prev)
     for j in range(n - 1):
-        _matrix_into(quat[j + 1], R)
+        quat_to_matrix_into(quat[j + 1], R)
         a0, a1, a2 = R_prev[0, 1], R_prev[1, 1], R_prev[2, 1]
         z0, z1, z2 = R[0, 2], R[1, 2], R[2, 2]
         y0, y1, y2 = R[0, 1], R[1, 1], R[2, 1]
@@ -79,7 +64,7 @@ def project_joint_constraints(position: np.ndarray, quat: np.ndarray, link_lengt
         quat[j + 1, 1] = p1 / s
         quat[j + 1, 2] = p2 / s
         quat[j + 1, 3] = p3 / s
-        _matrix_into(quat[j + 1], R)
+        quat_to_matrix_into(quat[j + 1], R)
         for k in range(3):
             position[j + 1, k] = position[j, k] + half * (R_prev[k, 2] + R[k, 2])
         R_prev, R = R, R_prev

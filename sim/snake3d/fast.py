@@ -15,7 +15,8 @@ import math
 import numpy as np
 from numba import njit
 
-from sim.snake3d.constraints import _matrix_into, project_joint_constraints
+from sim.snake3d.constraints import project_joint_constraints
+from sim.snake3d.rotations import quat_to_matrix_into
 
 # indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
 P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
@@ -383,7 +384,7 @@ def step(
             quatM[i, k] /= s
         for k in range(3):
             posM[i, k] = pos[i, k] + 0.5 * dt * vel[i, k]
-        _matrix_into(quatM[i], R[i])
+        quat_to_matrix_into(quatM[i], R[i])
 
     # 2. joint torques (PD with the fixed sign + feed-forward), as body torques per link
     torque_body[:, :] = 0.0
@@ -759,9 +760,9 @@ def joint_state(quat, omg, angles, rates):
     n = quat.shape[0]
     Ri = np.empty((3, 3))
     Rj = np.empty((3, 3))
-    _matrix_into(quat[0], Ri)
+    quat_to_matrix_into(quat[0], Ri)
     for i in range(n - 1):
-        _matrix_into(quat[i + 1], Rj)
+        quat_to_matrix_into(quat[i + 1], Rj)
         rel20 = Ri[0, 2] * Rj[0, 0] + Ri[1, 2] * Rj[1, 0] + Ri[2, 2] * Rj[2, 0]
         rel21 = Ri[0, 2] * Rj[0, 1] + Ri[1, 2] * Rj[1, 1] + Ri[2, 2] * Rj[2, 1]
         rel22 = Ri[0, 2] * Rj[0, 2] + Ri[1, 2] * Rj[1, 2] + Ri[2, 2] * Rj[2, 2]

@@ -13,10 +13,10 @@ from numba import njit
 
 
 @njit(cache=True)
-def quat_to_matrix(p: np.ndarray) -> np.ndarray:
-    """R^I_B = H H̄ᵀ of eq. 6 for p = (e0, e1, e2, e3)."""
+def quat_to_matrix_into(p: np.ndarray, R: np.ndarray) -> None:
+    """R^I_B = H H̄ᵀ of eq. 6 for p = (e0, e1, e2, e3), written into R (3×3) without allocating: the fast step
+    calls it for every link at every step."""
     w, x, y, z = p[0], p[1], p[2], p[3]
-    R = np.empty((3, 3))
     R[0, 0] = 1 - 2 * (y * y + z * z)
     R[0, 1] = 2 * (x * y - w * z)
     R[0, 2] = 2 * (x * z + w * y)
@@ -26,6 +26,13 @@ def quat_to_matrix(p: np.ndarray) -> np.ndarray:
     R[2, 0] = 2 * (x * z - w * y)
     R[2, 1] = 2 * (y * z + w * x)
     R[2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def quat_to_matrix(p: np.ndarray) -> np.ndarray:
+    """R^I_B = H H̄ᵀ of eq. 6 for p = (e0, e1, e2, e3)."""
+    R = np.empty((3, 3))
+    quat_to_matrix_into(p, R)
     return R
 
 

@@ -13,35 +13,19 @@ from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import daq_serial
 from aiko.devices.force_sensor.errors import SensorTimeout
 from aiko.devices.force_sensor.serial_reader import SerialReader
-from tests.aiko.devices.force_sensor._emulator import faulty, start_ft_emulator, stop_ft_emulator
+from tests.aiko.devices.force_sensor._emulator import (
+    close,
+    next_sample,
+    settle,
+    start_ft_emulator,
+    stop_ft_emulator,
+    stream_with_faults,
+    wait_until,
+)
 
 W = (1.5, -2.25, 10.0, 0.125, -0.5, 0.75)
 B = (0.5, 0.25, -3.0, 0.01, 0.02, -0.03)
 ONE_COUNT = 0.01  # the DAQ placeholder scale: 100 counts/N, 1000 counts/N·m
-
-
-def _close(a, b, tol):
-    return all(abs(x - y) <= tol for x, y in zip(a, b, strict=True))
-
-
-def _next(reader):
-    reader.drain()
-    return reader.get(2.0)
-
-
-def _wait_until(reader, predicate, timeout_s=5.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for sample in reader.drain():
-            if predicate(sample):
-                return sample
-        time.sleep(0.01)
-    raise AssertionError("condition not reached")
-
-
-def _settle(reader, s=0.3):
-    time.sleep(s)
-    return reader.drain()
 
 
 def test_values_and_every_kind_of_bias_round_trip_in_si_units(tmp_path):
@@ -52,17 +36,17 @@ def test_values_and_every_kind_of_bias_round_trip_in_si_units(tmp_path):
         assert first.startswith("pty: /dev/") and first.endswith(link) and os.path.islink(link)
         with SerialReader(link) as reader:
             raw = tuple(w + b for w, b in zip(W, B, strict=True))
-            assert _close(_next(reader).as_tuple(), raw, ONE_COUNT / 2 + 1e-9)
+            assert close(next_sample(reader).as_tuple(), raw, ONE_COUNT / 2 + 1e-9)
             reader.set_bias(B)
-            assert _close(_next(reader).as_tuple(), W, ONE_COUNT / 2 + 1e-9)
+            assert close(next_sample(reader).as_tuple(), W, ONE_COUNT / 2 + 1e-9)
             reader.clear_bias()
-            assert _close(reader.tare(20), raw, ONE_COUNT / 2 + 1e-9)
-            assert _close(_next(reader).as_tuple(), (0.0,) * 6, 1e-9)
+            assert close(reader.tare(20), raw, ONE_COUNT / 2 + 1e-9)
+            assert close(next_sample(reader).as_tuple(), (0.0,) * 6, 1e-9)
             reader.clear_bias()
             reader.device_bias(True)  # the DAQ's zero: configuration with zero = 255
-            _wait_until(reader, lambda s: _close(s.as_tuple(), (0.0,) * 6, 1e-9))
+            wait_until(reader, lambda s: close(s.as_tuple(), (0.0,) * 6, 1e-9))
             reader.device_bias(False)
-            _wait_until(reader, lambda s: _close(s.as_tuple(), raw, ONE_COUNT))
+            wait_until(reader, lambda s: close(s.as_tuple(), raw, ONE_COUNT))
             assert reader.stats.checksum_failures == 0 and reader.stats.lost == 0
     finally:
         counters = stop_ft_emulator(proc)
@@ -73,24 +57,9 @@ def test_values_and_every_kind_of_bias_round_trip_in_si_units(tmp_path):
 def test_injected_drops_and_bad_checksums_are_counted_exactly_and_never_delivered(tmp_path):
     link = str(tmp_path / "ttyFT1")
     drop_every, corrupt_every = 13, 5
-    proc, _ = start_ft_emulator(
-        "--pty", link, "--stopped", "--drop-every", str(drop_every), "--corrupt-every", str(corrupt_every)
+    delivered, stats, counters, drops, corrupt = stream_with_faults(
+        lambda: SerialReader(link), ["--pty", link, "--stopped"], drop_every, corrupt_every
     )
-    try:
-        reader = SerialReader(link).start()
-        try:
-            assert reader.wait_for_samples(1500, 10.0)
-            delivered = [s.sequence for s in reader.drain()]
-            reader.stop_streaming()
-            delivered += [s.sequence for s in _settle(reader)]
-            stats = reader.stats
-        finally:
-            reader.stop()
-    finally:
-        counters = stop_ft_emulator(proc)
-    n = counters["samples"]
-    drops = faulty(n, drop_every)
-    corrupt = faulty(n, corrupt_every) - drops
     assert counters["dropped"] == len(drops) and counters["corrupted"] == len(corrupt)
     assert counters["tx_overflow"] == 0
     last = max(delivered)
@@ -110,7 +79,7 @@ def test_three_seconds_at_1khz_lose_nothing(tmp_path):
         try:
             time.sleep(3.0)
             reader.stop_streaming()
-            samples = reader.drain() + _settle(reader)
+            samples = reader.drain() + settle(reader)
         finally:
             reader.stop()
     finally:
@@ -125,7 +94,7 @@ def test_saturation_sets_the_daq_overload_bits(tmp_path):
     proc, _ = start_ft_emulator("--pty", link, "--wrench", "0,0,-250,0,0,0", "--saturation-n", "200")
     try:
         with SerialReader(link) as reader:  # no range given to the reader: the status word says it
-            sample = _next(reader)
+            sample = next_sample(reader)
             assert sample.saturated and sample.force_n[2] == pytest.approx(-200.0)
             assert daq_serial.overloaded_axes(sample.status) == (False, False, True, False, False, False)
     finally:

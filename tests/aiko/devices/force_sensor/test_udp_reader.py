@@ -10,37 +10,18 @@ from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import rdt
 from aiko.devices.force_sensor.errors import SensorTimeout
 from aiko.devices.force_sensor.udp_reader import UdpReader
-from tests.aiko.devices.force_sensor._emulator import faulty, start_ft_emulator, stop_ft_emulator
+from tests.aiko.devices.force_sensor._emulator import (
+    close,
+    next_sample,
+    settle,
+    start_ft_emulator,
+    stop_ft_emulator,
+    stream_with_faults,
+    wait_until,
+)
 
 W = (1.5, -2.25, 10.0, 0.125, -0.5, 0.75)
 B = (0.5, 0.25, -3.0, 0.01, 0.02, -0.03)
-
-
-def _close(a, b, tol):
-    return all(abs(x - y) <= tol for x, y in zip(a, b, strict=True))
-
-
-def _wait_until(reader, predicate, timeout_s=5.0):
-    """Drain samples until one satisfies predicate; returns it (fails the test after timeout_s)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for sample in reader.drain():
-            if predicate(sample):
-                return sample
-        time.sleep(0.01)
-    raise AssertionError("condition not reached")
-
-
-def _next(reader):
-    """The first sample delivered after now (the buffer may hold older ones)."""
-    reader.drain()
-    return reader.get(2.0)
-
-
-def _settle(reader, s=0.3):
-    """Wait for the samples in flight after a stop request, then take all."""
-    time.sleep(s)
-    return reader.drain()
 
 
 def test_values_and_every_kind_of_bias_round_trip_in_si_units():
@@ -52,18 +33,18 @@ def test_values_and_every_kind_of_bias_round_trip_in_si_units():
             assert reader.wait_for_samples(50, 5.0)
             sample = reader.drain()[-1]
             raw = tuple(w + b for w, b in zip(W, B, strict=True))
-            assert _close(sample.as_tuple(), raw, 1e-4)  # one count is 1e-4 N / 1e-5 N·m
+            assert close(sample.as_tuple(), raw, 1e-4)  # one count is 1e-4 N / 1e-5 N·m
             reader.set_bias(B)
-            assert _close(_next(reader).as_tuple(), W, 1e-4)
+            assert close(next_sample(reader).as_tuple(), W, 1e-4)
             reader.clear_bias()
             bias = reader.tare(20)
-            assert _close(bias, raw, 1e-4)
-            assert _close(_next(reader).as_tuple(), (0.0,) * 6, 1e-9)
+            assert close(bias, raw, 1e-4)
+            assert close(next_sample(reader).as_tuple(), (0.0,) * 6, 1e-9)
             reader.clear_bias()
             reader.device_bias(True)  # the Compute Box zeroes itself: 0x0042 with 0xFF
-            _wait_until(reader, lambda s: _close(s.as_tuple(), (0.0,) * 6, 1e-9))
+            wait_until(reader, lambda s: close(s.as_tuple(), (0.0,) * 6, 1e-9))
             reader.device_bias(False)
-            _wait_until(reader, lambda s: _close(s.as_tuple(), raw, 1e-4))
+            wait_until(reader, lambda s: close(s.as_tuple(), raw, 1e-4))
             assert reader.stats.lost == 0 and reader.stats.malformed == 0
     finally:
         counters = stop_ft_emulator(proc)
@@ -72,24 +53,9 @@ def test_values_and_every_kind_of_bias_round_trip_in_si_units():
 
 def test_injected_drops_and_corruptions_are_counted_exactly_and_never_delivered():
     drop_every, corrupt_every = 7, 11
-    proc, _ = start_ft_emulator(
-        "--udp", "127.0.16.2:49152", "--drop-every", str(drop_every), "--corrupt-every", str(corrupt_every)
+    delivered, stats, counters, drops, corrupt = stream_with_faults(
+        lambda: UdpReader("127.0.16.2:49152"), ["--udp", "127.0.16.2:49152"], drop_every, corrupt_every
     )
-    try:
-        reader = UdpReader("127.0.16.2:49152").start()
-        try:
-            assert reader.wait_for_samples(1500, 10.0)
-            delivered = [s.sequence for s in reader.drain()]
-            reader.stop_streaming()
-            delivered += [s.sequence for s in _settle(reader)]
-            stats = reader.stats
-        finally:
-            reader.stop()
-    finally:
-        counters = stop_ft_emulator(proc)
-    n = counters["samples"]
-    drops = faulty(n, drop_every)
-    corrupt = faulty(n, corrupt_every) - drops
     assert counters["dropped"] == len(drops) and counters["corrupted"] == len(corrupt)
     last = max(delivered)
     assert delivered == sorted(set(delivered)) and delivered[0] == 1
@@ -107,7 +73,7 @@ def test_three_seconds_at_1khz_lose_nothing():
         try:
             time.sleep(3.0)
             reader.stop_streaming()
-            samples = reader.drain() + _settle(reader)
+            samples = reader.drain() + settle(reader)
         finally:
             reader.stop()
     finally:
@@ -197,12 +163,12 @@ def test_ati_flavour_scale_bias_and_buffered_streaming():
             assert reader.scale.counts_per_n == 1_000_000
             assert reader.get(2.0).as_tuple() == pytest.approx((1.5, 0, -2, 0.25, 0, 0), abs=1e-6)
             reader.device_bias(True)  # Net F/T: 0x0042 takes a bias in the box
-            _wait_until(reader, lambda s: s.as_tuple() == pytest.approx((0.0,) * 6, abs=1e-9))
+            wait_until(reader, lambda s: s.as_tuple() == pytest.approx((0.0,) * 6, abs=1e-9))
             with pytest.raises(ConfigError, match="no 'bias off'"):
                 reader.device_bias(False)
             assert reader.wait_for_samples(500, 5.0)
             reader.stop_streaming()
-            _settle(reader)
+            settle(reader)
             stats = reader.stats
         finally:
             reader.stop()
