@@ -236,7 +236,9 @@ class ViconServer:
         while not self._stop.is_set():
             now = self._clock()
             if now >= next_tick:
-                t_s = next_tick - self.t0_mono_s
+                # frame k is captured at k periods after the start, computed from k: summing periods onto a
+                # monotonic clock of ~1e4 s drifted by ~1e-10 s per thousand frames (machine uptime decides)
+                t_s = frame_id / self.rate_hz
                 if self._rng.random() < self.impairments.dropout_fraction:
                     self.counters.frames_dropped += 1
                 else:
@@ -248,12 +250,12 @@ class ViconServer:
                         if self.counters.source_errors == 1:
                             log.exception("vicon: the frame source failed at t = %.3f s; skipping the frame", t_s)
                 frame_id += 1
-                next_tick += self.period_s
+                next_tick = self.t0_mono_s + frame_id / self.rate_hz
                 if now - next_tick > 5 * self.period_s:  # far behind (suspended, overloaded): skip, do not burst
                     skipped = int((now - next_tick) / self.period_s)
                     self.counters.late_ticks += skipped
                     frame_id += skipped  # frame k stays captured at t0 + k periods; the skipped numbers are gaps
-                    next_tick += skipped * self.period_s
+                    next_tick = self.t0_mono_s + frame_id / self.rate_hz
             while pending and pending[0].capture_mono_s + latency <= now:
                 self._release(pending.popleft())
             wake = min(next_tick, pending[0].capture_mono_s + latency) if pending else next_tick
