@@ -98,3 +98,27 @@ def test_elastica_rod_is_our_rod():
     assert np.linalg.norm(x[:, -1] - x[:, 0]) == pytest.approx(rod.length_m, rel=1e-12)
     np.testing.assert_allclose(x[:, 0], scenario.initial_state.q[3:6])
     assert x[2, -1] == pytest.approx(0.1054 - 0.3 * math.sin(math.radians(20)), abs=1e-9)  # tip just clear
+
+
+def test_fastest_configuration_rule_keeps_our_outcome_and_gives_the_peer_any_finite_run():
+    """Ours: the cheapest step whose distance stays within 5 % of our 0.25 ms run; MuJoCo: the cheapest finite,
+    warning-free run whatever its step change; a diverged run of ours never qualifies."""
+    from benchmarks.peers.compare import choose_fastest
+
+    ours = [
+        {"dt_s": 2.5e-4, "cpu_s": 0.50, "distance_m": 0.800},
+        {"dt_s": 5e-4, "cpu_s": 0.27, "distance_m": 0.830},  # +3.75 %: qualifies
+        {"dt_s": 1e-3, "cpu_s": 0.14, "distance_m": 0.900},  # +12.5 %: too far, although cheapest
+    ]
+    theirs = [
+        {"dt_s": 2.5e-4, "cone": "pyramidal", "cpu_s": 0.70, "distance_m": 0.45, "ok": True},
+        {"dt_s": 5e-4, "cone": "pyramidal", "cpu_s": 0.38, "distance_m": 0.56, "ok": True},  # +24 %: still counts
+        {"dt_s": 1e-3, "cone": "pyramidal", "cpu_s": 0.13, "distance_m": math.nan, "ok": False},  # NaN
+        {"dt_s": 2.5e-4, "cone": "elliptic", "cpu_s": 1.40, "distance_m": 0.38, "ok": True},
+    ]
+    best_ours, best_theirs = choose_fastest(ours, theirs)
+    assert best_ours["dt_s"] == 5e-4 and best_ours["step_change"] == pytest.approx(0.0375)
+    assert (best_theirs["dt_s"], best_theirs["cone"]) == (5e-4, "pyramidal")
+    assert best_theirs["step_change"] == pytest.approx(0.11 / 0.45)
+    ours[1]["cpu_s"] = math.inf  # that step diverged: back to the reference step
+    assert choose_fastest(ours, theirs)[0]["dt_s"] == 2.5e-4
