@@ -37,6 +37,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--keep-logs", action="store_true", help="also write every run's MCAP log (OUT/logs/)")
     sweep.add_argument("--no-plots", action="store_true", help="do not write OUT/plots/")
     sweep.add_argument("--dry-run", action="store_true", help="check the spec and every run's settings, list the runs")
+    sweep.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first run whose settings the experiment refuses (default: such runs become rows with "
+        "status invalid and the others run)",
+    )
     sweep.add_argument("--json", action="store_true", help="end with a JSON summary on stdout")
     sweep.add_argument("--list-metrics", action="store_true", help="print the metrics a sweep can record and exit")
     sweep.set_defaults(handler=sweep_command)
@@ -54,16 +60,33 @@ def sweep_command(args: argparse.Namespace) -> int:
     check_cluster_arguments(args)
     if args.retry_timeouts and not args.resume:
         raise AikoError("--retry-timeouts goes with --resume (it runs again a finished sweep's timed-out runs)")
-    from aiko.sweep.spec import expand, load_spec, validate_runs
+    from aiko.sweep.spec import expand, load_spec, screen_runs, validate_runs
 
     spec = load_spec(args.spec)
     runs = expand(spec)
-    backend = validate_runs(spec, runs)
+    if args.strict:
+        backend, invalid = validate_runs(spec, runs), {}
+    else:
+        backend, invalid = screen_runs(spec, runs)
+    if invalid:
+        print(
+            f"sweep: {len(invalid)} of {len(runs)} runs have settings the experiment refuses; they are rows with "
+            f"status invalid (--strict stops instead). First: {next(iter(invalid.values()))}",
+            file=sys.stderr,
+        )
     out = Path(args.out) if args.out else (spec.out or Path("runs") / "sweeps" / spec.name)
     if args.dry_run:
-        listing = [{"run_id": r.run_id, "index": r.index, "seed": r.seed, **r.params} for r in runs]
+        listing = [
+            {"run_id": r.run_id, "index": r.index, "seed": r.seed, **r.params}
+            | ({"invalid": invalid[r.run_id]} if r.run_id in invalid else {})
+            for r in runs
+        ]
         if args.json:
-            print(json.dumps({"runs": len(runs), "backend": backend, "out": str(out), "points": listing}))
+            print(
+                json.dumps(
+                    {"runs": len(runs), "invalid": len(invalid), "backend": backend, "out": str(out), "points": listing}
+                )
+            )
         else:
             for row in listing:
                 print(json.dumps(row))
@@ -82,13 +105,14 @@ def sweep_command(args: argparse.Namespace) -> int:
         run_timeout_s=args.run_timeout,
         retry_timeouts=args.retry_timeouts,
     )
-    summary = run_sweep(spec, runs, backend, options, progress_stream=sys.stderr)
+    summary = run_sweep(spec, runs, backend, options, progress_stream=sys.stderr, invalid=invalid)
     if args.json:
         print(json.dumps(summary))
     else:
         print(
             f"{summary['runs']} runs: {summary['completed']} ok, {summary['failed']} failed"
             + (f", {summary['timeout']} timed out" if summary["timeout"] else "")
+            + (f", {summary['invalid']} invalid (settings refused)" if summary["invalid"] else "")
             + (f", {summary['lost']} lost (--resume runs them again)" if summary["lost"] else "")
             + (f", {summary['skipped']} done before" if summary["skipped"] else "")
         )

@@ -24,7 +24,7 @@ from aiko.core.errors import AikoError
 from aiko.sweep.results import ResultStore, final_run_ids, write_manifest
 from aiko.sweep.spec import RunPoint, SweepSpec, run_overrides
 from aiko.sweep.timelimit import backstop_grace_s
-from aiko.sweep.worker import STATUS_FAILED, STATUS_LOST, STATUS_OK, STATUS_TIMEOUT, RunTask
+from aiko.sweep.worker import STATUS_FAILED, STATUS_INVALID, STATUS_LOST, STATUS_OK, STATUS_TIMEOUT, RunTask
 
 log = logging.getLogger(__name__)
 
@@ -192,8 +192,13 @@ def run_sweep(
     options: SweepOptions,
     *,
     progress_stream: IO[str] | None = sys.stderr,
+    invalid: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run every run of ``runs`` not already done in ``options.out``; returns the sweep's JSON summary."""
+    """Run every run of ``runs`` not already done in ``options.out``; returns the sweep's JSON summary.
+
+    ``invalid`` (run id -> error, from :func:`aiko.sweep.spec.screen_runs`): runs whose settings the experiment
+    refuses; each is a row with status ``invalid`` and its error, and is never sent to the cluster."""
+    invalid = invalid or {}
     parameter_columns = {p.key: [run.params[p.key] for run in runs] for p in spec.parameters}
     rerun = (STATUS_TIMEOUT,) if options.retry_timeouts else ()
     store = ResultStore(options.out, parameter_columns, spec.metrics, rerun=rerun)
@@ -206,6 +211,13 @@ def run_sweep(
         )
     if options.resume:
         _check_same_sweep(options.out, str(spec.experiment_path.resolve()), backend)
+    for run in runs:
+        if run.run_id in invalid and run.run_id not in store.done:
+            row = _unrun_row(run.run_id, STATUS_INVALID, invalid[run.run_id])
+            row.update(
+                index=run.index, seed=run.seed, params={**run.columns, **run.params}, finished_unix_s=time.time()
+            )
+            store.add(row)
     todo = [run for run in runs if run.run_id not in store.done]
     write_manifest(
         options.out,
@@ -274,7 +286,7 @@ def _check_same_sweep(out: Path, experiment: str, backend: str) -> None:
 
 def summarize(directory: Path, ids: set[str]) -> dict[str, Any]:
     """Counts over the sweep's runs in the result table: ``runs``, ``completed`` (ok), ``failed``, ``timeout``,
-    ``lost``, ``missing`` (no row at all: 0 after a finished sweep)."""
+    ``lost``, ``invalid`` (settings refused, never run), ``missing`` (no row at all: 0 after a finished sweep)."""
     from aiko.sweep.results import read_table
 
     table = read_table(directory)
@@ -292,6 +304,7 @@ def summarize(directory: Path, ids: set[str]) -> dict[str, Any]:
         "failed": values.count(STATUS_FAILED),
         "timeout": values.count(STATUS_TIMEOUT),
         "lost": values.count(STATUS_LOST),
+        "invalid": values.count(STATUS_INVALID),
         "missing": len(ids) - len(status),
     }
 
@@ -309,7 +322,8 @@ def _timeout(spec: SweepSpec, options: SweepOptions) -> float | None:
     return options.run_timeout_s if options.run_timeout_s is not None else spec.run_timeout_s
 
 
-def _lost_row(run_id: str, status: str, error: str) -> dict[str, Any]:
+def _unrun_row(run_id: str, status: str, error: str) -> dict[str, Any]:
+    """The row of a run that produced none itself: lost by the cluster, past its time limit, or refused settings."""
     return {
         "run_id": run_id,
         "status": status,
@@ -381,7 +395,7 @@ def submit_and_collect(
                 try:
                     row = future.result()
                 except Exception as exc:  # noqa: BLE001 - KilledWorker and the like: the cluster gave up on the task
-                    row = _lost_row(run.run_id, STATUS_LOST, f"{type(exc).__name__}: {exc}")
+                    row = _unrun_row(run.run_id, STATUS_LOST, f"{type(exc).__name__}: {exc}")
                 record(run, row)
                 future.release()
             if timeout_s is not None and not batch:
@@ -393,7 +407,7 @@ def submit_and_collect(
                             f"RunTimeout: no result within run_timeout_s = {timeout_s:g} s "
                             f"(+ {backstop_grace_s(timeout_s):g} s); its worker was restarted"
                         )
-                        record(by_key[key], _lost_row(by_key[key].run_id, STATUS_TIMEOUT, error))
+                        record(by_key[key], _unrun_row(by_key[key].run_id, STATUS_TIMEOUT, error))
                 time.sleep(0.1)
     except BaseException:
         for future in futures:

@@ -11,9 +11,9 @@ row of an open writer. A part file is written to a temporary name and renamed, s
 for good, and ``--resume`` finds it. At the end of a sweep (and at the start of a resumed one) the parts are folded
 into ``results.parquet`` and removed; until then ``read_table`` reads the file and the parts as one table.
 
-Writes are idempotent by run id: a row whose run already has a final row (``ok`` or ``failed``) is dropped (Dask
-reruns a task whose worker died, and a late duplicate must not become a second row), and reading keeps one row per
-run id, a final row before a ``lost`` one.
+Writes are idempotent by run id: a row whose run already has a final row (``ok``, ``failed``, ``timeout``,
+``invalid``) is dropped (Dask reruns a task whose worker died, and a late duplicate must not become a second row),
+and reading keeps one row per run id, a final row before a ``lost`` one.
 """
 
 from __future__ import annotations
@@ -174,7 +174,8 @@ def read_table(directory: str | Path) -> Any:
 
 
 def final_run_ids(directory: str | Path, exclude: Iterable[str] = ()) -> set[str]:
-    """Runs with a final row (``ok``, ``failed``, ``timeout``), but for those whose status is in ``exclude``."""
+    """Runs with a final row (``ok``, ``failed``, ``timeout``, ``invalid``), but for those whose status is in
+    ``exclude``."""
     final = set(FINAL_STATUSES) - set(exclude)
     table = read_table(directory)
     if table is None:

@@ -273,23 +273,41 @@ def run_overrides(spec: SweepSpec, run: RunPoint) -> dict[str, Any]:
 def validate_runs(spec: SweepSpec, runs: list[RunPoint]) -> str:
     """Load the experiment with every run's overrides (strict, as ``aiko run --set``); the first bad one is a
     one-line error naming the run. Returns the backend the runs use."""
+    backend, invalid = screen_runs(spec, runs)
+    if invalid:
+        raise ConfigError(next(iter(invalid.values())))
+    return backend
+
+
+def screen_runs(spec: SweepSpec, runs: list[RunPoint]) -> tuple[str, dict[str, str]]:
+    """Check every run's settings as ``aiko run --set`` would; returns the backend and the refused runs
+    (run id -> one-line error naming the run, in run order).
+
+    Why not stop at the first refused run: a range or a sample that crosses a limit (an amplitude beyond the joint
+    limit for some phase offsets) is a normal sweep, and its valid points are worth running; the refused ones
+    become rows with status ``invalid``. A sweep none of whose runs is valid (a misspelt key, an unknown backend)
+    is an error of the file: raised here, before any cluster starts."""
     from aiko.robots.aiko.experiment import load_experiment
     from aiko.robots.aiko.plugins import backend_info, backend_names
 
     backend = spec.backend
+    invalid: dict[str, str] = {}
     for run in runs:
         try:
             experiment = load_experiment(spec.experiment_path, run_overrides(spec, run))
         except ConfigError as exc:
-            raise ConfigError(f"{spec.path}: run {run.index} ({_describe(run.params)}): {exc}") from None
+            invalid[run.run_id] = f"{spec.path}: run {run.index} ({_describe(run.params)}): {exc}"
+            continue
         backend = backend or experiment.default_backend
+    if runs and len(invalid) == len(runs):
+        raise ConfigError(next(iter(invalid.values())))
     if backend not in backend_names():
         raise ConfigError(
             f"{spec.path}: backend: unknown backend {backend!r}; known backends: {', '.join(backend_names())}"
         )
     if backend_info(backend).wall_clock_only:
         raise ConfigError(f"{spec.path}: backend: {backend} drives the real robot; sweeps run simulated backends only")
-    return backend  # type: ignore[return-value]
+    return backend, invalid  # type: ignore[return-value]
 
 
 def _describe(params: Mapping[str, Any]) -> str:

@@ -22,7 +22,8 @@ from aiko.sweep.timelimit import RunTimeout, time_limit
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
 STATUS_TIMEOUT = "timeout"  # past the sweep's run_timeout_s; --resume runs it again only with --retry-timeouts
-FINAL_STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_TIMEOUT)
+STATUS_INVALID = "invalid"  # settings the experiment refuses (checked before the sweep starts); never submitted
+FINAL_STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_TIMEOUT, STATUS_INVALID)
 STATUS_LOST = "lost"  # the cluster gave up on the task (its workers kept dying); --resume runs it again
 
 

@@ -68,6 +68,38 @@ def test_a_sweep_with_a_failing_run_writes_both_rows_logs_and_plots(write_spec, 
     assert {p.split("/")[-1] for p in summary["plots"]} == {"distance_m.png", "newton_iterations_mean.png"}
 
 
+def test_runs_with_refused_settings_are_invalid_rows_and_the_rest_run(write_spec, tmp_path, capsys):
+    """A range that crosses the joint limit: the refused point is a row (status invalid, its one-line error) that is
+    never submitted, the others run; --strict stops at it instead (exit 2), as does a sweep with no valid run."""
+    body = (
+        'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[set]\n"run.duration_s" = 0.2\n'
+        '[parameters]\n"gait.amplitude_h_deg" = [20.0, 80.0, 30.0]\n'
+    )
+    path = write_spec(body)
+    assert main(["sweep", str(path), "--strict", "--out", str(tmp_path / "strict")]) == 2
+    assert "run 1 (gait.amplitude_h_deg=80.0)" in capsys.readouterr().err
+    assert main(["sweep", str(path), "--dry-run", "--json"]) == 0
+    captured = capsys.readouterr()
+    listing = json.loads(captured.out)
+    assert listing["invalid"] == 1 and "exceeds the horizontal joint limit" in listing["points"][1]["invalid"]
+    assert "1 of 3 runs have settings the experiment refuses" in captured.err
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--workers", "1", "--out", str(out), "--json", "--no-plots"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {k: summary[k] for k in ("runs", "completed", "failed", "invalid", "missing", "ran")} == {
+        "runs": 3, "completed": 2, "failed": 0, "invalid": 1, "missing": 0, "ran": 2
+    }  # fmt: skip
+    rows = {r["gait.amplitude_h_deg"]: r for r in pq.read_table(summary["results_path"]).to_pylist()}
+    assert rows[80.0]["status"] == "invalid" and "exceeds the horizontal joint limit" in rows[80.0]["error"]
+    assert rows[80.0]["wall_time_s"] is None and rows[20.0]["status"] == rows[30.0]["status"] == "ok"
+    assert main(["sweep", str(path), "--workers", "1", "--out", str(out), "--resume", "--json", "--no-plots"]) == 0
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["ran"] == 0 and again["skipped"] == 3 and again["invalid"] == 1  # an invalid row is final
+    none_valid = write_spec(body.replace("[20.0, 80.0, 30.0]", "[70.0, 80.0]"), "none.toml")
+    assert main(["sweep", str(none_valid), "--out", str(tmp_path / "none")]) == 2
+    assert "run 0 (gait.amplitude_h_deg=70.0)" in capsys.readouterr().err
+
+
 def test_resume_runs_only_what_is_missing_and_refuses_to_mix_without_it(write_spec, tmp_path, capsys):
     body = (
         'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[set]\n"run.duration_s" = 0.3\n'

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from aiko.core.errors import ConfigError
-from aiko.sweep.spec import expand, load_spec, validate_runs
+from aiko.sweep.spec import expand, load_spec, screen_runs, validate_runs
 
 GRID = """
 backend = "kinematic"
@@ -156,3 +156,17 @@ def test_paths_are_relative_to_the_spec_file(tmp_path, experiments_dir):
     assert spec.experiment_path.resolve() == (tmp_path / "exp.toml").resolve()
     assert spec.out == sub / "results"
     validate_runs(spec, expand(spec))
+
+
+def test_screening_keeps_the_valid_runs_and_names_the_refused_ones(write_spec):
+    spec = load_spec(write_spec('[parameters]\n"gait.amplitude_h_deg" = [20.0, 80.0, 30.0, 90.0]\n'))
+    runs = expand(spec)
+    backend, invalid = screen_runs(spec, runs)
+    assert backend == "kinematic"
+    assert list(invalid) == [runs[1].run_id, runs[3].run_id]
+    assert invalid[runs[3].run_id].startswith(f"{spec.path}: run 3 (gait.amplitude_h_deg=90.0): ")
+    with pytest.raises(ConfigError, match=r"run 1 \(gait.amplitude_h_deg=80.0\)"):
+        validate_runs(spec, runs)
+    typo = load_spec(write_spec('[parameters]\n"gait.amplitude_hh_deg" = [20.0, 30.0]\n', "typo.toml"))
+    with pytest.raises(ConfigError, match=r"run 0 .*unknown key"):  # no valid run at all: an error of the file
+        screen_runs(typo, expand(typo))
