@@ -78,6 +78,8 @@ class Parameter:
     def _at(self, u: np.ndarray) -> list[Any]:
         lo, hi = float(self.low), float(self.high)  # type: ignore[arg-type]
         x = np.exp(np.log(lo) + u * (np.log(hi) - np.log(lo))) if self.scale == "log" else lo + u * (hi - lo)
+        # the ends exactly as written: exp(log(0.01)) is 0.010000000000000004
+        x = np.where(u == 0.0, lo, np.where(u == 1.0, hi, x))
         return [int(round(v)) for v in x] if self.integer else [float(v) for v in x]
 
 
