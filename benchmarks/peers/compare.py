@@ -1,6 +1,7 @@
 """Ours vs the peers, measured in one run, interleaved: one markdown table on stdout and the same rows as JSON.
 
     python benchmarks/peers/compare.py --json runs/bench/peers.json
+    python benchmarks/peers/compare.py --only rod          # one group of rows: aiko, cold, rod or lemke
 
 Every row runs ours, then theirs, then ours, ... (``--repeats`` pairs) in this process, so a change of machine load
 hits both sides alike; each side's time is the median of its repeats (CPU seconds of the timed section, so waiting
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 GAITS = ("sidewinding", "lateral_undulation_orthotropic", "lateral_undulation_isotropic")
+GROUPS = ("aiko", "cold", "rod", "lemke")  # --only: 3D Aiko vs MuJoCo, cold start, Cosserat rod, Lemke
 
 Timed = Callable[[], tuple[float, dict]]  # runs once, returns (CPU seconds of the timed section, details)
 
@@ -229,10 +231,11 @@ def installed(name: str) -> bool:
 def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     rows, notes = [], []
     dt = args.dt
-    if installed("mujoco"):
+    wanted = set(args.only or GROUPS)
+    if installed("mujoco") and wanted & {"aiko", "cold"}:
         import mujoco
 
-        for gait in GAITS:
+        for gait in GAITS if "aiko" in wanted else ():
             ours = ours_aiko(gait, args.duration, dt)
             for cone in ("pyramidal", "elliptic"):
                 theirs = mujoco_aiko(gait, args.duration, dt, cone)
@@ -240,28 +243,29 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
                 row["case"] = f"3D Aiko {gait.replace('_', ' ')}, {args.duration:g} s at dt {dt * 1e3:g} ms"
                 row["peer"] = f"MuJoCo {mujoco.__version__} {cone}"
                 rows.append(row)
-        row = interleaved(cold(COLD_OURS), cold(cold_mujoco_code()), args.repeats)
-        row["case"] = "cold start: new process, import, build Aiko, one step"
-        row["peer"] = f"MuJoCo {mujoco.__version__}"
-        rows.append(row)
-    else:
+        if "cold" in wanted:
+            row = interleaved(cold(COLD_OURS), cold(cold_mujoco_code()), args.repeats)
+            row["case"] = "cold start: new process, import, build Aiko, one step"
+            row["peer"] = f"MuJoCo {mujoco.__version__}"
+            rows.append(row)
+    elif wanted & {"aiko", "cold"}:
         notes.append("MuJoCo not installed (pip install -e .[peers]): 3D Aiko rows left out")
-    if installed("elastica"):
+    if "rod" in wanted and installed("elastica"):
         from benchmarks.peers.elastica_rod import LARGEST_STABLE_DT_S
 
         row = interleaved(ours_rod(), elastica_rod(), args.repeats)
         row["case"] = "Cosserat rod on a plane, 20 sections, 1 s (ours dt 5 ms)"
         row["peer"] = f"PyElastica, dt {LARGEST_STABLE_DT_S * 1e3:.3g} ms (largest stable)"
         rows.append(row)
-    else:
+    elif "rod" in wanted:
         notes.append("PyElastica not installed (pip install -e .[peers]): rod row left out")
-    if installed("lemkelcp"):
+    if "lemke" in wanted and installed("lemkelcp"):
         problems = lcp_problems(11, 200)
         row = interleaved(ours_lemke(problems), lemkelcp_lemke(problems), args.repeats)
         row["case"] = "Lemke, 200 LCPs with n = 11"
         row["peer"] = "lemkelcp"
         rows.append(row)
-    else:
+    elif "lemke" in wanted:
         notes.append("lemkelcp not installed: Lemke row left out")
     return rows, notes
 
@@ -286,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dt", type=float, default=2.5e-4, metavar="S", help="3D Aiko time step (default 0.25 ms)")
     p.add_argument("--repeats", type=int, default=3, metavar="N", help="interleaved pairs per row (median)")
     p.add_argument("--json", metavar="PATH", help="also write the rows to this JSON file")
+    p.add_argument("--only", nargs="+", choices=GROUPS, help="measure only these groups of rows (default: all)")
     args = p.parse_args(argv)
     if not (args.duration > 0 and args.dt > 0 and args.repeats >= 1):
         p.error("--duration and --dt must be > 0, --repeats >= 1")
