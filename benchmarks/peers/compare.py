@@ -1,6 +1,7 @@
 """Ours vs the peers, measured in one run, interleaved: one markdown table on stdout and the same rows as JSON.
 
     python benchmarks/peers/compare.py --json runs/bench/peers.json
+    python benchmarks/peers/compare.py --only rod          # groups of rows: aiko, fastest, cold, rod, lemke
 
 Every row runs ours, then theirs, then ours, ... (``--repeats`` pairs) in this process, so a change of machine load
 hits both sides alike; each side's time is the median of its repeats (CPU seconds of the timed section, so waiting
@@ -13,7 +14,7 @@ Rows (the peers are built from our own model objects, see benchmarks/peers/mujoc
 * 3D Aiko, the paper's three gaits (sidewinding, lateral undulation orthotropic / isotropic) at dt 0.25 ms, ours
   (sim/snake3d) vs MuJoCo with its pyramidal and its elliptic friction cone; link 6's displacement on both sides
   is in the JSON as a check that both did the same run;
-* the same three gaits with each simulator at its fastest working configuration (``--no-fastest`` leaves them out):
+* the same three gaits with each simulator at its fastest working configuration (group ``fastest``):
   time steps 0.25, 0.5 and 1 ms (and both cones for MuJoCo) are each run once, and the fastest qualifying one is
   then timed interleaved. Any finite, warning-free MuJoCo run qualifies; ours must also keep link 6's displacement
   within 5 % of our own 0.25 ms run (the step-size sensitivity of the paper's outcome). Both step changes are in
@@ -45,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 GAITS = ("sidewinding", "lateral_undulation_orthotropic", "lateral_undulation_isotropic")
+GROUPS = ("aiko", "fastest", "cold", "rod", "lemke")  # --only: 3D Aiko vs MuJoCo at equal dt / each at its fastest
+# working step, cold start, Cosserat rod, Lemke
 
 Timed = Callable[[], tuple[float, dict]]  # runs once, returns (CPU seconds of the timed section, details)
 
@@ -283,10 +286,11 @@ def installed(name: str) -> bool:
 def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     rows, notes = [], []
     dt = args.dt
-    if installed("mujoco"):
+    wanted = set(args.only or GROUPS)
+    if installed("mujoco") and wanted & {"aiko", "fastest", "cold"}:
         import mujoco
 
-        for gait in GAITS:
+        for gait in GAITS if "aiko" in wanted else ():
             ours = ours_aiko(gait, args.duration, dt)
             for cone in ("pyramidal", "elliptic"):
                 theirs = mujoco_aiko(gait, args.duration, dt, cone)
@@ -294,44 +298,44 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
                 row["case"] = f"3D Aiko {gait.replace('_', ' ')}, {args.duration:g} s at dt {dt * 1e3:g} ms"
                 row["peer"] = f"MuJoCo {mujoco.__version__} {cone}"
                 rows.append(row)
-        if args.fastest:
-            for gait in GAITS:
-                best_ours, best_theirs = fastest_configurations(gait, args.duration)
-                ours = ours_aiko(gait, args.duration, best_ours["dt_s"])
-                theirs = mujoco_aiko(gait, args.duration, best_theirs["dt_s"], best_theirs["cone"])
-                row = interleaved(ours, theirs, args.repeats)
-                row["case"] = (
-                    f"3D Aiko {gait.replace('_', ' ')}, {args.duration:g} s, fastest working step: ours "
-                    f"{best_ours['dt_s'] * 1e3:g} ms ({100 * best_ours['step_change']:.1f} % from 0.25 ms)"
-                )
-                row["peer"] = (
-                    f"MuJoCo {mujoco.__version__} {best_theirs['cone']}, {best_theirs['dt_s'] * 1e3:g} ms "
-                    f"({100 * best_theirs['step_change']:.1f} % from 0.25 ms)"
-                )
-                row["configurations"] = {"ours": best_ours, "theirs": best_theirs}
-                rows.append(row)
-        row = interleaved(cold(COLD_OURS), cold(cold_mujoco_code()), args.repeats)
-        row["case"] = "cold start: new process, import, build Aiko, one step"
-        row["peer"] = f"MuJoCo {mujoco.__version__}"
-        rows.append(row)
-    else:
+        for gait in GAITS if "fastest" in wanted else ():
+            best_ours, best_theirs = fastest_configurations(gait, args.duration)
+            ours = ours_aiko(gait, args.duration, best_ours["dt_s"])
+            theirs = mujoco_aiko(gait, args.duration, best_theirs["dt_s"], best_theirs["cone"])
+            row = interleaved(ours, theirs, args.repeats)
+            row["case"] = (
+                f"3D Aiko {gait.replace('_', ' ')}, {args.duration:g} s, fastest working step: ours "
+                f"{best_ours['dt_s'] * 1e3:g} ms ({100 * best_ours['step_change']:.1f} % from 0.25 ms)"
+            )
+            row["peer"] = (
+                f"MuJoCo {mujoco.__version__} {best_theirs['cone']}, {best_theirs['dt_s'] * 1e3:g} ms "
+                f"({100 * best_theirs['step_change']:.1f} % from 0.25 ms)"
+            )
+            row["configurations"] = {"ours": best_ours, "theirs": best_theirs}
+            rows.append(row)
+        if "cold" in wanted:
+            row = interleaved(cold(COLD_OURS), cold(cold_mujoco_code()), args.repeats)
+            row["case"] = "cold start: new process, import, build Aiko, one step"
+            row["peer"] = f"MuJoCo {mujoco.__version__}"
+            rows.append(row)
+    elif wanted & {"aiko", "fastest", "cold"}:
         notes.append("MuJoCo not installed (pip install -e .[peers]): 3D Aiko rows left out")
-    if installed("elastica"):
+    if "rod" in wanted and installed("elastica"):
         from benchmarks.peers.elastica_rod import LARGEST_STABLE_DT_S
 
         row = interleaved(ours_rod(), elastica_rod(), args.repeats)
         row["case"] = "Cosserat rod on a plane, 20 sections, 1 s (ours dt 5 ms)"
         row["peer"] = f"PyElastica, dt {LARGEST_STABLE_DT_S * 1e3:.3g} ms (largest stable)"
         rows.append(row)
-    else:
+    elif "rod" in wanted:
         notes.append("PyElastica not installed (pip install -e .[peers]): rod row left out")
-    if installed("lemkelcp"):
+    if "lemke" in wanted and installed("lemkelcp"):
         problems = lcp_problems(11, 200)
         row = interleaved(ours_lemke(problems), lemkelcp_lemke(problems), args.repeats)
         row["case"] = "Lemke, 200 LCPs with n = 11"
         row["peer"] = "lemkelcp"
         rows.append(row)
-    else:
+    elif "lemke" in wanted:
         notes.append("lemkelcp not installed: Lemke row left out")
     return rows, notes
 
@@ -356,12 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dt", type=float, default=2.5e-4, metavar="S", help="3D Aiko time step (default 0.25 ms)")
     p.add_argument("--repeats", type=int, default=3, metavar="N", help="interleaved pairs per row (median)")
     p.add_argument("--json", metavar="PATH", help="also write the rows to this JSON file")
-    p.add_argument(
-        "--no-fastest",
-        dest="fastest",
-        action="store_false",
-        help="leave out the rows that run each simulator at its fastest working step (they take a few minutes)",
-    )
+    p.add_argument("--only", nargs="+", choices=GROUPS, help="measure only these groups of rows (default: all)")
     args = p.parse_args(argv)
     if not (args.duration > 0 and args.dt > 0 and args.repeats >= 1):
         p.error("--duration and --dt must be > 0, --repeats >= 1")

@@ -97,6 +97,8 @@ def contact_laws(kind, c, eps, mu, force_scale, slack, normal, t1, t2):
         dlt_da[j, 0] = (dweight / s) * u0
         dlt_da[j, 1] = (dweight / s) * u1
         f_slip, df_slip = _f(kind, c, 1.0 - r)
+        if f_slip < 0.0:  # W* ≥ 0 (`slack.friction_map`): no slip along the friction force on the stick side
+            f_slip, df_slip = 0.0, 0.0
         slip_map[j, 0] = f_slip * u0
         slip_map[j, 1] = f_slip * u1
         dslip_du[j, 0, 0] = f_slip - df_slip * u0 * dr0

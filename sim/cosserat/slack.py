@@ -3,11 +3,15 @@
 With D a Heaviside-like function, D*(u) = −D(−u) and f(x) = D(x)·x:
   normal:   Λ_n = f(u_n),             δ_n = f*(u_n) = D*(u_n)·u_n        (0 ≤ δ_n ⊥ Λ_n ≥ 0)
   friction: Λ_t = W(u_t)·u_t,         v_t = W*(u_t)·u_t
-            W = −a/|u_t| + f(a/|u_t| − 1),  W* = f(1 − a/|u_t|),  a = μΛ_n
+            W = −a/|u_t| + f(a/|u_t| − 1),  W* = max(f(1 − a/|u_t|), 0),  a = μΛ_n
 With the exact Heaviside: |u_t| ≤ a → stick (Λ_t = −u_t, v_t = 0); |u_t| > a → slide
 (Λ_t = −a·u_t/|u_t|, v_t = (|u_t| − a)·u_t/|u_t|). |u_t| is regularised as sqrt(u_t·u_t + ε²) so the
 maps are differentiable at u_t = 0. Slacks here are dimensionless: the caller scales them into force,
 gap and slip velocity.
+
+W* is clamped at zero (a departure from paper 004's v_t = f(1 − a/|u_t|)·u_t that matters for the sigmoid only:
+its f(x) = x·D(x) dips to −0.2785/c for x < 0, the exact maps' f does not). Unclamped, the sigmoid slipped on the
+stick side *along* the friction force, Λ_t·v_t > 0, and a rod at rest just inside the cone crept up the slope.
 """
 
 from __future__ import annotations
@@ -88,6 +92,12 @@ def friction_map(smoothing: Smoothing, u_t: np.ndarray, a: np.ndarray):
     dlam_du = weight[:, None, None] * eye + dweight[:, None, None] * u_t[:, :, None] * dr_du[:, None, :]
     dlam_da = (dweight / s)[:, None] * u_t
     f_slip, df_slip = smoothing.f(1.0 - r)
+    # W* ≥ 0: the sigmoid's f(x) = x·D(x) is negative for x < 0, which made the slip on the stick side point along
+    # the friction force (friction doing positive work: a rod held just inside the cone crept up-slope). Clamped,
+    # the stick side has no slip at all, as with the exact maps; sliding is unchanged.
+    backwards = f_slip < 0.0
+    f_slip = np.where(backwards, 0.0, f_slip)
+    df_slip = np.where(backwards, 0.0, df_slip)
     slip = f_slip[:, None] * u_t
     dslip_du = f_slip[:, None, None] * eye - df_slip[:, None, None] * u_t[:, :, None] * dr_du[:, None, :]
     dslip_da = -(df_slip / s)[:, None] * u_t

@@ -112,3 +112,11 @@ def test_contact_gap_and_slip_scales_override_the_inertial_rule():
     assert (s1.force_n, s1.gap_m, s1.slip_m_s) == (s0.force_n, 1e-5, 1e-3)
     with pytest.raises(RodParameterError, match="slip_scale_m_s"):
         ContactSettings((Plane(),), 0.5, 4, slip_scale_m_s=0.0)
+
+
+def test_sigmoid_rod_just_inside_the_cone_sticks_instead_of_creeping_up_slope():
+    """μ = 0.5 at 26.5° (tan ϑ = 0.4986): Coulomb sticks. Before the slip map was clamped at zero on the stick side
+    (slack.friction_map), the sigmoid rod crept *up* the slope at 3.9e-5 m/s for as long as it ran."""
+    res = run_incline(0.5, np.radians(26.5), duration_s=0.5)
+    assert res.sticks
+    assert abs(res.acceleration_m_s2) < 1e-6

@@ -147,3 +147,20 @@ def test_trigonometric_slack_columns_vanish_at_the_corners():
 def test_regular_coordinates_need_an_exact_smoothing():
     with pytest.raises(SmoothingError, match="not exact"):
         slack_from_regular(Smoothing("sigmoid", 50.0), np.zeros((1, 3)), 0.5)
+
+
+@pytest.mark.parametrize("kind", ["sigmoid", "heaviside", "trigonometric"])
+@given(ux=finite, uy=finite, a=st.floats(1e-3, 30.0), c=st.sampled_from([10.0, 50.0, 200.0]))
+@settings(max_examples=300, deadline=None)
+def test_friction_never_does_positive_work_and_sticks_inside_the_cone(kind, ux, uy, a, c):
+    """Λ_t·v_t ≤ 0 for every smoothing, and inside the cone (|u_t| < a) no slip at all. The sigmoid's f(x) = x·D(x)
+    is negative for x < 0 (down to −0.2785/c), so its slip map f(1 − a/|u_t|)·u_t pointed *along* the friction
+    force on the stick side: friction did positive work, and a rod held near the cone's edge crept up-slope."""
+    u = np.array([[ux, uy]])
+    s = float(np.hypot(ux, uy))
+    assume(s > 1e-6)
+    smoothing = Smoothing(kind, c)
+    lam, _, _, slip, _, _ = friction_map(smoothing, u, np.array([a]))
+    assert float(lam[0] @ slip[0]) <= 0.0
+    if np.hypot(s, smoothing.tangent_epsilon) < a:  # inside the cone by the map's own regularised |u_t|
+        assert np.all(slip[0] == 0.0)
