@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import can
 import numpy as np
 
-from firmware_protocol.codec import AikoCodec, default_codec
+from firmware_protocol.codec import AikoCodec, MessageLayout, default_codec
 from firmware_protocol.dbc import (
     ESTOP_KEY,
     SEQUENCE_WINDOW,
@@ -255,6 +255,7 @@ class JointControllerEmulator:
         # scratch of the compiled kernels: demand, enabled, tripped, saturation within the tick, sub-step torques
         self._fast_scratch = (np.zeros((n, 2)), np.zeros(n, bool), np.zeros(n, bool), np.zeros((n, 2), bool))
         self._fast_scratch += (np.zeros((n, 2)),)
+        self._load_compiled_runner()
 
     # ------------------------------------------------------------------ time
     @property
@@ -406,6 +407,14 @@ class JointControllerEmulator:
             elif event != fast.EVENT_NONE:
                 raise RuntimeError(f"plant.run_module_ticks returned event {event} without raising")
 
+    def _load_compiled_runner(self) -> None:
+        """Compile (or load from numba's cache) the plant's batch of ticks now, with zero ticks: not in the first
+        tick of a real-time emulator, which would then answer its first frames a second late."""
+        runner = None if self.use_reference else compiled_runner(self.plant)
+        if runner is not None:
+            arrays = self._module_arrays()
+            runner(0, self.tick, False, self._fast_parameters, arrays, self._feedback_divisors(), 0)
+
     def _module_arrays(self) -> fast.ModuleArrays:
         d, k = self.drive, self.controller
         return fast.ModuleArrays(
@@ -431,8 +440,7 @@ class JointControllerEmulator:
         if c.feedback_rate_hz > 0 or self.feedback_rate_hz.any():
             divisor = self._feedback_divisors()
             due = (divisor > 0) & (self.tick % np.maximum(divisor, 1) == 0)
-            for row in np.flatnonzero(due):
-                self._send_feedback(row, rates=True)
+            self._send_feedbacks(np.flatnonzero(due), rates=True)
         heartbeat = self._heartbeat_divisor()
         if heartbeat > 0 and self.tick % heartbeat == 0:
             for row in range(c.n_modules):
@@ -454,10 +462,12 @@ class JointControllerEmulator:
 
     # ----------------------------------------------------------- frames out
     def _send(self, kind: MessageKind, row: int, values: dict) -> None:
-        frame_id, data = self._codec.encode(kind, self.config.node_ids[row], values)
+        self._send_encoded(self._codec.layout(kind, self.config.node_ids[row]), values)
+
+    def _send_encoded(self, layout: MessageLayout, values: dict) -> None:
         msg = can.Message(
-            arbitration_id=frame_id,
-            data=data,
+            arbitration_id=layout.frame_id,
+            data=layout.encode(values),
             is_extended_id=False,
             timestamp=self.timestamp_offset_s + self.time_s,
         )
@@ -475,30 +485,47 @@ class JointControllerEmulator:
         }
 
     def _send_feedback(self, row: int, rates: bool) -> None:
-        angles_deg = np.degrees(np.clip(self._measurement()[row], -math.pi, math.pi))
-        effort = np.clip(self.effort[row], -1.0, 1.0)
-        values = {
-            "AngleH": float(angles_deg[0]),
-            "AngleV": float(angles_deg[1]),
-            "EffortH": float(effort[0]),
-            "EffortV": float(effort[1]),
-            "RefSequence": int(max(self.last_sequence[row], 0)),
-            **self.status_flags(row),
-        }
-        self._send(MessageKind.FEEDBACK, row, values)
+        self._send_feedbacks(np.array([row]), rates)
+
+    def _send_feedbacks(self, rows: np.ndarray, rates: bool) -> None:
+        """JointFeedback (and, with ``rates``, JointRates) of each of ``rows``, in row order; the signal values of
+        all modules are computed at once (the same elementwise operations as one module at a time)."""
+        c = self.config
+        angles_deg = np.degrees(np.clip(self._measurement(), -math.pi, math.pi)).tolist()
+        effort = np.clip(self.effort, -1.0, 1.0).tolist()
+        sequence = np.maximum(self.last_sequence, 0).tolist()
+        enabled = (self.state == ModuleState.ENABLED).tolist()
+        fault = (self.fault | self.estop).tolist()
+        watchdog, estop = self.watchdog.tolist(), self.estop.tolist()
+        at_limit, saturated = self.at_limit.any(axis=1).tolist(), self.saturated.any(axis=1).tolist()
         if rates:
-            rate_deg = np.clip(np.degrees(self.controller.rate_estimate_rad_s[row]), -1638.4, 1638.35)
-            rejected = sum(int(v[row]) for v in self.rejected.values())
-            self._send(
-                MessageKind.RATES,
-                row,
-                {
-                    "RateH": float(rate_deg[0]),
-                    "RateV": float(rate_deg[1]),
-                    "RejectedFrames": rejected & 0xFFFF,
-                    "AcceptedReferences": int(self.accepted_references[row]) & 0xFFFF,
-                },
-            )
+            rate_deg = np.clip(np.degrees(self.controller.rate_estimate_rad_s), -1638.4, 1638.35).tolist()
+            rejected = sum(v for v in self.rejected.values()).tolist()
+            accepted = self.accepted_references.tolist()
+        for row in rows.tolist():
+            node = c.node_ids[row]
+            values = {
+                "AngleH": angles_deg[row][0],
+                "AngleV": angles_deg[row][1],
+                "EffortH": effort[row][0],
+                "EffortV": effort[row][1],
+                "RefSequence": sequence[row],
+                "Enabled": int(enabled[row]),
+                "Fault": int(fault[row]),
+                "Watchdog": int(watchdog[row]),
+                "AtLimit": int(at_limit[row]),
+                "Saturated": int(saturated[row]),
+                "EStop": int(estop[row]),
+            }
+            self._send_encoded(self._codec.layout(MessageKind.FEEDBACK, node), values)
+            if rates:
+                values = {
+                    "RateH": rate_deg[row][0],
+                    "RateV": rate_deg[row][1],
+                    "RejectedFrames": rejected[row] & 0xFFFF,
+                    "AcceptedReferences": accepted[row] & 0xFFFF,
+                }
+                self._send_encoded(self._codec.layout(MessageKind.RATES, node), values)
 
     def _send_heartbeat(self, row: int) -> None:
         uptime = min(int(self.time_s), 0xFFFF)

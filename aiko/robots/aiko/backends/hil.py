@@ -28,6 +28,7 @@ from aiko.core.config import Table
 from aiko.core.errors import ConfigError
 from aiko.core.polling import poll_until
 from aiko.core.registry import register_backend, register_section
+from aiko.devices.can.virtual_bus import LockstepVirtualBus
 from aiko.robots.aiko.backends.can import (
     CanBackend,
     CanSection,
@@ -225,7 +226,7 @@ class HilBackend(CanBackend):
                 "(lockstep, without --realtime, has no such limit)",
                 hil.plant,
             )
-        self._emulator_bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
+        self._emulator_bus = LockstepVirtualBus(channel=channel, preserve_timestamps=True)
         self.emulator = JointControllerEmulator(
             self._emulator_bus, config, plant, timestamp_offset_s=self._timestamp_offset_s
         )
@@ -235,7 +236,7 @@ class HilBackend(CanBackend):
             if ctx.realtime
             else LockstepReceive(self.emulator, lambda: self._require().pump())
         )
-        return can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
+        return LockstepVirtualBus(channel=channel, preserve_timestamps=True)
 
     def link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
         return self.emulator.plant.link_poses() if self.emulator is not None else None
