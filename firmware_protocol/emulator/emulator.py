@@ -390,7 +390,7 @@ class JointControllerEmulator:
         heartbeat_divisor = self._heartbeat_divisor()
         resume = False
         while self.tick < target:
-            done, event = runner(
+            done, event, failure = runner(
                 target - self.tick,
                 self.tick,
                 resume,
@@ -400,12 +400,14 @@ class JointControllerEmulator:
                 heartbeat_divisor,
             )
             self.tick += done
+            if failure is not None:  # as in _run_tick, the failing tick is not counted
+                raise failure
             resume = event == fast.EVENT_FRAMES
             if resume:  # the controller phase of self.tick ran: what _run_tick does before the physics
                 self._log_watchdog_trips(arrays.tripped)
                 self._send_due_frames()
             elif event != fast.EVENT_NONE:
-                raise RuntimeError(f"plant.run_module_ticks returned event {event} without raising")
+                raise RuntimeError(f"plant.run_module_ticks returned event {event} without an error")
 
     def _load_compiled_runner(self) -> None:
         """Compile (or load from numba's cache) the plant's batch of ticks now, with zero ticks: not in the first

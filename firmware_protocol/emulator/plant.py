@@ -4,11 +4,12 @@ The default plant gives every axis its own inertia (fast, no simulator needed). 
 HIL by implementing `JointPlant`: it receives the joint torques the emulated motors apply through gears and
 the free play, and returns joint angles and rates; the emulator never needs to know what is behind it.
 
-Optionally a plant with a compiled step also offers ``run_module_ticks(n_ticks, tick0, resume, parameters,
-arrays, feedback_divisor, heartbeat_divisor) -> (ticks done, event)``: whole controller ticks of the modules and
-the plant in one compiled call (`firmware_protocol.emulator.fast`, whose helpers it calls for the modules' part;
-`run_ticks_inertia` is the model). The emulator then runs ticks in batches between frame events; without it, the
-emulator calls ``joint_state``/``advance`` at every physics sub-step.
+Optionally a plant with a compiled step also offers ``run_module_ticks(n_ticks, tick0, resume, parameters, arrays,
+feedback_divisor, heartbeat_divisor) -> (ticks done, event, error or None)``: whole controller ticks of the modules
+and the plant in one compiled call (`firmware_protocol.emulator.fast`, whose helpers it calls for the modules'
+part; `run_ticks_inertia` is the model). The emulator then runs ticks in batches between frame events; without it,
+the emulator calls ``joint_state``/``advance`` at every physics sub-step. A plant step that fails returns its error
+(event ``fast.EVENT_PLANT_FAILED``): the emulator counts the ticks done before it, then raises it.
 """
 
 from __future__ import annotations
@@ -95,13 +96,13 @@ class IndependentInertiaPlant:
         arrays: fast.ModuleArrays,
         feedback_divisor: np.ndarray,
         heartbeat_divisor: int,
-    ) -> tuple[int, int]:
-        """Compiled batch of module ticks on this plant (see the module docstring)."""
+    ) -> tuple[int, int, None]:
+        """Compiled batch of module ticks on this plant (see the module docstring); it cannot fail."""
         p = self.params
-        return fast.run_ticks_inertia(
+        return *fast.run_ticks_inertia(
             n_ticks, tick0, resume, parameters, arrays, feedback_divisor, heartbeat_divisor,
             self.angles_rad, self.rates_rad_s, self._limits, p.inertia_kg_m2, p.damping_nm_s_rad,
-        )  # fmt: skip
+        ), None  # fmt: skip
 
     def solver_summary(self) -> dict[str, Any]:
         return {}

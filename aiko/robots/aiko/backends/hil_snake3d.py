@@ -111,9 +111,9 @@ class Snake3DHilPlant:
         arrays: ModuleArrays,
         feedback_divisor: np.ndarray,
         heartbeat_divisor: int,
-    ) -> tuple[int, int]:
+    ) -> tuple[int, int, Exception | None]:
         """Whole ticks in one compiled call; the simulator's time and statistics are updated as ``step`` does,
-        and a failed step raises the simulator's own error."""
+        and a failed step returns the simulator's own error (the emulator counts the ticks done, then raises it)."""
         sim = self.plant.simulator
         if abs(parameters[module_fast.P_SUBSTEP_DT] - sim.model.dt_s) > 1e-12:
             raise ValueError(
@@ -139,10 +139,14 @@ class Snake3DHilPlant:
         stats.max_split_depth = max(stats.max_split_depth, int(totals[5]))
         stats.max_residual_m_s = max(stats.max_residual_m_s, float(sim._diagnostics[1]))
         stats.wall_time_s += time.perf_counter() - start  # here including the modules' share
+        failure = None
         if event == module_fast.EVENT_PLANT_FAILED:
             sim._refresh_joint_state()
-            sim._raise(status)
-        return done, event
+            try:
+                sim._raise(status)
+            except Exception as error:  # ContactNotConvergedError, SimulationDivergedError, a non-finite state
+                failure = error
+        return done, event, failure
 
     def link_poses(self) -> tuple[np.ndarray, np.ndarray]:
         state = self.plant.simulator.state

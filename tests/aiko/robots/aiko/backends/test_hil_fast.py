@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import can
 import numpy as np
 import pytest
 
@@ -11,6 +12,10 @@ from aiko.robots.aiko.backends.hil import HilBackend
 from aiko.robots.aiko.backends.hil_snake3d import Snake3DHilPlant, run_ticks_snake3d
 from aiko.robots.aiko.experiment import load_experiment
 from aiko.robots.aiko.run import RunOptions, run_experiment
+from firmware_protocol.emulator import EmulatorConfig, JointControllerEmulator
+from sim.snake3d import posture_state
+from sim.snake3d.model import ContactNotConvergedError, SnakeModel
+from sim.snake3d.plant import Snake3DPlant
 
 REPO = Path(__file__).resolve().parents[5]
 HIL = REPO / "experiments" / "sidewinding_hil.toml"
@@ -57,3 +62,29 @@ def test_the_kernels_cache_key_holds_a_digest_of_the_sources_it_compiles_in():
     digest = run_ticks_snake3d.py_func.__closure__
     values = [cell.cell_contents for cell in digest]
     assert any(isinstance(v, str) and len(v) == 64 for v in values)
+
+
+def _failing_emulator(channel: str, use_reference: bool):
+    """Modules on a simulator whose contact iteration gets 2 sweeps, no retries, no halvings, dropped from 2 cm: the
+    step of the first contact fails (after ~60 ticks, inside a compiled batch), and the compiled path must raise the
+    simulator's own error at the same step as the reference, with the same ticks counted."""
+    model = SnakeModel(max_iterations=2, max_retries=0, max_step_halvings=0)
+    plant = Snake3DHilPlant(Snake3DPlant(model, posture_state(model, height_m=0.02)))
+    bus = can.Bus(interface="virtual", channel=channel)
+    return bus, JointControllerEmulator(bus, EmulatorConfig(), plant, use_reference=use_reference)
+
+
+def test_a_failed_simulator_step_raises_the_same_error_on_both_paths():
+    outcomes = []
+    for use_reference in (False, True):
+        bus, emulator = _failing_emulator(f"test-hil-fast-failure-{use_reference}", use_reference)
+        try:
+            with pytest.raises(ContactNotConvergedError) as error:
+                emulator.step_to(0.1)
+        finally:
+            bus.shutdown()
+        simulator = emulator.plant.plant.simulator
+        outcomes.append((str(error.value), emulator.tick, simulator.state.t_s, simulator.stats.steps))
+        outcomes[-1] += (simulator.state.position_m.tolist(), emulator.drive.gear_angle_rad.tolist())
+    assert outcomes[0] == outcomes[1]
+    assert 10 < outcomes[0][1] < 200 and outcomes[0][1] % 10 != 0, outcomes[0][:4]  # inside a batch of 10 ticks
