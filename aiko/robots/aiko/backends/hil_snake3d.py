@@ -96,7 +96,8 @@ class Snake3DHilPlant:
         self.physics_dt_s: float | None = plant.simulator.model.dt_s
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """Read at every physics sub-step: computed in the compiled step (``fast.joint_state``), copied out."""
+        """Read at every physics sub-step on the reference path (``run_module_ticks`` reads the simulator's arrays
+        in compiled code): computed in the compiled step (``fast.joint_state``), copied out."""
         return self.plant.joint_state()
 
     def advance(self, torques_nm: np.ndarray, dt_s: float) -> None:
