@@ -253,8 +253,9 @@ class JointControllerEmulator:
         self.frame_hooks: list[Callable[[can.Message], None]] = []  # observers of every frame handled
         self._fast_parameters = fast.module_parameters(c)
         # scratch of the compiled kernels: demand, enabled, tripped, saturation within the tick, sub-step torques
-        self._fast_scratch = (np.zeros((n, 2)), np.zeros(n, bool), np.zeros(n, bool), np.zeros((n, 2), bool))
-        self._fast_scratch += (np.zeros((n, 2)),)
+        self._fast_scratch = (
+            np.zeros((n, 2)), np.zeros(n, bool), np.zeros(n, bool), np.zeros((n, 2), bool), np.zeros((n, 2)),
+        )  # fmt: skip
         self._load_compiled_runner()
 
     # ------------------------------------------------------------------ time
