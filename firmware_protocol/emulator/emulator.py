@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import can
 import numpy as np
 
-from firmware_protocol.codec import AikoCodec, default_codec
+from firmware_protocol.codec import AikoCodec, MessageLayout, default_codec
 from firmware_protocol.dbc import (
     ESTOP_KEY,
     SEQUENCE_WINDOW,
@@ -39,6 +39,7 @@ from firmware_protocol.dbc import (
     Parameter,
     ParameterResult,
 )
+from firmware_protocol.emulator import fast
 from firmware_protocol.emulator.controller import ControllerGains, controller_update, new_controller_state
 from firmware_protocol.emulator.drive import DriveParams, drive_substep, new_drive_state
 from firmware_protocol.emulator.plant import IndependentInertiaParams, IndependentInertiaPlant, JointPlant
@@ -169,6 +170,20 @@ def sequence_verdict(sequence: int, last: int) -> str | None:
     return None
 
 
+def compiled_runner(plant: JointPlant) -> Callable | None:
+    """The plant's ``run_module_ticks``, unless a subclass overrides ``advance`` or ``joint_state`` below the class
+    that defines it (a plant that records or perturbs its sub-steps must see every one of them)."""
+    runner = getattr(plant, "run_module_ticks", None)
+    if runner is None:
+        return None
+    for klass in type(plant).__mro__:
+        if "run_module_ticks" in vars(klass):
+            return runner
+        if "advance" in vars(klass) or "joint_state" in vars(klass):
+            return None
+    return runner
+
+
 class JointControllerEmulator:
     """Ten (configurable) emulated joint modules sharing one python-can bus and one plant."""
 
@@ -179,8 +194,12 @@ class JointControllerEmulator:
         plant: JointPlant | None = None,
         *,
         timestamp_offset_s: float = 0.0,
+        use_reference: bool = False,
     ) -> None:
+        """``use_reference``: run every tick through the readable numpy path (``_run_tick``) even if the plant
+        has a compiled step (``run_module_ticks``); the fast path must give the same result, bit for bit."""
         self.bus = bus
+        self.use_reference = use_reference
         self.config = config or EmulatorConfig()
         c = self.config
         n = c.n_modules
@@ -232,6 +251,12 @@ class JointControllerEmulator:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.frame_hooks: list[Callable[[can.Message], None]] = []  # observers of every frame handled
+        self._fast_parameters = fast.module_parameters(c)
+        # scratch of the compiled kernels: demand, enabled, tripped, saturation within the tick, sub-step torques
+        self._fast_scratch = (
+            np.zeros((n, 2)), np.zeros(n, bool), np.zeros(n, bool), np.zeros((n, 2), bool), np.zeros((n, 2)),
+        )  # fmt: skip
+        self._load_compiled_runner()
 
     # ------------------------------------------------------------------ time
     @property
@@ -242,9 +267,7 @@ class JointControllerEmulator:
         """Lockstep: handle the frames already on the bus at the current time, then run ticks up to t_s."""
         with self._lock:
             self.poll_bus()
-            target = math.floor(t_s * self.config.controller_rate_hz + 1e-6)
-            while self.tick < target:
-                self._run_tick()
+            self._run_ticks(math.floor(t_s * self.config.controller_rate_hz + 1e-6))
 
     def poll_bus(self) -> int:
         """Handle every frame waiting on the bus (non-blocking); returns how many."""
@@ -297,8 +320,7 @@ class JointControllerEmulator:
                     origin_ns += int((target - self.tick - 1) * self.dt_s * 1e9)
                     target = self.tick + 1
                 behind = target - self.tick
-                while self.tick < target:
-                    self._run_tick()
+                self._run_ticks(target)
             if behind > 1:
                 time.sleep(0)  # catching up: let other threads (the PC's sender) have the GIL between batches
 
@@ -320,13 +342,7 @@ class JointControllerEmulator:
             self.watchdog_trip_s[tripped] = t
             self.watchdog_trips[tripped] += 1
             enabled &= ~tripped
-            for row in np.flatnonzero(tripped):
-                log.warning(
-                    "module %d: no valid reference since t=%.3f s, watchdog tripped at t=%.3f s, drive disabled",
-                    c.node_ids[row],
-                    self.last_valid_reference_s[row],
-                    t,
-                )
+            self._log_watchdog_trips(tripped)
 
         measurement = self._measurement()
         reference = np.clip(self.reference_rad, -self.limits_rad, self.limits_rad)
@@ -350,13 +366,7 @@ class JointControllerEmulator:
         self.effort[...] = voltage / supply
         self.at_limit[...] = np.abs(measurement) >= self.limits_rad - math.radians(0.5)
 
-        if c.feedback_rate_hz > 0 or self.feedback_rate_hz.any():
-            due = self._due(self.feedback_rate_hz)
-            for row in np.flatnonzero(due):
-                self._send_feedback(row, rates=True)
-        if c.heartbeat_rate_hz > 0 and self.tick % max(1, round(c.controller_rate_hz / c.heartbeat_rate_hz)) == 0:
-            for row in range(c.n_modules):
-                self._send_heartbeat(row)
+        self._send_due_frames()
 
         substep = self.dt_s / c.physics_substeps
         saturated = np.abs(demand_v) > supply
@@ -368,20 +378,99 @@ class JointControllerEmulator:
         self.saturated[...] = saturated & enabled[:, None]
         self.tick += 1
 
-    def _due(self, rate_hz: np.ndarray) -> np.ndarray:
+    def _run_ticks(self, target: int) -> None:
+        """Run ticks until ``self.tick == target``: in compiled batches from one frame event to the next if the
+        plant has a compiled step (``run_module_ticks``), else tick by tick through the readable ``_run_tick``."""
+        runner = None if self.use_reference else compiled_runner(self.plant)
+        if runner is None:
+            while self.tick < target:
+                self._run_tick()
+            return
+        arrays = self._module_arrays()
+        feedback_divisor = self._feedback_divisors()
+        heartbeat_divisor = self._heartbeat_divisor()
+        resume = False
+        while self.tick < target:
+            done, event, failure = runner(
+                target - self.tick,
+                self.tick,
+                resume,
+                self._fast_parameters,
+                arrays,
+                feedback_divisor,
+                heartbeat_divisor,
+            )
+            self.tick += done
+            if failure is not None:  # as in _run_tick, the failing tick is not counted
+                raise failure
+            resume = event == fast.EVENT_FRAMES
+            if resume:  # the controller phase of self.tick ran: what _run_tick does before the physics
+                self._log_watchdog_trips(arrays.tripped)
+                self._send_due_frames()
+            elif event != fast.EVENT_NONE:
+                raise RuntimeError(f"plant.run_module_ticks returned event {event} without an error")
+
+    def _load_compiled_runner(self) -> None:
+        """Compile (or load from numba's cache) the plant's batch of ticks now, with zero ticks: not in the first
+        tick of a real-time emulator, which would then answer its first frames a second late."""
+        runner = None if self.use_reference else compiled_runner(self.plant)
+        if runner is not None:
+            arrays = self._module_arrays()
+            runner(0, self.tick, False, self._fast_parameters, arrays, self._feedback_divisors(), 0)
+
+    def _module_arrays(self) -> fast.ModuleArrays:
+        d, k = self.drive, self.controller
+        return fast.ModuleArrays(
+            self.state, self.watchdog, self.watchdog_trip_s, self.watchdog_trips, self.last_valid_reference_s,
+            self.watchdog_periods, self.reference_period_s, self.reference_rad, self.reference_rate_rad_s,
+            self.reference_time_s, self.limits_rad, k.kp, k.kd, k.rate_estimate_rad_s, k.previous_measurement_rad,
+            d.gear_angle_rad, d.gear_rate_rad_s, d.voltage_v, d.brake, d.current_limited, self.effort, self.at_limit,
+            self.saturated, *self._fast_scratch,
+        )  # fmt: skip
+
+    def _log_watchdog_trips(self, tripped: np.ndarray) -> None:
+        for row in np.flatnonzero(tripped):
+            log.warning(
+                "module %d: no valid reference since t=%.3f s, watchdog tripped at t=%.3f s, drive disabled",
+                self.config.node_ids[row],
+                self.last_valid_reference_s[row],
+                self.time_s,
+            )
+
+    def _send_due_frames(self) -> None:
+        """The frames of this tick: feedback (+ rates) of every module due, then the heartbeats."""
+        c = self.config
+        if c.feedback_rate_hz > 0 or self.feedback_rate_hz.any():
+            divisor = self._feedback_divisors()
+            due = (divisor > 0) & (self.tick % np.maximum(divisor, 1) == 0)
+            self._send_feedbacks(np.flatnonzero(due), rates=True)
+        heartbeat = self._heartbeat_divisor()
+        if heartbeat > 0 and self.tick % heartbeat == 0:
+            for row in range(c.n_modules):
+                self._send_heartbeat(row)
+
+    def _feedback_divisors(self) -> np.ndarray:
+        """Ticks between two feedback frames of each module (0: none)."""
+        rate_hz = self.feedback_rate_hz
         divisor = np.where(
             rate_hz > 0,
             np.maximum(1, np.round(self.config.controller_rate_hz / np.maximum(rate_hz, 1e-9))),
             0,
         )
-        return (divisor > 0) & (self.tick % np.maximum(divisor, 1) == 0)
+        return divisor.astype(np.int64)
+
+    def _heartbeat_divisor(self) -> int:
+        c = self.config
+        return max(1, round(c.controller_rate_hz / c.heartbeat_rate_hz)) if c.heartbeat_rate_hz > 0 else 0
 
     # ----------------------------------------------------------- frames out
     def _send(self, kind: MessageKind, row: int, values: dict) -> None:
-        frame_id, data = self._codec.encode(kind, self.config.node_ids[row], values)
+        self._send_encoded(self._codec.layout(kind, self.config.node_ids[row]), values)
+
+    def _send_encoded(self, layout: MessageLayout, values: dict) -> None:
         msg = can.Message(
-            arbitration_id=frame_id,
-            data=data,
+            arbitration_id=layout.frame_id,
+            data=layout.encode(values),
             is_extended_id=False,
             timestamp=self.timestamp_offset_s + self.time_s,
         )
@@ -399,30 +488,47 @@ class JointControllerEmulator:
         }
 
     def _send_feedback(self, row: int, rates: bool) -> None:
-        angles_deg = np.degrees(np.clip(self._measurement()[row], -math.pi, math.pi))
-        effort = np.clip(self.effort[row], -1.0, 1.0)
-        values = {
-            "AngleH": float(angles_deg[0]),
-            "AngleV": float(angles_deg[1]),
-            "EffortH": float(effort[0]),
-            "EffortV": float(effort[1]),
-            "RefSequence": int(max(self.last_sequence[row], 0)),
-            **self.status_flags(row),
-        }
-        self._send(MessageKind.FEEDBACK, row, values)
+        self._send_feedbacks(np.array([row]), rates)
+
+    def _send_feedbacks(self, rows: np.ndarray, rates: bool) -> None:
+        """JointFeedback (and, with ``rates``, JointRates) of each of ``rows``, in row order; the signal values of
+        all modules are computed at once (the same elementwise operations as one module at a time)."""
+        c = self.config
+        angles_deg = np.degrees(np.clip(self._measurement(), -math.pi, math.pi)).tolist()
+        effort = np.clip(self.effort, -1.0, 1.0).tolist()
+        sequence = np.maximum(self.last_sequence, 0).tolist()
+        enabled = (self.state == ModuleState.ENABLED).tolist()
+        fault = (self.fault | self.estop).tolist()
+        watchdog, estop = self.watchdog.tolist(), self.estop.tolist()
+        at_limit, saturated = self.at_limit.any(axis=1).tolist(), self.saturated.any(axis=1).tolist()
         if rates:
-            rate_deg = np.clip(np.degrees(self.controller.rate_estimate_rad_s[row]), -1638.4, 1638.35)
-            rejected = sum(int(v[row]) for v in self.rejected.values())
-            self._send(
-                MessageKind.RATES,
-                row,
-                {
-                    "RateH": float(rate_deg[0]),
-                    "RateV": float(rate_deg[1]),
-                    "RejectedFrames": rejected & 0xFFFF,
-                    "AcceptedReferences": int(self.accepted_references[row]) & 0xFFFF,
-                },
-            )
+            rate_deg = np.clip(np.degrees(self.controller.rate_estimate_rad_s), -1638.4, 1638.35).tolist()
+            rejected = sum(v for v in self.rejected.values()).tolist()
+            accepted = self.accepted_references.tolist()
+        for row in rows.tolist():
+            node = c.node_ids[row]
+            values = {
+                "AngleH": angles_deg[row][0],
+                "AngleV": angles_deg[row][1],
+                "EffortH": effort[row][0],
+                "EffortV": effort[row][1],
+                "RefSequence": sequence[row],
+                "Enabled": int(enabled[row]),
+                "Fault": int(fault[row]),
+                "Watchdog": int(watchdog[row]),
+                "AtLimit": int(at_limit[row]),
+                "Saturated": int(saturated[row]),
+                "EStop": int(estop[row]),
+            }
+            self._send_encoded(self._codec.layout(MessageKind.FEEDBACK, node), values)
+            if rates:
+                values = {
+                    "RateH": rate_deg[row][0],
+                    "RateV": rate_deg[row][1],
+                    "RejectedFrames": rejected[row] & 0xFFFF,
+                    "AcceptedReferences": accepted[row] & 0xFFFF,
+                }
+                self._send_encoded(self._codec.layout(MessageKind.RATES, node), values)
 
     def _send_heartbeat(self, row: int) -> None:
         uptime = min(int(self.time_s), 0xFFFF)

@@ -3,6 +3,13 @@
 The default plant gives every axis its own inertia (fast, no simulator needed). A multibody simulator joins
 HIL by implementing `JointPlant`: it receives the joint torques the emulated motors apply through gears and
 the free play, and returns joint angles and rates; the emulator never needs to know what is behind it.
+
+Optionally a plant with a compiled step also offers ``run_module_ticks(n_ticks, tick0, resume, parameters, arrays,
+feedback_divisor, heartbeat_divisor) -> (ticks done, event, error or None)``: whole controller ticks of the modules
+and the plant in one compiled call (`firmware_protocol.emulator.fast`, whose helpers it calls for the modules'
+part; `run_ticks_inertia` is the model). The emulator then runs ticks in batches between frame events; without it,
+the emulator calls ``joint_state``/``advance`` at every physics sub-step. A plant step that fails returns its error
+(event ``fast.EVENT_PLANT_FAILED``): the emulator counts the ticks done before it, then raises it.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from firmware_protocol.emulator import fast
 
 
 @runtime_checkable
@@ -77,6 +86,23 @@ class IndependentInertiaPlant:
 
     def link_poses(self) -> None:
         return None  # joint space only: no bodies
+
+    def run_module_ticks(
+        self,
+        n_ticks: int,
+        tick0: int,
+        resume: bool,
+        parameters: np.ndarray,
+        arrays: fast.ModuleArrays,
+        feedback_divisor: np.ndarray,
+        heartbeat_divisor: int,
+    ) -> tuple[int, int, None]:
+        """Compiled batch of module ticks on this plant (see the module docstring); it cannot fail."""
+        p = self.params
+        return *fast.run_ticks_inertia(
+            n_ticks, tick0, resume, parameters, arrays, feedback_divisor, heartbeat_divisor,
+            self.angles_rad, self.rates_rad_s, self._limits, p.inertia_kg_m2, p.damping_nm_s_rad,
+        ), None  # fmt: skip
 
     def solver_summary(self) -> dict[str, Any]:
         return {}

@@ -28,7 +28,7 @@ from aiko.devices.can.shaping import ReferenceShaper
 from firmware_protocol.codec import AikoCodec, default_codec
 from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, Parameter, ParameterResult
 from firmware_protocol.errors import ProtocolError
-from firmware_protocol.status import JointStatus
+from firmware_protocol.status import feedback_status_bits
 
 log = logging.getLogger(__name__)
 
@@ -290,7 +290,7 @@ class CanJointDriver(can.Listener):
             if kind is MessageKind.FEEDBACK:
                 t.angle_rad[row] = math.radians(v["AngleH"]), math.radians(v["AngleV"])
                 t.effort[row] = v["EffortH"], v["EffortV"]
-                t.status[row] = int(JointStatus.from_feedback(v))
+                t.status[row] = feedback_status_bits(v)
                 t.ref_sequence[row] = int(v["RefSequence"])
                 t.have_feedback[row] = True
                 sent = self._pending_latency.pop((decoded.node, int(v["RefSequence"])), None)

@@ -28,6 +28,7 @@ from aiko.core.config import Table
 from aiko.core.errors import ConfigError
 from aiko.core.polling import poll_until
 from aiko.core.registry import register_backend, register_section
+from aiko.devices.can.virtual_bus import LockstepVirtualBus
 from aiko.robots.aiko.backends.can import (
     CanBackend,
     CanSection,
@@ -67,37 +68,13 @@ def _inertia_plant(robot: RobotDescription, sim_settings: Any, initial: np.ndarr
 register_hil_plant("inertia", _inertia_plant)
 
 
-class _Snake3DHilPlant:
-    """`sim.snake3d.plant.Snake3DPlant` as a ``JointPlant``: with its time step, link poses and solver statistics."""
-
-    def __init__(self, plant) -> None:
-        self.plant = plant
-        self.physics_dt_s: float | None = plant.simulator.model.dt_s
-
-    def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """Read at every physics sub-step: computed in the compiled step (``fast.joint_state``), copied out."""
-        return self.plant.joint_state()
-
-    def advance(self, torques_nm: np.ndarray, dt_s: float) -> None:
-        self.plant.advance(torques_nm, dt_s)
-
-    def link_poses(self) -> tuple[np.ndarray, np.ndarray]:
-        state = self.plant.simulator.state
-        return state.position_m.copy(), state.quaternion.copy()
-
-    def solver_summary(self) -> dict[str, Any]:
-        """The contact solver's statistics, with the keys the sim backend reports."""
-        from aiko.robots.aiko.backends.sim_snake3d import contact_solver_summary
-
-        return contact_solver_summary(self.plant.simulator.stats)
-
-
 def _snake3d_plant(robot: RobotDescription, sim_settings: Any, initial: np.ndarray) -> JointPlant:
     """The 3D non-smooth Aiko (paper 000) driven by the emulated motors; its [sim] table sets friction, Δt, ...
 
     The emulator's physics sub-step (1/4 of the 1 kHz controller period = 0.25 ms) must equal the simulator's
     Δt (sim.dt_s, 2.5e-4 s by default) so that every sub-step is one simulator step."""
-    from sim.snake3d import posture_state  # lazy: numba compiles the simulator on first use
+    from aiko.robots.aiko.backends.hil_snake3d import Snake3DHilPlant  # lazy: numba loads the simulator
+    from sim.snake3d import posture_state
     from sim.snake3d.plant import Snake3DPlant
 
     if sim_settings.model != "snake3d":
@@ -110,7 +87,7 @@ def _snake3d_plant(robot: RobotDescription, sim_settings: Any, initial: np.ndarr
         centre_link=settings.tracked_link,
         height_m=settings.start_height_m,
     )
-    return _Snake3DHilPlant(Snake3DPlant(settings.model, state))
+    return Snake3DHilPlant(Snake3DPlant(settings.model, state))
 
 
 def _snake3d_available() -> bool:
@@ -249,7 +226,7 @@ class HilBackend(CanBackend):
                 "(lockstep, without --realtime, has no such limit)",
                 hil.plant,
             )
-        self._emulator_bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
+        self._emulator_bus = LockstepVirtualBus(channel=channel, preserve_timestamps=True)
         self.emulator = JointControllerEmulator(
             self._emulator_bus, config, plant, timestamp_offset_s=self._timestamp_offset_s
         )
@@ -259,7 +236,7 @@ class HilBackend(CanBackend):
             if ctx.realtime
             else LockstepReceive(self.emulator, lambda: self._require().pump())
         )
-        return can.Bus(interface="virtual", channel=channel, preserve_timestamps=True)
+        return LockstepVirtualBus(channel=channel, preserve_timestamps=True)
 
     def link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
         return self.emulator.plant.link_poses() if self.emulator is not None else None
