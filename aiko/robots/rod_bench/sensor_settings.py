@@ -23,8 +23,9 @@ RDT_PORT = 49152
 
 @dataclass(frozen=True)
 class FTSensorSettings:
-    """``[ft_sensor]``. The sensor frame is the flange (tool0) frame: the sensor sits on the flange, axes aligned,
-    and the rod's base point is the sensor's origin (the bench's mount puts the rod's base at the flange origin)."""
+    """``[ft_sensor]``. ``offset_m`` / ``rotation_deg``: the sensor's origin and axes in the flange frame at the rod's
+    base point, the frame the bench compares in (:mod:`aiko.robots.rod_bench.ft_frame`); zero: the sensor measures
+    there, axes along the flange's."""
 
     transport: str = "udp"
     address: str | None = None  # "IP:PORT" of the RDT box (udp, real)
@@ -37,6 +38,8 @@ class FTSensorSettings:
     bias_samples: int = 100
     noise_n: float = 0.0  # HIL only: the emulated sensor's noise (standard deviation)
     noise_nm: float = 0.0
+    offset_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rotation_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def udp_port(self) -> int:
@@ -105,6 +108,8 @@ def parse_ft_sensor(raw: Mapping[str, Any] | None, source: str) -> FTSensorSetti
         bias_samples=t.integer("bias_samples", d.bias_samples, min=1, max=10_000),
         noise_n=t.number("noise_n", d.noise_n, min=0.0, max=10.0),
         noise_nm=t.number("noise_nm", d.noise_nm, min=0.0, max=1.0),
+        offset_m=tuple(t.number_list("offset_m", list(d.offset_m), length=3, min=-0.5, max=0.5)),
+        rotation_deg=tuple(t.number_list("rotation_deg", list(d.rotation_deg), length=3, min=-360.0, max=360.0)),
     )
     t.finish()
     if out.transport == "serial" and out.address is not None:
