@@ -165,8 +165,17 @@ class RealCamera:
         def alpha_at(t_s: float) -> np.ndarray:
             return np.array([np.interp(t_s, times, alphas[:, j]) for j in range(6)])
 
-        pipeline = strain_pipeline(self.experiment, self.to_world, alpha_at, self.frames.stamps_ns[0] * 1e-9)
-        self.stats.update(observe_frames(((f, None) for f in read_back(self.frames)), pipeline, recorder, clock))
+        # a live camera grabs from its start to its stop, a little around the run: observe the run's frames only
+        margin_s = 0.5 / self.settings.rate_hz
+        inside = [(times[0] - margin_s) * 1e9 <= t <= (times[-1] + margin_s) * 1e9 for t in self.frames.stamps_ns]
+        self.stats["frames_outside_run"] = inside.count(False)
+        if not any(inside):
+            self.stats.update(frames=0, note="no frame inside the run")
+            return
+        first_s = self.frames.stamps_ns[inside.index(True)] * 1e-9
+        pipeline = strain_pipeline(self.experiment, self.to_world, alpha_at, first_s)
+        frames = ((f, None) for f, keep in zip(read_back(self.frames), inside, strict=False) if keep)
+        self.stats.update(observe_frames(frames, pipeline, recorder, clock))
         self.stats["offline_wall_s"] = time.perf_counter() - wall0
 
     def summary(self) -> dict[str, Any]:

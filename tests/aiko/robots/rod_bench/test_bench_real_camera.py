@@ -95,7 +95,8 @@ def test_real_backend_films_the_run_and_observes_the_strains_the_video_was_rende
     cam = summary["sensors"]["camera"]
     assert cam["video"] == str(tmp_path / "real.camera.avi") and (tmp_path / "real.camera.avi").exists()
     capture = cam["capture"]
-    assert capture["grabbed"] == capture["written"] == cam["frames"] >= 10  # 0 … 0.2 s at 50 fps, paced by the run
+    assert capture["grabbed"] == capture["written"] == cam["frames"] + cam["frames_outside_run"]
+    assert cam["frames"] >= 10  # 0 … 0.2 s at 50 fps, paced by the run
     assert capture["dropped"] == 0 and capture["gaps"] == 0 and capture["error"] is None
     assert cam["observer_failed"] == 0
     assert summary["sensors"]["ft_sensor"]["lost"] == 0
