@@ -76,6 +76,44 @@ def test_an_unopenable_source_or_calibration_is_one_line_before_the_arm_moves(fi
             )
 
 
+class SteppingClock:
+    """A controller clock that advances in 4 ms RTDE periods: 5.000 s for three readings, then 5.004 s."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def now_s(self) -> float:
+        self.calls += 1
+        return 5.0 if self.calls <= 3 else 5.004
+
+
+def test_the_run_clock_is_anchored_at_an_edge_and_live_stamps_map_through_it_less_the_latency(tmp_path):
+    import cv2
+
+    from aiko.devices.camera.calibration import CameraIntrinsics, PlaneCalibration
+    from aiko.robots.rod_bench.real_camera import RealCamera
+
+    video = tmp_path / "still.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"FFV1"), 50.0, (32, 24))
+    writer.write(np.zeros((24, 32, 3), np.uint8))
+    writer.release()
+    intrinsics = CameraIntrinsics(np.array([[100.0, 0, 16], [0, 100, 12], [0, 0, 1]]), np.zeros(5), (32, 24))
+    PlaneCalibration(intrinsics, np.diag([0.001, 0.001, 1.0])).save(tmp_path / "bare.json")  # no plane in it
+    extra = '\n[camera]\nsource = "still.avi"\ncalibration = "bare.json"\nlatency_s = 0.012\nplane_offset_m = 0.1\n'
+    camera = RealCamera(load_bench_experiment(write_experiment(tmp_path, extra)), tmp_path / "run.mcap")
+    # relative paths from the experiment's folder; a bare calibration's plane: vertical x–z at y = plane_offset_m
+    np.testing.assert_allclose(camera.to_world(np.array([[1000.0, 2000.0]])), [[1.0, 0.1, 2.0]])
+    clock = SteppingClock()
+    camera.open_with_clock(clock)
+    try:
+        run0_s, mono0_ns = camera._anchor
+        assert run0_s == 5.004 and clock.calls == 4  # taken at the controller time's edge, not mid-period
+        assert camera.stamp_ns(mono0_ns + 250_000_000) == round((5.004 - 0.012 + 0.25) * 1e9)
+    finally:
+        camera.close()
+    assert camera.video == tmp_path / "run.camera.avi"
+
+
 pytest.importorskip("rtde_control")
 
 
