@@ -8,8 +8,9 @@ the emulator's late ticks, the deadlines the loop skipped, and the errors HIL vs
 
 ``--repeats N`` runs each experiment N times (the paper repeats each bench test 5 times) and then prints, per
 experiment, one more JSON object (``"repeats": N``) with the mean, sample standard deviation, minimum and maximum of
-each metric over the N runs. ``--no-camera`` leaves the experiment's ``[camera]`` out (the HIL camera films after
-the run, about 0.55 s a frame: minutes per run on this machine).
+each metric over the N runs (a run that fails, e.g. the arm's driver refusing a servoL jump after the loaded
+machine stalled the loop, prints its error and is counted in ``failed``). ``--no-camera`` leaves the experiment's
+``[camera]`` out (the HIL camera films after the run, about 0.55 s a frame: minutes per run on this machine).
 
 Usage: ``python benchmarks/bench_hil.py [--host 127.0.0.48] [--out-dir runs/bench-hil] [--repeats N] [--no-camera]
 [EXPERIMENT ...]`` (default: experiments/rod/bench_stick.toml and bench_slide.toml).
@@ -70,6 +71,7 @@ def main() -> None:
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
 
+    from aiko.core.errors import AikoError
     from aiko.robots.rod_bench.bench_experiment import load_bench_experiment
     from aiko.robots.rod_bench.bench_run import record_bench_run
     from aiko.robots.rod_bench.compare import compare_logs
@@ -80,12 +82,18 @@ def main() -> None:
         experiment = load_bench_experiment(path)
         if args.no_camera:
             experiment = replace(experiment, camera=None)
-        rows = []
+        rows: list[dict[str, Any]] = []
+        failed: list[dict[str, Any]] = []
         for repeat in range(args.repeats):
             tag = f"-{repeat}" if args.repeats > 1 else ""
             hil_log = args.out_dir / f"{experiment.name}-hil{tag}.mcap"
             replay_log = args.out_dir / f"{experiment.name}-hil{tag}-replay.mcap"
-            run = record_bench_run(experiment, hil_log, "hil", host=args.host)
+            try:
+                run = record_bench_run(experiment, hil_log, "hil", host=args.host)
+            except AikoError as exc:  # e.g. UR3Arm refusing a servoL jump after the loaded machine stalled the loop
+                failed.append({"experiment": experiment.name, "repeat": repeat, "error": str(exc)})
+                print(json.dumps({**failed[-1], "load_average": os.getloadavg()[0]}), flush=True)
+                continue
             t0 = time.perf_counter()
             replay = replay_bench_log(hil_log, replay_log)
             replay_wall_s = time.perf_counter() - t0
@@ -121,6 +129,7 @@ def main() -> None:
             print(json.dumps(row), flush=True)
         if args.repeats > 1:
             summary = {"experiment": experiment.name, "repeats": args.repeats, "camera": experiment.camera is not None}
+            summary["failed"] = len(failed)  # the spread is over the runs that finished
             print(json.dumps({**summary, **spread(rows)}), flush=True)
 
 
