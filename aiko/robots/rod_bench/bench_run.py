@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from aiko.core.clock import Clock, SimulatedClock, WallClock
 from aiko.core.errors import AikoError
 from aiko.core.interfaces import Recorder
@@ -41,7 +43,7 @@ from aiko.robots.rod_bench.bench_experiment import BenchExperiment
 from aiko.robots.rod_bench.context import BenchContext
 from aiko.robots.rod_bench.mount import Mount
 from aiko.robots.rod_bench.rod_samples import ROD_STATE
-from aiko.robots.rod_bench.sensor_task import SensorTask
+from aiko.robots.rod_bench.sensor_task import FinishedRun, SensorTask
 from aiko.robots.rod_bench.trajectory import BaseTrajectory
 from sim.cosserat.scenario import BaseMotion
 
@@ -85,7 +87,7 @@ def record_bench_run(
     if sensors is None:
         from aiko.robots.rod_bench.sensors import bench_sensors  # it builds SensorTasks: imported here, not above
 
-        sensors = bench_sensors(experiment, backend_name, host)
+        sensors = bench_sensors(experiment, backend_name, host, log_path=out)
     backend = create_bench_backend(backend_name)
     duration = float(duration_s if duration_s is not None else experiment.scenario.duration_s)
     if start_s > 0 or (start_s < 0 and info.wall_clock_only):
@@ -125,10 +127,14 @@ def record_bench_run(
             recorder.record(COMMAND, ctx.clock.stamp_ns(t_s), payload)
             backend.write(target)
 
+        base_poses: list[tuple[float, np.ndarray]] = []  # for the sensors' finish (the camera's observer)
+
         def observe(t_s: float) -> None:
-            payload = backend.read().as_payload()
+            observation = backend.read()
+            payload = observation.as_payload()
             payload["t_s"] = payload["t_s"] + offset_s
             recorder.record(OBSERVATION, ctx.clock.stamp_ns(t_s), payload)
+            base_poses.append((t_s + offset_s, np.asarray(observation.base_alpha, dtype=float)))
 
         result = None
         wall_loop0 = wall0
@@ -137,6 +143,8 @@ def record_bench_run(
             if hasattr(backend, "run_clock"):
                 ctx.clock = backend.run_clock()
             for sensor in sensors:
+                if sensor.open_with_clock is not None:
+                    sensor.open_with_clock(ctx.clock)
                 if sensor.open is not None:
                     sensor.open()
             recorder.add_metadata(
@@ -165,9 +173,10 @@ def record_bench_run(
             states: list[tuple[float, dict[str, Any]]] = []
             merged, mounted_at_s = _merge_side_records(backend, recorder, ctx.clock, duration, states)
         if result is not None:
+            finished = FinishedRun(states, base_poses)
             for sensor in sensors:
                 if sensor.finish is not None:
-                    sensor.finish(states, recorder, ctx.clock)
+                    sensor.finish(finished, recorder, ctx.clock)
         summary: dict[str, Any] = {
             "experiment": experiment.name,
             "backend": backend_name,

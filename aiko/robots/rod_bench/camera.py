@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from aiko.core.clock import Clock
 from aiko.core.errors import ConfigError
 from aiko.core.interfaces import Recorder
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
+from aiko.robots.rod_bench.sensor_task import FinishedRun
 
 log = logging.getLogger(__name__)
 
@@ -44,29 +45,88 @@ def marker_arcs(experiment: BenchExperiment) -> np.ndarray:
     return np.linspace(0.1, 0.975, cam.markers) * experiment.scenario.model.rod.length_m
 
 
+def strain_pipeline(experiment: BenchExperiment, to_world: Any, alpha_at: Callable[[float], np.ndarray], t0_s: float):
+    """The tracker and the observer of the experiment's rod and beads; ``alpha_at(run time)`` the base pose, ``t0_s``
+    the first frame's run time (the pipeline counts time from its first frame)."""
+    from aiko.devices.camera.pipeline import StrainPipeline, observer_model
+    from aiko.devices.camera.red_markers import RedMarkerSettings, RedMarkerTracker
+
+    model = experiment.scenario.model
+    arc = marker_arcs(experiment)
+    tracker = RedMarkerTracker(RedMarkerSettings(len(arc)), marker_arc_m=arc, to_world=to_world)
+    return StrainPipeline(
+        tracker,
+        observer_model(model.rod, model.n_sections, arc, model.gravity_m_s2),
+        arc,
+        lambda t_s: alpha_at(t0_s + t_s),
+        marker_compliance_m_per_n=MARKER_COMPLIANCE_M_PER_N,
+    )
+
+
+def _or_none(values: np.ndarray) -> list:
+    return np.where(np.isfinite(values), values, None).tolist()
+
+
+def observe_frames(
+    frames: Iterable[tuple[Any, tuple[np.ndarray, np.ndarray] | None]], pipeline: Any, recorder: Recorder, clock: Clock
+) -> dict[str, Any]:
+    """Each (frame, truth) through the pipeline into ``/bench/markers`` and ``/bench/observed_strain``, stamped at
+    the frame's run time (``frame.t_ns``); ``truth`` (the beads' true centres (k, 3), the true strains (n+1, 6)) is
+    logged beside the estimates and measured against them when given (HIL), None on a real bench."""
+    n, failed, marker_err, strain_err = 0, 0, [], []
+    for frame, truth in frames:
+        n += 1
+        t_s = frame.t_ns * 1e-9
+        est = pipeline.process(frame)
+        obs = est.markers
+        seen = obs.visible & np.all(np.isfinite(obs.world_m), axis=1)
+        markers = {"t_s": t_s, "pixels": _or_none(obs.pixels), "visible": obs.visible.tolist()}
+        markers["world_m"] = _or_none(obs.world_m)
+        if truth is not None:
+            markers["true_m"] = truth[0].tolist()
+            if seen.any():
+                marker_err.append(float(np.max(np.linalg.norm(obs.world_m[seen] - truth[0][seen], axis=1))))
+        recorder.record(MARKERS, clock.stamp_ns(t_s), markers)
+        if est.strain_nodes is None:
+            failed += 1
+            continue
+        strain = {"t_s": t_s, "strain": est.strain_nodes.tolist()}
+        if truth is not None:
+            strain["true_strain"] = truth[1].tolist()
+            strain_err.append(float(np.max(np.abs(est.strain_nodes[:, 1] - truth[1][:, 1]))))
+        strain.update(markers_seen=int(seen.sum()), iterations=est.iterations)
+        recorder.record(OBSERVED_STRAIN, clock.stamp_ns(t_s), strain)
+    return {
+        "frames": n,
+        "observer_failed": failed,
+        "markers": pipeline.tracker.settings.n_markers,
+        "marker_error_max_mm": 1e3 * max(marker_err) if marker_err else None,
+        "kappa_y_error_max_per_m": max(strain_err) if strain_err else None,
+    }
+
+
 class HilCamera:
     """Films the plant's states after the run (see the module doc); ``finish`` records the two channels."""
 
     def __init__(self, experiment: BenchExperiment) -> None:
         if experiment.camera is None:
             raise ConfigError("the bench camera needs a [camera] table")
-        if experiment.camera.source != "synthetic":
+        if not experiment.camera.is_synthetic:
             raise ConfigError('HIL films the plant with the synthetic camera: set camera.source = "synthetic"')
         self.experiment = experiment
         self.stats: dict[str, Any] = {}
 
-    def finish(self, states: Sequence[tuple[float, dict[str, Any]]], recorder: Recorder, clock: Clock) -> None:
+    def finish(self, run: FinishedRun, recorder: Recorder, clock: Clock) -> None:
         from aiko.devices.camera.calibration import CameraIntrinsics
-        from aiko.devices.camera.pipeline import StrainPipeline, observer_model
         from aiko.devices.camera.plane import calibration_from_pose
-        from aiko.devices.camera.red_markers import PixelsToWorld, RedMarkerSettings, RedMarkerTracker
+        from aiko.devices.camera.red_markers import PixelsToWorld
         from aiko.devices.camera.rod_film import RodFilm, frame_side_camera
         from aiko.devices.camera.source import Frame
         from aiko.devices.camera.synthetic import SyntheticCamera, SyntheticCameraSettings
 
         cam = self.experiment.camera
         assert cam is not None
-        if not states:
+        if not run.rod_states:
             self.stats = {"frames": 0, "note": "the plant wrote no rod states"}
             return
         wall0 = time.perf_counter()
@@ -75,7 +135,7 @@ class HilCamera:
         film = RodFilm(model.rod, model.n_sections, arc)
         period_s = 1.0 / cam.rate_hz
         chosen: list[tuple[float, np.ndarray]] = []
-        for t_s, payload in states:  # frames at the camera's rate, from the states (at the log rate)
+        for t_s, payload in run.rod_states:  # frames at the camera's rate, from the states (at the log rate)
             if not chosen or t_s - chosen[-1][0] >= period_s - 1e-6:
                 chosen.append((t_s, np.asarray(payload["q"], dtype=float)))
         intrinsics = CameraIntrinsics(np.array([[800.0, 0, 320], [0, 800, 240], [0, 0, 1]]), np.zeros(5), (640, 480))
@@ -83,67 +143,22 @@ class HilCamera:
         pose, plane = frame_side_camera(everything, intrinsics)
         camera = SyntheticCamera(intrinsics, pose, SyntheticCameraSettings(fps=cam.rate_hz, noise_sigma=cam.noise))
         to_world = PixelsToWorld(calibration_from_pose(intrinsics, pose, plane), plane)
-        tracker = RedMarkerTracker(RedMarkerSettings(len(arc)), marker_arc_m=arc, to_world=to_world)
         frames_q = {round(t * 1e9): q for t, q in chosen}
-        t0_ns = round(chosen[0][0] * 1e9)
-        pipeline = StrainPipeline(
-            tracker,
-            observer_model(model.rod, model.n_sections, arc, model.gravity_m_s2),
-            arc,
-            lambda t_s: self._alpha_at(frames_q, t0_ns, t_s),
-            marker_compliance_m_per_n=MARKER_COMPLIANCE_M_PER_N,
-        )
-        failed, marker_err, strain_err = 0, [], []
-        for index, (t_s, q) in enumerate(chosen):
-            k = min(index + 1, len(chosen) - 1)
-            scenes = film.exposure(chosen[max(index - 1, 0)][1], q, chosen[k][1], cam.blur_samples)
-            est = pipeline.process(Frame(index, round(t_s * 1e9), camera.render(scenes)))
-            true_m = film.markers_m(q)
-            true_strain = film.strain_nodes(q)
-            obs = est.markers
-            recorder.record(
-                MARKERS,
-                clock.stamp_ns(t_s),
-                {
-                    "t_s": t_s,
-                    "pixels": np.where(np.isfinite(obs.pixels), obs.pixels, None).tolist(),
-                    "visible": obs.visible.tolist(),
-                    "world_m": np.where(np.isfinite(obs.world_m), obs.world_m, None).tolist(),
-                    "true_m": true_m.tolist(),
-                },
-            )
-            seen = obs.visible & np.all(np.isfinite(obs.world_m), axis=1)
-            if seen.any():
-                marker_err.append(float(np.max(np.linalg.norm(obs.world_m[seen] - true_m[seen], axis=1))))
-            if est.strain_nodes is None:
-                failed += 1
-                continue
-            recorder.record(
-                OBSERVED_STRAIN,
-                clock.stamp_ns(t_s),
-                {
-                    "t_s": t_s,
-                    "strain": est.strain_nodes.tolist(),
-                    "true_strain": true_strain.tolist(),
-                    "markers_seen": int(seen.sum()),
-                    "iterations": est.iterations,
-                },
-            )
-            strain_err.append(float(np.max(np.abs(est.strain_nodes[:, 1] - true_strain[:, 1]))))
-        self.stats = {
-            "frames": len(chosen),
-            "observer_failed": failed,
-            "rate_hz": cam.rate_hz,
-            "markers": len(arc),
-            "marker_error_max_mm": 1e3 * max(marker_err) if marker_err else None,
-            "kappa_y_error_max_per_m": max(strain_err) if strain_err else None,
-            "offline_wall_s": time.perf_counter() - wall0,
-        }
+        pipeline = strain_pipeline(self.experiment, to_world, lambda t_s: self._alpha_at(frames_q, t_s), chosen[0][0])
+
+        def frames():
+            for index, (t_s, q) in enumerate(chosen):
+                k = min(index + 1, len(chosen) - 1)
+                scenes = film.exposure(chosen[max(index - 1, 0)][1], q, chosen[k][1], cam.blur_samples)
+                yield Frame(index, round(t_s * 1e9), camera.render(scenes)), (film.markers_m(q), film.strain_nodes(q))
+
+        self.stats = observe_frames(frames(), pipeline, recorder, clock)
+        self.stats.update(rate_hz=cam.rate_hz, offline_wall_s=time.perf_counter() - wall0)
 
     @staticmethod
-    def _alpha_at(frames_q: dict[int, np.ndarray], t0_ns: int, t_s: float) -> np.ndarray:
-        """The base pose at a frame (the pipeline counts time from its first frame)."""
-        key = t0_ns + round(t_s * 1e9)
+    def _alpha_at(frames_q: dict[int, np.ndarray], t_s: float) -> np.ndarray:
+        """The base pose at a frame's run time (from the nearest state filmed)."""
+        key = round(t_s * 1e9)
         nearest = min(frames_q, key=lambda k: abs(k - key))
         return frames_q[nearest][0:6]
 

@@ -1,21 +1,24 @@
 """The bench's six-axis F/T sensor: the sensor frame, the HIL sensor beside the rod plant, and the run's sensor task.
 
 **What the sensor reads** (docs/force_sensor.md, "Frames and sign convention"): the wrench the tool side (clamp and
-rod) exerts ON the sensor, in the sensor's frame. The sensor sits on the flange with its axes along the flange's
-(tool0) axes and the rod's base point at its origin (the bench's mount, :mod:`aiko.robots.rod_bench.mount`). The
-Cosserat plant's base wrench is what the clamp exerts ON the rod, in the world frame; so the sensor reads its
-negative (Newton's third law), rotated into the flange frame; the offset is zero, so the torque is not moved:
+rod) exerts ON the sensor, in the sensor's frame. The bench compares in the flange (tool0) frame at the rod's base
+point (the bench's mount, :mod:`aiko.robots.rod_bench.mount`, puts the rod's base at the flange origin). The
+Cosserat plant's base wrench is what the clamp exerts ON the rod, in the world frame; a sensor at the rod's base
+with the flange's axes reads its negative (Newton's third law), rotated into the flange frame:
 
-    F_sensor = R_f^T R_w (-F_base),   tau_sensor = R_f^T R_w (-M_base)
+    F = R_f^T R_w (-F_base),   tau = R_f^T R_w (-M_base)
 
 with R_w the world frame in the UR base frame (``[ur3] bench_frame_rotation_deg``) and R_f the flange's rotation
-(the flange pose's rotation vector). :func:`world_force` inverts it for the analysis.
+(the flange pose's rotation vector). :func:`world_force` inverts it for the analysis. A sensor mounted elsewhere
+(``[ft_sensor] offset_m``, ``rotation_deg``) reads that wrench moved into its own frame, and the bench moves its
+readings back (:mod:`aiko.robots.rod_bench.ft_frame`), in HIL and on the real bench alike.
 
 **HIL**: the F/T emulator (RDT over UDP, :class:`aiko.devices.force_sensor.emulator.UdpFtServer`) runs *inside the
 UR3 emulator's process*, started by the rod plant's factory, bound to the same 127.0.0.N as the UR3 emulator, with
-the plant's latest sensor-frame wrench as its source hook. Why there and not as a third process: the wrench lives
-in the plant, which steps inside the UR3 emulator's controller tick; a separate process would need the wrench
-shipped over yet another channel (another stand-in protocol, another lag) before it is put on the RDT wire. In the
+the plant's latest wrench (as the mounted sensor reads it) as its source hook. Why there and not as a third
+process: the wrench lives in the plant, which steps inside the UR3 emulator's controller tick; a separate process
+would need the wrench shipped over yet another channel (another stand-in protocol, another lag) before it is put
+on the RDT wire. In the
 plant's process the hook reads it with no copy and at most one controller tick (5 ms) old, and the bench reads it
 exactly as it reads a real sensor: over UDP through :class:`aiko.devices.force_sensor.UdpReader`.
 """
@@ -34,6 +37,7 @@ from scipy.spatial.transform import Rotation
 from aiko.core.errors import ConfigError
 from aiko.devices.force_sensor import ATI_NETFT_DEFAULT, ONROBOT_HEX_DEFAULT, CountsScale
 from aiko.devices.force_sensor.reader import ForceSensorReader
+from aiko.robots.rod_bench.ft_frame import IDENTITY, SensorMount
 from aiko.robots.rod_bench.mount import Mount
 from aiko.robots.rod_bench.sensor_settings import FTSensorSettings
 
@@ -50,9 +54,14 @@ def scale_of(settings: FTSensorSettings) -> CountsScale:
     return ONROBOT_HEX_DEFAULT if settings.flavour == "onrobot" else ATI_NETFT_DEFAULT
 
 
+def mount_of(settings: FTSensorSettings) -> SensorMount:
+    """The sensor's mounting (``offset_m``, ``rotation_deg``) as a transform."""
+    return SensorMount.from_settings(settings.offset_m, settings.rotation_deg)
+
+
 def sensor_wrench(mount: Mount, flange_pose: Sequence[float], base_wrench: Sequence[float]) -> np.ndarray:
-    """What the flange sensor reads ``[Fx, Fy, Fz, Tx, Ty, Tz]`` (sensor = flange frame) from the simulator's base
-    wrench ``[moment; force]`` (world frame, the base on the rod)."""
+    """What a sensor at the rod's base reads ``[Fx, Fy, Fz, Tx, Ty, Tz]`` (flange axes: the bench's comparison
+    frame) from the simulator's base wrench ``[moment; force]`` (world frame, the base on the rod)."""
     in_base = mount.flange_wrench(base_wrench)  # the negative, in the UR base frame
     to_flange = Rotation.from_rotvec(np.asarray(flange_pose, dtype=float)[3:6]).inv()
     return np.concatenate([to_flange.apply(in_base[0:3]), to_flange.apply(in_base[3:6])])
@@ -67,15 +76,19 @@ def world_force(mount: Mount, flange_pose: Sequence[float], force_sensor_n: Sequ
 
 
 class PlantSensor:
-    """The sensor's physical side in the plant's process: the latest sensor-frame wrench, and the RDT emulator
-    streaming it (started by :func:`start_plant_sensor`)."""
+    """The sensor's physical side in the plant's process: the latest wrench as the mounted sensor reads it, and the
+    RDT emulator streaming it (started by :func:`start_plant_sensor`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, mount: SensorMount = IDENTITY) -> None:
         self._wrench: tuple[float, ...] = (0.0,) * 6
+        self.mount = mount
         self.server: Any = None
 
     def update(self, wrench: Sequence[float]) -> None:
-        self._wrench = tuple(float(v) for v in wrench)  # one reference swap: atomic for the streaming thread
+        """``wrench``: :func:`sensor_wrench`'s, in the flange frame at the rod's base; the sensor reads it in its
+        own frame (``[ft_sensor] offset_m`` / ``rotation_deg``)."""
+        w = wrench if self.mount.is_identity else self.mount.from_flange(wrench)
+        self._wrench = tuple(float(v) for v in w)  # one reference swap: atomic for the streaming thread
 
     def __call__(self, t_s: float) -> tuple[float, ...]:
         return self._wrench
@@ -89,7 +102,7 @@ def start_plant_sensor(settings: FTSensorSettings, address: str) -> PlantSensor:
 
     if settings.transport != "udp":
         raise ConfigError('HIL emulates the F/T sensor over UDP only: set ft_sensor.transport = "udp"')
-    sensor = PlantSensor()
+    sensor = PlantSensor(mount_of(settings))
     model = SensorModel(scale_of(settings), source=sensor, noise_n=settings.noise_n, noise_nm=settings.noise_nm)
     server = UdpFtServer(parse_address(address), model, rate_hz=settings.rate_hz, flavour=settings.flavour)
     server.start()
@@ -101,7 +114,9 @@ def start_plant_sensor(settings: FTSensorSettings, address: str) -> PlantSensor:
 
 class FTSensorTask:
     """The run's sensor task: drains the reader each period and logs on ``/bench/wrench`` the newest sample
-    (``force_n``, ``torque_nm``, sensor frame, with the device's ``sequence``) and the mean of every sample received
+    (``force_n``, ``torque_nm`` in the flange frame at the rod's base, moved there from the sensor's frame by the
+    ``[ft_sensor]`` mounting, :mod:`aiko.robots.rod_bench.ft_frame`; the raw reading as ``sensor_force_n``,
+    ``sensor_torque_nm``; the device's ``sequence``) and the mean of every sample received
     since the last period (``force_mean_n``, ``torque_mean_nm``, ``samples`` of them): the sensor streams faster
     than the log, and the mean is the log's anti-aliasing (a box filter over one period) — in HIL the rod's base
     force alternates from one 200 Hz controller tick to the next while the arm servoes, which a 50 Hz pick of
@@ -110,6 +125,7 @@ class FTSensorTask:
     def __init__(self, reader: ForceSensorReader, settings: FTSensorSettings) -> None:
         self.reader = reader
         self.settings = settings
+        self.mount = mount_of(settings)
         self.bias: tuple[float, ...] | None = None
         self._lock = threading.Lock()
         self.started = False
@@ -126,11 +142,14 @@ class FTSensorTask:
         if not samples:
             return None
         w = samples[-1]
-        mean = np.mean([s.as_tuple() for s in samples], axis=0)
+        newest = self.mount.to_flange(w.as_tuple())
+        mean = self.mount.to_flange(np.mean([s.as_tuple() for s in samples], axis=0))  # linear: mean of the moved
         return {
             "t_s": t_s,
-            "force_n": list(w.force_n),
-            "torque_nm": list(w.torque_nm),
+            "force_n": newest[0:3].tolist(),
+            "torque_nm": newest[3:6].tolist(),
+            "sensor_force_n": list(w.force_n),
+            "sensor_torque_nm": list(w.torque_nm),
             "force_mean_n": mean[0:3].tolist(),
             "torque_mean_nm": mean[3:6].tolist(),
             "sequence": w.sequence,
@@ -149,7 +168,9 @@ class FTSensorTask:
             "transport": self.settings.transport,
             "where": self.reader.describe(),
             "rate_hz": self.settings.rate_hz,
-            "bias": list(self.bias) if self.bias is not None else None,
+            "offset_m": list(self.settings.offset_m),
+            "rotation_deg": list(self.settings.rotation_deg),
+            "bias": list(self.bias) if self.bias is not None else None,  # sensor frame
             **self.reader.stats.as_payload(),
         }
 

@@ -23,8 +23,9 @@ RDT_PORT = 49152
 
 @dataclass(frozen=True)
 class FTSensorSettings:
-    """``[ft_sensor]``. The sensor frame is the flange (tool0) frame: the sensor sits on the flange, axes aligned,
-    and the rod's base point is the sensor's origin (the bench's mount puts the rod's base at the flange origin)."""
+    """``[ft_sensor]``. ``offset_m`` / ``rotation_deg``: the sensor's origin and axes in the flange frame at the rod's
+    base point, the frame the bench compares in (:mod:`aiko.robots.rod_bench.ft_frame`); zero: the sensor measures
+    there, axes along the flange's."""
 
     transport: str = "udp"
     address: str | None = None  # "IP:PORT" of the RDT box (udp, real)
@@ -37,23 +38,42 @@ class FTSensorSettings:
     bias_samples: int = 100
     noise_n: float = 0.0  # HIL only: the emulated sensor's noise (standard deviation)
     noise_nm: float = 0.0
+    offset_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rotation_deg: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def udp_port(self) -> int:
         return int(self.address.rpartition(":")[2]) if self.address else RDT_PORT
 
 
+CAMERA_PLANES = ("vertical_xz", "table")
+
+
 @dataclass(frozen=True)
 class CameraSettings:
-    """``[camera]``: where frames come from, how pixels become metres, how often, which beads."""
+    """``[camera]``: where frames come from, how pixels become metres, how often, which beads.
 
-    source: str = "synthetic"  # "synthetic" (HIL: rendered from the plant's rod states) or an OpenCV source
+    ``source`` is ``"synthetic"`` (HIL: rendered from the plant's rod states) or an OpenCV source for ``--backend
+    real``: a device index (an integer), a video file, a URL or a GStreamer pipeline (a string with ``!``). A real
+    source needs ``calibration``; relative file paths are relative to the experiment file's folder."""
+
+    source: int | str = "synthetic"
     calibration: str | None = None  # plane calibration JSON (real); HIL computes the synthetic camera's exact one
     rate_hz: float = 50.0
     markers: int = 8
     marker_arc_m: tuple[float, ...] | None = None  # default: evenly from 10 % to 97.5 % of the rod
     noise: float = 2.0  # synthetic camera: grey-level noise
     blur_samples: int = 1
+    plane: str | None = None  # real: the calibrated plane when the calibration file has none (then vertical_xz)
+    plane_offset_m: float = 0.0  # its y (vertical_xz) or height (table)
+    latency_s: float = 0.0  # real, live source: exposure to grab(), subtracted from each frame's stamp
+    width_px: int | None = None  # real: size requested from the driver
+    height_px: int | None = None
+    queue_frames: int = 64  # real: frames buffered between the grabbing and the video-writing thread
+
+    @property
+    def is_synthetic(self) -> bool:
+        return self.source == "synthetic"
 
 
 def _address(t: Table, key: str) -> str | None:
@@ -88,6 +108,8 @@ def parse_ft_sensor(raw: Mapping[str, Any] | None, source: str) -> FTSensorSetti
         bias_samples=t.integer("bias_samples", d.bias_samples, min=1, max=10_000),
         noise_n=t.number("noise_n", d.noise_n, min=0.0, max=10.0),
         noise_nm=t.number("noise_nm", d.noise_nm, min=0.0, max=1.0),
+        offset_m=tuple(t.number_list("offset_m", list(d.offset_m), length=3, min=-0.5, max=0.5)),
+        rotation_deg=tuple(t.number_list("rotation_deg", list(d.rotation_deg), length=3, min=-360.0, max=360.0)),
     )
     t.finish()
     if out.transport == "serial" and out.address is not None:
@@ -106,18 +128,39 @@ def parse_camera(raw: Mapping[str, Any] | None, source: str, rod_length_m: float
     d = CameraSettings()
     markers = t.integer("markers", d.markers, min=3, max=50)
     arc = t.number_list("marker_arc_m", None, min=0.0, max=rod_length_m)
+    frame_source = t.raw("source", d.source)
+    if isinstance(frame_source, bool) or not isinstance(frame_source, int | str):
+        raise ConfigError(f"{source}: camera.source: expected a device index or a string, got {frame_source!r}")
+    if isinstance(frame_source, int) and frame_source < 0 or isinstance(frame_source, str) and not frame_source.strip():
+        raise ConfigError(f"{source}: camera.source: expected a device index >= 0 or a non-empty string")
+    synthetic = frame_source == "synthetic"
+    for key in ("noise", "blur_samples") if not synthetic else ("plane", "plane_offset_m", "latency_s"):
+        if key in t:
+            what = "the synthetic camera's" if not synthetic else "a real camera's"
+            raise ConfigError(f"{source}: camera.{key} is {what} (camera.source = {frame_source!r})")
+    for key in ("width_px", "height_px", "queue_frames"):
+        if synthetic and key in t:
+            raise ConfigError(f"{source}: camera.{key} is a real camera's (camera.source = 'synthetic')")
     out = CameraSettings(
-        source=t.string("source", d.source),
+        source=frame_source,
         calibration=t.string("calibration", None),
         rate_hz=t.number("rate_hz", d.rate_hz, min=1.0, max=1000.0),
         markers=markers,
         marker_arc_m=tuple(arc) if arc is not None else None,
         noise=t.number("noise", d.noise, min=0.0, max=50.0),
         blur_samples=t.integer("blur_samples", d.blur_samples, min=1, max=9),
+        plane=t.string("plane", None, choices=CAMERA_PLANES),
+        plane_offset_m=t.number("plane_offset_m", d.plane_offset_m, min=-10.0, max=10.0),
+        latency_s=t.number("latency_s", d.latency_s, min=0.0, max=1.0),
+        width_px=t.integer("width_px", None, min=16, max=16384),
+        height_px=t.integer("height_px", None, min=16, max=16384),
+        queue_frames=t.integer("queue_frames", d.queue_frames, min=1, max=10_000),
     )
     t.finish()
     if arc is not None and (len(arc) != markers or any(b <= a for a, b in zip(arc, arc[1:], strict=False))):
         raise ConfigError(f"{source}: camera.marker_arc_m must hold {markers} increasing arc lengths (camera.markers)")
+    if not synthetic and out.calibration is None:
+        raise ConfigError(f"{source}: camera.calibration (a plane calibration JSON) is required for a real camera")
     return out
 
 

@@ -4,11 +4,22 @@ both need it, and neither should import the other)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from aiko.core.clock import Clock
 from aiko.core.interfaces import Recorder
+
+
+@dataclass
+class FinishedRun:
+    """What a sensor's ``finish`` gets after the run, on the run's time: the HIL plant's true rod states (empty on
+    a real bench) and the observed base poses (``/bench/observation`` ``base_alpha``)."""
+
+    rod_states: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    base_poses: list[tuple[float, np.ndarray]] = field(default_factory=list)
 
 
 @dataclass
@@ -25,5 +36,7 @@ class SensorTask:
     close: Callable[[], None] | None = None
     open: Callable[[], None] | None = None  # after the backend is configured (HIL: its emulators run), before t = 0
     summary: Callable[[], dict[str, Any]] | None = None  # into the run summary under "sensors"
-    # after the run, with the plant's true rod states (run time, payload): the HIL camera films them offline
-    finish: Callable[[list[tuple[float, dict[str, Any]]], Recorder, Clock], None] | None = None
+    # before open, with the run's clock (a camera stamping frames on it from its own thread)
+    open_with_clock: Callable[[Clock], None] | None = None
+    # after the run, with what the run saw: the HIL camera films the plant's states, the real one its video
+    finish: Callable[[FinishedRun, Recorder, Clock], None] | None = None

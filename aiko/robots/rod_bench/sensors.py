@@ -1,8 +1,10 @@
 """The run's sensor tasks from the experiment's ``[ft_sensor]`` / ``[camera]`` tables and the backend: HIL reads the
-emulated sensors on the run's loopback host, ``real`` the addresses of the file (strictly validated), ``sim`` has
-no devices (the simulator's own channels are the truth)."""
+emulated sensors on the run's loopback host, ``real`` the addresses and the camera source of the file (strictly
+validated), ``sim`` has no devices (the simulator's own channels are the truth)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from aiko.core.errors import ConfigError
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
@@ -13,7 +15,10 @@ from aiko.robots.rod_bench.sensor_settings import require_real_ft_address
 from aiko.robots.rod_bench.sensor_task import SensorTask
 
 
-def bench_sensors(experiment: BenchExperiment, backend_name: str, host: str | None) -> list[SensorTask]:
+def bench_sensors(
+    experiment: BenchExperiment, backend_name: str, host: str | None, *, log_path: str | Path | None = None
+) -> list[SensorTask]:
+    """``log_path``: the run's log (a real camera writes its video beside it)."""
     ft = experiment.ft_sensor
     out: list[SensorTask] = []
     if ft is not None and backend_name in ("hil", "real"):
@@ -31,8 +36,24 @@ def bench_sensors(experiment: BenchExperiment, backend_name: str, host: str | No
             SensorTask("camera", experiment.camera.rate_hz, MARKERS, None, summary=camera.summary, finish=camera.finish)
         )
     elif experiment.camera is not None and backend_name == "real":
-        raise ConfigError(
-            "a real camera in the bench loop is not built yet: film the run with aiko.devices.camera (docs/camera.md)"
-            " and run its StrainPipeline on the video; remove [camera] for --backend real"
+        if experiment.camera.is_synthetic:
+            raise ConfigError(
+                f"{experiment.path}: --backend real films with a real camera: set camera.source to a device index,"
+                " video file, URL or GStreamer pipeline (and camera.calibration), or remove [camera]"
+            )
+        from aiko.robots.rod_bench.real_camera import RealCamera  # OpenCV's capture: only when a camera is used
+
+        real = RealCamera(experiment, log_path)
+        out.append(
+            SensorTask(
+                "camera",
+                experiment.camera.rate_hz,
+                MARKERS,
+                None,
+                close=real.close,
+                summary=real.summary,
+                open_with_clock=real.open_with_clock,
+                finish=real.finish,
+            )
         )
     return out

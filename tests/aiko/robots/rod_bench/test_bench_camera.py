@@ -23,12 +23,24 @@ def test_camera_table_is_strict(tmp_path):
         ("\n[camera]\nmarkers = 3\nmarker_arc_m = [0.1, 0.05, 0.2]\n", "increasing arc lengths"),
         ("\n[camera]\nmarker_arc_m = [0.1, 5.0]\n", "camera.marker_arc_m"),
         ("\n[camera]\nfps = 50\n", "camera.fps: unknown key"),
+        ("\n[camera]\nsource = -1\n", "camera.source: expected a device index >= 0"),
+        ("\n[camera]\nsource = true\n", "camera.source: expected a device index or a string"),
+        ("\n[camera]\nsource = 0\n", "camera.calibration .* is required for a real camera"),
+        ('\n[camera]\nsource = "run.avi"\ncalibration = "c.json"\nnoise = 1.0\n', "camera.noise is the synthetic"),
+        ("\n[camera]\nlatency_s = 0.01\n", "camera.latency_s is a real camera's"),
+        ("\n[camera]\nqueue_frames = 8\n", "camera.queue_frames is a real camera's"),
+        ('\n[camera]\nsource = 0\ncalibration = "c.json"\nplane = "wall"\n', "camera.plane: 'wall' is not one of"),
+        ('\n[camera]\nsource = 0\ncalibration = "c.json"\nqueue_frames = 0\n', "camera.queue_frames"),
     ):
         with pytest.raises(ConfigError, match=match):
             load_bench_experiment(write_experiment(tmp_path, extra))
     experiment = load_bench_experiment(write_experiment(tmp_path, CAMERA))
-    with pytest.raises(ConfigError, match="real camera in the bench loop is not built"):
+    with pytest.raises(ConfigError, match="--backend real films with a real camera"):
         bench_sensors(experiment, "real", None)
+    real = load_bench_experiment(write_experiment(tmp_path, '\n[camera]\nsource = 2\ncalibration = "c.json"\n'))
+    assert real.camera.source == 2 and not real.camera.is_synthetic
+    with pytest.raises(ConfigError, match="HIL films the plant with the synthetic camera"):
+        bench_sensors(real, "hil", None)
 
 
 pytest.importorskip("rtde_control")

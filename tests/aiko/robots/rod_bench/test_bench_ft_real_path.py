@@ -59,3 +59,25 @@ def test_real_serial_sensor_at_the_files_port_with_the_bias_at_start(tmp_path):
     assert summary["bias"] == pytest.approx(W, abs=0.01)  # the DAQ's counts: 0.01 N, 0.001 N·m
     assert payload["force_mean_n"] == pytest.approx([0.0, 0.0, 0.0], abs=0.011)  # tared
     assert summary["checksum_failures"] == 0 and summary["lost"] == 0
+
+
+def test_real_sensor_mounted_off_the_rods_base_is_moved_to_the_flange_frame(tmp_path):
+    """A HEX 5 cm behind the rod's base, turned 90° about the tool axis: the bench logs the wrench about the rod's
+    base in the flange's axes (hand-computed: F = (−Fy, Fx, Fz); τ = (−τy, τx, τz) + (0, 0, −0.05) × F)."""
+    proc, first = start_ft_emulator("--udp", "127.0.0.89:49152", "--wrench", WRENCH_ARG, "--rate", "500")
+    try:
+        extra = (
+            '\n[ft_sensor]\naddress = "127.0.0.89:49152"\nrate_hz = 500.0\n'
+            "offset_m = [0.0, 0.0, -0.05]\nrotation_deg = [0.0, 0.0, 90.0]\n"
+        )
+        (task,) = bench_sensors(load_bench_experiment(write_experiment(tmp_path, extra)), "real", None)
+        task.open()
+        try:
+            payload = _sample_after(task)
+        finally:
+            task.close()
+    finally:
+        stop_ft_emulator(proc)
+    assert payload["sensor_force_n"] == pytest.approx(W[0:3], abs=1e-4)  # the raw reading, as the sensor sent it
+    assert payload["force_mean_n"] == pytest.approx([0.25, 0.5, 2.0], abs=1e-4)
+    assert payload["torque_mean_nm"] == pytest.approx([0.02 + 0.025, 0.01 - 0.0125, 0.03], abs=1e-4)

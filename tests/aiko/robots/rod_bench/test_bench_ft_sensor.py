@@ -64,7 +64,9 @@ pytest.importorskip("rtde_control")
 
 def test_hil_logs_the_sensor_and_its_force_is_the_plants_reaction(tmp_path):
     host = "127.0.0.81"
-    path = write_experiment(tmp_path, FT)
+    # the sensor mounted 5 cm behind the rod's base, turned 90° about the tool axis: the plant feeds the emulated
+    # sensor what it reads there, and the bench moves it back to the flange frame at the base (ft_frame)
+    path = write_experiment(tmp_path, FT + "offset_m = [0.0, 0.0, -0.05]\nrotation_deg = [0.0, 0.0, 90.0]\n")
     path.write_text(path.read_text().replace("duration_s = 0.2", "duration_s = 0.4"))  # the press, then a hold
     experiment = load_bench_experiment(path)
     out = tmp_path / "hil-ft.mcap"
@@ -77,6 +79,9 @@ def test_hil_logs_the_sensor_and_its_force_is_the_plants_reaction(tmp_path):
     wrench = reader.channel(WRENCH)
     obs = reader.channel(OBSERVATION)
     assert np.all(np.diff(np.asarray(wrench["sequence"])) > 0)
+    force, raw = np.asarray(wrench["force_n"]), np.asarray(wrench["sensor_force_n"])
+    np.testing.assert_allclose(raw, np.column_stack([force[:, 1], -force[:, 0], force[:, 2]]), atol=1e-9)
+    assert np.max(np.abs(raw[:, 0] - force[:, 0])) > 0.1  # the sensor's own axes are not the flange's
     # the sensor's force, in the world frame, against the plant's base force (through RTDE) at the same time
     mount = Mount.from_settings(experiment.ur3)
     t_obs = np.asarray(obs.t_ns)
