@@ -45,7 +45,7 @@ class BenchSeries:
             self.force_t_s = self.t_s
             self.force_n = np.array([p["base_force_n"] for _, p in obs], dtype=float)
         self.rods = self._shapes(reader, "/sim/rod/centreline", "centreline_m", t0)
-        self.markers = self._shapes(reader, "/bench/markers", "position_m", t0)
+        self.markers = self._shapes(reader, "/bench/markers", "world_m", t0)  # unseen markers: None -> NaN
         self.observed = self._shapes(reader, "/bench/observed_strain", "centreline_m", t0)
 
     @staticmethod
@@ -55,7 +55,8 @@ class BenchSeries:
         out = []
         for t, p in reader.messages(topic):
             if key in p:
-                out.append(((t - t0) * 1e-9, np.asarray(p[key], dtype=float).reshape(-1, 3)))
+                points = [[np.nan] * 3 if point is None else point for point in p[key]]
+                out.append(((t - t0) * 1e-9, np.asarray(points, dtype=float).reshape(-1, 3)))
         return out
 
     @property
@@ -139,7 +140,8 @@ def build_bench_window(series: BenchSeries, *, title: str = "aiko dashboard — 
                 self.base_dot.setData(rod[:1, 0], rod[:1, 2])
             markers = _at(s.markers, t_s)
             if markers is not None:
-                self.marker_dots.setData(markers[:, 0], markers[:, 2])
+                seen = markers[np.all(np.isfinite(markers), axis=1)]
+                self.marker_dots.setData(seen[:, 0], seen[:, 2])
             observed = _at(s.observed, t_s)
             if observed is not None:
                 self.observed_curve.setData(observed[:, 0], observed[:, 2])

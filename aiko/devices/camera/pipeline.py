@@ -17,7 +17,7 @@ import numpy as np
 from aiko.core.errors import ConfigError
 from aiko.devices.camera.red_markers import MarkerObservation, RedMarkerTracker
 from aiko.devices.camera.source import Frame
-from sim.cosserat import RodDescription, build_model
+from sim.cosserat import RodDescription, build_model, kinematics
 from sim.cosserat.model import RodModel
 from sim.cosserat.newton import ConvergenceError
 from sim.cosserat.observer import observe_strains
@@ -32,6 +32,7 @@ class StrainEstimate:
     marker_forces_n: np.ndarray | None  # (k_visible, 3) constraint forces on the visible markers
     iterations: int
     note: str = ""  # why strain_nodes is None
+    centreline_m: np.ndarray | None = None  # (n+1, 3) the observer's rod at the strain nodes (world), for viewers
 
 
 def observer_model(rod: RodDescription, n_sections: int, marker_arc_m, gravity_m_s2=(0.0, 0.0, -9.81)) -> RodModel:
@@ -100,7 +101,11 @@ class StrainPipeline:
             self._q = None
             return StrainEstimate(obs.t_ns, obs, control_x, None, None, 0, f"observer: {exc}")
         self._q = result.q
-        return StrainEstimate(obs.t_ns, obs, control_x, result.strain_nodes, result.marker_forces_n, result.iterations)
+        centreline = kinematics(self.model, result.q).p[self.model.grid.node_index]
+        return StrainEstimate(
+            obs.t_ns, obs, control_x, result.strain_nodes, result.marker_forces_n, result.iterations,
+            centreline_m=centreline,
+        )  # fmt: skip
 
     def run(self, frames: Iterable[Frame]) -> Iterator[StrainEstimate]:
         for frame in frames:

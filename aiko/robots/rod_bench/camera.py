@@ -91,6 +91,8 @@ def observe_frames(
             failed += 1
             continue
         strain = {"t_s": t_s, "strain": est.strain_nodes.tolist()}
+        if est.centreline_m is not None:
+            strain["centreline_m"] = est.centreline_m.tolist()  # the observer's rod, for the dashboard
         if truth is not None:
             strain["true_strain"] = truth[1].tolist()
             strain_err.append(float(np.max(np.abs(est.strain_nodes[:, 1] - truth[1][:, 1]))))

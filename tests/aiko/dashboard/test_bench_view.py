@@ -40,3 +40,46 @@ def test_a_screenshot_of_the_bench_view(bench_log, tmp_path, capsys):
     assert main(["dashboard", str(bench_log), "--screenshot", str(shot), "--at", "1.0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["screenshot"] == str(shot)
     assert shot.stat().st_size > 10_000
+
+
+def test_the_bench_view_shows_the_camera_markers_and_the_observers_rod_as_the_camera_logs_them(bench_log, tmp_path):
+    """The writer (aiko.robots.rod_bench.camera.observe_frames) and the reader (BenchSeries) agree on the channels'
+    fields: markers from ``world_m`` (an unseen one is NaN, not a crash), the observer's rod from ``centreline_m``."""
+    from types import SimpleNamespace
+
+    from aiko.core.clock import SimulatedClock
+    from aiko.dashboard.bench_window import BENCH_TOPIC, BenchSeries, _at
+    from aiko.devices.camera.pipeline import StrainEstimate
+    from aiko.devices.camera.red_markers import MarkerObservation
+    from aiko.log import McapRecorder
+    from aiko.robots.rod_bench.camera import observe_frames
+
+    source = LogReader(bench_log)
+    t0 = min(t for t, _ in source.messages(BENCH_TOPIC))
+    world = np.array([[0.05, 0.0, 0.10], [np.nan, np.nan, np.nan], [0.15, 0.0, 0.08]])
+    rod = np.column_stack([np.linspace(0.0, 0.3, 5), np.zeros(5), np.linspace(0.1, 0.0, 5)])
+
+    class Pipeline:
+        tracker = SimpleNamespace(settings=SimpleNamespace(n_markers=3))
+
+        def process(self, frame):
+            seen = np.isfinite(world[:, 0])
+            obs = MarkerObservation(frame.t_ns, np.zeros((3, 2)), seen, world, 3)
+            return StrainEstimate(frame.t_ns, obs, np.linspace(0, 0.3, 5), np.zeros((5, 6)), None, 4, centreline_m=rod)
+
+    clock = SimulatedClock()
+    clock.start_ns = t0
+    out = tmp_path / "with_camera.mcap"
+    with McapRecorder(out) as recorder:
+        for topic in source.topics:
+            for t, payload in source.messages(topic):
+                recorder.record(topic, t, payload)
+        frames = [(SimpleNamespace(t_ns=int(t_s * 1e9)), None) for t_s in (0.2, 0.4)]
+        stats = observe_frames(frames, Pipeline(), recorder, clock)
+    assert stats["frames"] == 2 and stats["observer_failed"] == 0
+    series = BenchSeries(LogReader(out))
+    markers, observed = _at(series.markers, 0.5), _at(series.observed, 0.5)
+    assert markers is not None and observed is not None
+    np.testing.assert_array_equal(np.isnan(markers[:, 0]), [False, True, False])
+    np.testing.assert_allclose(markers[[0, 2]], world[[0, 2]])
+    np.testing.assert_allclose(observed, rod)
