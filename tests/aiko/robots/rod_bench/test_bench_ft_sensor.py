@@ -67,7 +67,8 @@ def test_hil_logs_the_sensor_and_its_force_is_the_plants_reaction(tmp_path):
     # the sensor mounted 5 cm behind the rod's base, turned 90° about the tool axis: the plant feeds the emulated
     # sensor what it reads there, and the bench moves it back to the flange frame at the base (ft_frame)
     path = write_experiment(tmp_path, FT + "offset_m = [0.0, 0.0, -0.05]\nrotation_deg = [0.0, 0.0, 90.0]\n")
-    path.write_text(path.read_text().replace("duration_s = 0.2", "duration_s = 0.4"))  # the press, then a hold
+    # the press, then a hold long enough for samples to compare even when a loaded machine stalls the loop a while
+    path.write_text(path.read_text().replace("duration_s = 0.2", "duration_s = 0.7"))
     experiment = load_bench_experiment(path)
     out = tmp_path / "hil-ft.mcap"
     summary = record_bench_run(experiment, out, "hil", host=host)
