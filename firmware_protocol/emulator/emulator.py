@@ -222,6 +222,11 @@ class JointControllerEmulator:
         self.accepted_references = np.zeros(n, np.int64)
         self.ignored_while_disabled = np.zeros(n, np.int64)  # valid references to a disabled module
         self.watchdog_trips = np.zeros(n, np.int64)
+        # physics sub-steps each axis spent at the H-bridge current limit while enabled (and the enabled axis
+        # sub-steps in all): whether an injected torque limit binds in a run (one that never does leaves no trace in
+        # the log to identify it from)
+        self.current_limited_substeps = np.zeros((n, 2), np.int64)
+        self.enabled_axis_substeps = 0
         self.parameter_writes_accepted = np.zeros(n, np.int64)
         self.rejected = {reason: np.zeros(n, np.int64) for reason in REJECTION_REASONS}
         self.unknown_id_frames = 0
@@ -364,7 +369,9 @@ class JointControllerEmulator:
             angles, rates = self.plant.joint_state()
             torques = drive_substep(c.drive, self.drive, angles, rates, substep)
             saturated |= self.drive.current_limited
+            self.current_limited_substeps += self.drive.current_limited & enabled[:, None]
             self.plant.advance(torques, substep)
+        self.enabled_axis_substeps += 2 * c.physics_substeps * int(enabled.sum())
         self.saturated[...] = saturated & enabled[:, None]
         self.tick += 1
 
@@ -637,4 +644,8 @@ class JointControllerEmulator:
                 "unknown_id_frames": self.unknown_id_frames,
                 "serial_garbage_lines": self.serial_garbage_lines,
                 "frames_sent": self.frames_sent,
+                "current_limited_substeps": self.current_limited_substeps.tolist(),
+                "current_limited_fraction": float(
+                    self.current_limited_substeps.sum() / max(1, self.enabled_axis_substeps)
+                ),
             }

@@ -4,11 +4,12 @@ replays on a local Dask cluster; bad flags are one line."""
 import json
 import tomllib
 
+import numpy as np
 import pytest
 
 from aiko.cli import main
 from aiko.core.errors import ConfigError
-from aiko.sweep.identify import parse_bounds, parse_values
+from aiko.sweep.identify import parse_bounds, parse_values, start_points
 from tests.conftest import EXPERIMENTS
 
 TRUTH = 0.35
@@ -76,3 +77,26 @@ def test_bounds_and_values_parse():
     for text, match in (("a=1:0", "above"), ("a=x:1", "KEY=LOW:HIGH"), ("", "give the bounds of a")):
         with pytest.raises(ConfigError, match=match):
             parse_bounds(text, ["a"])
+
+
+def test_start_points_are_the_given_start_then_a_seeded_latin_hypercube():
+    low, high = np.array([0.0, 10.0]), np.array([1.0, 30.0])
+    points = start_points(np.array([0.5, 50.0]), low, high, 5, seed=3)
+    assert points.shape == (5, 2) and points[0].tolist() == [0.5, 30.0]  # the start, clipped into the bounds
+    rest = (points[1:] - low) / (high - low)
+    for column in rest.T:  # one start in each quarter of every range: a Latin hypercube
+        assert sorted(np.floor(column * 4).astype(int).tolist()) == [0, 1, 2, 3]
+    assert np.array_equal(points, start_points(np.array([0.5, 50.0]), low, high, 5, seed=3))
+    assert not np.array_equal(points, start_points(np.array([0.5, 50.0]), low, high, 5, seed=4))
+    assert start_points(np.array([0.2, 20.0]), low, high, 1, seed=0).tolist() == [[0.2, 20.0]]
+    with pytest.raises(ConfigError, match="--starts must be at least 1"):
+        start_points(np.array([0.2, 20.0]), low, high, 0, seed=0)
+
+
+def test_multi_start_flags_are_checked(truth_log, capsys):
+    base = ["identify", str(truth_log), "--params", "sim.mu_transversal", "--bounds", "sim.mu_transversal=0.1:1"]
+    for flags, match in ((["--starts", "0"], "--starts must be in [1, 256]"), (["--step", "0.7"], "--step must be")):
+        capsys.readouterr()
+        assert main([*base, *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and match in err
