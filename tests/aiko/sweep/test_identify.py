@@ -59,6 +59,34 @@ def test_free_play_of_emulated_modules_is_identified_from_a_hil_log(tmp_path, ca
     assert before["position_rms_mm"] is None and after["joint_rms_deg"] < 0.5 * before["joint_rms_deg"]
 
 
+def test_a_torque_limit_and_free_play_injected_into_hil_are_identified_together(tmp_path, capsys):
+    """HIL on the inertia plant with the modules' torque limit set to 1.0 N m (the drives' current limit, binding
+    in about an eighth of the run) and 2.0 deg of free play: both fitted back within 10 % from 2.2 N m and 1.0 deg,
+    two least-squares starts (the given one and a Latin-hypercube one) sharing the cluster."""
+    experiment = tmp_path / "hil.toml"
+    experiment.write_text(
+        f'robot = "{EXPERIMENTS / "robots/aiko.toml"}"\n[gait]\npreset = "sidewinding"\nsoft_start = true\n'
+        '[run]\nduration_s = 1.5\n[backend]\ndefault = "hil"\n'
+        '[hil]\nplant = "inertia"\nfree_play_deg = 2.0\ntorque_limit_nm = 1.0\n'
+    )
+    log = tmp_path / "hil.mcap"
+    assert main(["run", str(experiment), "--out", str(log), "--no-report", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert 0.05 < run["emulator"]["current_limited_fraction"] < 0.5  # the limit binds, part of the time
+    args = ["identify", str(log), "--backend", "hil", "--params", "hil.torque_limit_nm,hil.free_play_deg"]
+    args += ["--bounds", "hil.torque_limit_nm=0.3:3.0,hil.free_play_deg=0.0:5.0"]
+    args += ["--start", "hil.torque_limit_nm=2.2,hil.free_play_deg=1.0", "--starts", "2", "--seed", "1"]
+    assert main([*args, "--workers", "1", "--out", str(tmp_path / "out"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    fitted = summary["parameters"]
+    assert abs(fitted["hil.torque_limit_nm"]["value"] - 1.0) < 0.1 * 1.0
+    assert abs(fitted["hil.free_play_deg"]["value"] - 2.0) < 0.1 * 2.0
+    assert len(summary["starts"]) == 2 and summary["starts"][0]["start"]["hil.torque_limit_nm"] == 2.2
+    best = summary["starts"][summary["best_start"]]
+    assert best["cost"] == min(s["cost"] for s in summary["starts"]) == pytest.approx(summary["residual_after"]["cost"])
+    assert summary["evaluations"] == sum(s["evaluations"] for s in summary["starts"])
+
+
 def test_bad_flags_are_one_line(truth_log, capsys):
     capsys.readouterr()
     base = ["identify", str(truth_log), "--params", "sim.mu_transversal"]
