@@ -13,6 +13,10 @@ The Jacobian is by forward differences, a step of ``step`` (5 %) of each paramet
 bound): one replay per parameter, all at once on the cluster. The uncertainty is the usual linearisation at the
 optimum: covariance = s² (JᵀJ)⁻¹ with s² = ‖r‖² / (m − n), the residual's variance per sample, so it holds for
 residuals that are independent noise and understates it for a model error that is correlated in time.
+
+With ``starts`` > 1 (``--starts``), several such fits run at once from a seeded Latin hypercube of starts inside the
+bounds (``start_points``), their replays interleaved on the cluster; the lowest final cost wins. Contact makes the
+residual rough at small scales, so one fit stops in the first dip it meets; spread starts find the deeper ones.
 """
 
 from __future__ import annotations

@@ -61,8 +61,8 @@ def test_free_play_of_emulated_modules_is_identified_from_a_hil_log(tmp_path, ca
 
 def test_a_torque_limit_and_free_play_injected_into_hil_are_identified_together(tmp_path, capsys):
     """HIL on the inertia plant with the modules' torque limit set to 1.0 N m (the drives' current limit, binding
-    in about an eighth of the run) and 2.0 deg of free play: both fitted back within 10 % from 2.2 N m and 1.0 deg,
-    two least-squares starts (the given one and a Latin-hypercube one) sharing the cluster."""
+    in part of the run: the emulator counts it) and 2.0 deg of free play: both fitted back within 10 % from 2.2 N m
+    and 1.0 deg, two least-squares starts (the given one and a Latin-hypercube one) sharing the cluster."""
     experiment = tmp_path / "hil.toml"
     experiment.write_text(
         f'robot = "{EXPERIMENTS / "robots/aiko.toml"}"\n[gait]\npreset = "sidewinding"\nsoft_start = true\n'
