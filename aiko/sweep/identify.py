@@ -283,7 +283,7 @@ def identify(
     s2 = float(np.sum(fit.fun**2)) / max(m - n, 1)
     covariance = s2 * np.linalg.pinv(fit.jac.T @ fit.jac)
     std = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
-    x0 = points[best]
+    x0 = points[0]  # the given start, where residual_before is; the winning one is starts[best_start]
     return {
         "log": log,
         "parameters": {
