@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--bounds; the lowest cost wins (default 1)",
     )
     identify.add_argument(
-        "--seed", type=int, default=0, metavar="S", help="seed of the Latin hypercube of --starts (default 0)"
+        "--seed", type=int, default=0, metavar="N", help="seed of the Latin hypercube of --starts (default 0)"
     )
     identify.add_argument(
         "--step",
