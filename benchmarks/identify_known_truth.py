@@ -66,7 +66,7 @@ def main() -> int:
     p.add_argument("--mu-transversal", type=float, default=0.4, help="truth of sim.mu_transversal (default 0.4)")
     p.add_argument("--free-play-deg", type=float, default=2.5, help="truth of hil.free_play_deg (default 2.5)")
     p.add_argument("--torque-limit-nm", type=float, default=1.2, help="truth of hil.torque_limit_nm (default 1.2)")
-    p.add_argument("--starts", type=int, default=4, help="aiko identify --starts (default 4)")
+    p.add_argument("--starts", type=int, default=6, help="aiko identify --starts (default 6)")
     p.add_argument("--seeds", default="0", help="comma-separated --seed values, one identification each (default 0)")
     p.add_argument("--max-evaluations", type=int, default=15, help="per start (default 15)")
     p.add_argument("--workers", type=int, default=2)
