@@ -1,5 +1,6 @@
 """``aiko identify`` with a known truth: a 1.5 s snake3d run recorded with μ_T = 0.35 is fitted back from 0.5 by
-replays on a local Dask cluster; bad flags are one line."""
+replays on a local Dask cluster; a torque limit and free play injected into a HIL run are fitted back together
+with two starts; bad flags are one line."""
 
 import json
 import tomllib
