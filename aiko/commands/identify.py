@@ -48,6 +48,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     identify.add_argument(
         "--max-evaluations", type=int, default=30, metavar="N", help="least-squares evaluations at most (default 30)"
     )
+    identify.add_argument(
+        "--starts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="least-squares fits from N starts at once: --start (or its default), then a Latin hypercube inside "
+        "--bounds; the lowest cost wins (default 1)",
+    )
+    identify.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the Latin hypercube of --starts (default 0)"
+    )
+    identify.add_argument(
+        "--step",
+        type=float,
+        default=0.05,
+        metavar="FRACTION",
+        help="finite-difference step of the Jacobian, a fraction of each range (default 0.05; larger averages "
+        "over a rough residual)",
+    )
     add_cluster_arguments(identify, "run the replays")
     identify.add_argument("--out", metavar="DIR", help="output directory (default: runs/identify/LOG-NAME)")
     identify.add_argument("--json", action="store_true", help="print the JSON summary on stdout")
@@ -58,6 +77,10 @@ def identify_command(args: argparse.Namespace) -> int:
     check_cluster_arguments(args)
     if not 1 <= args.max_evaluations <= 10_000:
         raise AikoError(f"--max-evaluations must be in [1, 10000], got {args.max_evaluations}")
+    if not 1 <= args.starts <= 256:
+        raise AikoError(f"--starts must be in [1, 256], got {args.starts}")
+    if not 0 < args.step <= 0.5:
+        raise AikoError(f"--step must be in (0, 0.5] (a fraction of each parameter's range), got {args.step}")
     log_path = Path(args.log)
     if not log_path.is_file():
         raise AikoError(f"log not found: {log_path}")
@@ -90,6 +113,9 @@ def identify_command(args: argparse.Namespace) -> int:
         options,
         joints=not args.no_joints,
         max_evaluations=args.max_evaluations,
+        starts=args.starts,
+        seed=args.seed,
+        step=args.step,
         backend=args.backend,
         progress_stream=sys.stderr,
     )
@@ -104,6 +130,14 @@ def identify_command(args: argparse.Namespace) -> int:
                 f"{key} = {p['value']:.6g} ± {p['std']:.2g}  "
                 f"(start {p['start']:.6g}, bounds {p['low']:g}..{p['high']:g})"
             )
+        if len(summary["starts"]) > 1:
+            for i, start in enumerate(summary["starts"]):
+                mark = "*" if i == summary["best_start"] else " "
+                begin = ", ".join(f"{v:.4g}" for v in start["start"].values())
+                end = ", ".join(f"{v:.4g}" for v in start["value"].values())
+                print(
+                    f"{mark} start {i + 1}: ({begin}) -> ({end}), cost {start['cost']:.4g}, {start['evaluations']} ev."
+                )
         before, after = summary["residual_before"], summary["residual_after"]
         if before["position_rms_mm"] is not None:
             print(f"tracked point RMS: {before['position_rms_mm']:.2f} mm -> {after['position_rms_mm']:.2f} mm")

@@ -13,6 +13,10 @@ The Jacobian is by forward differences, a step of ``step`` (5 %) of each paramet
 bound): one replay per parameter, all at once on the cluster. The uncertainty is the usual linearisation at the
 optimum: covariance = s² (JᵀJ)⁻¹ with s² = ‖r‖² / (m − n), the residual's variance per sample, so it holds for
 residuals that are independent noise and understates it for a model error that is correlated in time.
+
+With ``starts`` > 1 (``--starts``), several such fits run at once from a seeded Latin hypercube of starts inside the
+bounds (``start_points``), their replays interleaved on the cluster; the lowest final cost wins. Contact makes the
+residual rough at small scales, so one fit stops in the first dip it meets; spread starts find the deeper ones.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -151,7 +157,9 @@ def parse_values(text: str | None, keys: list[str], what: str) -> dict[str, floa
 
 
 class _Evaluator:
-    """Residuals of candidates, each a replay on a Dask worker; a batch of candidates runs at once."""
+    """Residuals of candidates, each a replay on a Dask worker; a batch of candidates runs at once. Shared by the
+    starts of a multi-start fit, each in its own client thread: the cache is locked, the Dask client is
+    thread-safe, so their replays interleave on the cluster."""
 
     def __init__(self, client: Any, task: dict[str, Any], keys: list[str], stream: IO[str] | None) -> None:
         self.client = client
@@ -160,12 +168,14 @@ class _Evaluator:
         self.stream = stream
         self.cache: dict[tuple[float, ...], dict[str, Any]] = {}
         self.replays = 0
+        self.lock = threading.Lock()
 
     def many(self, xs: list[np.ndarray]) -> list[dict[str, Any]]:
         from aiko.sweep.execute import _by_name
 
-        todo = [tuple(float(v) for v in x) for x in xs]
-        todo = list(dict.fromkeys(t for t in todo if t not in self.cache))
+        with self.lock:
+            todo = [tuple(float(v) for v in x) for x in xs]
+            todo = list(dict.fromkeys(t for t in todo if t not in self.cache))
         futures = [
             self.client.submit(
                 *_by_name(
@@ -180,12 +190,30 @@ class _Evaluator:
             if "error" in result:
                 point = ", ".join(f"{k}={v:.6g}" for k, v in zip(self.keys, t, strict=True))
                 raise AikoError(f"identify: the replay at {point} failed: {result['error']}")
-            self.cache[t] = result
-        self.replays += len(todo)
-        return [self.cache[tuple(float(v) for v in x)] for x in xs]
+            with self.lock:
+                self.cache[t] = result
+                self.replays += 1
+        with self.lock:
+            return [self.cache[tuple(float(v) for v in x)] for x in xs]
 
     def one(self, x: np.ndarray) -> dict[str, Any]:
         return self.many([x])[0]
+
+
+def start_points(x0: np.ndarray, low: np.ndarray, high: np.ndarray, starts: int, seed: int) -> np.ndarray:
+    """(starts, n) starting points: ``x0`` first, then ``starts - 1`` points of a Latin hypercube inside the bounds
+    (scipy's, seeded: the same seed gives the same starts), so every parameter's range is cut into ``starts - 1``
+    strata and each stratum holds one start. Why: the residual of a replay with contact is rough, and a single
+    least-squares run stops in the first dip it meets; starts spread over the box find the deepest one."""
+    from scipy.stats import qmc
+
+    if starts < 1:
+        raise ConfigError(f"--starts must be at least 1, got {starts}")
+    x0 = np.clip(np.asarray(x0, dtype=float), low, high)
+    if starts == 1:
+        return x0[None, :]
+    unit = qmc.LatinHypercube(d=len(x0), seed=seed).random(starts - 1)
+    return np.vstack([x0, qmc.scale(unit, low, high)])
 
 
 def identify(
@@ -196,49 +224,57 @@ def identify(
     joints: bool = True,
     step: float = 0.05,
     max_evaluations: int = 30,
+    starts: int = 1,
+    seed: int = 0,
     backend: str | None = None,
     progress_stream: IO[str] | None = sys.stderr,
 ) -> dict[str, Any]:
-    """Fit ``parameters`` to the log; returns the summary (estimate, uncertainty, residuals before and after)."""
+    """Fit ``parameters`` to the log; returns the summary (estimate, uncertainty, residuals before and after).
+
+    With ``starts`` > 1, that many least-squares fits (``start_points``), each of at most ``max_evaluations``
+    evaluations, run at once, their replays sharing the cluster; the fit of the lowest final cost is the estimate,
+    and every start's outcome is in ``summary["starts"]``."""
     from scipy.optimize import least_squares
 
     from aiko.sweep.execute import _close, connect
 
+    if not 0 < step <= 0.5:
+        raise ConfigError(f"--step must be in (0, 0.5] (a fraction of each parameter's range), got {step}")
     log = str(Path(log_path).resolve())
     keys = [p.key for p in parameters]
     low = np.array([p.low for p in parameters])
     high = np.array([p.high for p in parameters])
     span = high - low
-    x0 = np.clip(np.array([p.start for p in parameters]), low, high)
+    points = start_points(np.array([p.start for p in parameters]), low, high, starts, seed)
     task = {"log": log, "overrides": {}, "joints": joints, "backend": backend}
     started = time.monotonic()
     client, cluster = connect(options, log)
     try:
         evaluator = _Evaluator(client, task, keys, progress_stream)
-        iteration = [0]
-
-        def fun(x: np.ndarray) -> np.ndarray:
-            result = evaluator.one(x)
-            iteration[0] += 1
-            if progress_stream is not None:
-                point = ", ".join(f"{k}={v:.6g}" for k, v in zip(keys, x, strict=True))
-                cost = 0.5 * float(np.sum(np.square(result["residual"])))
-                joint = result["joint_rms_deg"]
-                position = result["position_rms_m"]
-                parts = [f"tracked point RMS {1000 * position:.2f} mm"] if math.isfinite(position) else []
-                parts += [f"joint RMS {joint:.4f} deg"] if joint is not None else []
-                progress_stream.write(
-                    f"identify: evaluation {iteration[0]}: {point}: cost {cost:.6g}, {', '.join(parts)} "
-                    f"({time.monotonic() - started:.0f} s)\n"
-                )
-                progress_stream.flush()
-            return np.asarray(result["residual"])
-
         jac = _jacobian(evaluator, low, high, span * step)
-        before = evaluator.one(x0)
-        fit = least_squares(
-            fun, x0, jac=jac, bounds=(low, high), x_scale=span, xtol=1e-4, ftol=1e-6, max_nfev=max_evaluations
-        )
+
+        def fit_from(index: int) -> Any:
+            fun = _progress_function(evaluator, keys, index, len(points), started, progress_stream)
+            return least_squares(
+                fun,
+                points[index],
+                jac=jac,
+                bounds=(low, high),
+                x_scale=span,
+                xtol=1e-4,
+                ftol=1e-6,
+                max_nfev=max_evaluations,
+            )
+
+        before = evaluator.one(points[0])
+        if len(points) == 1:
+            fits = [fit_from(0)]
+        else:
+            evaluator.many(list(points))  # every start's first residual in one batch
+            with ThreadPoolExecutor(max_workers=len(points), thread_name_prefix="aiko-identify-start") as pool:
+                fits = list(pool.map(fit_from, range(len(points))))
+        best = int(np.argmin([fit.cost for fit in fits]))
+        fit = fits[best]
         after = evaluator.one(fit.x)
         replays = evaluator.replays
     finally:
@@ -247,6 +283,7 @@ def identify(
     s2 = float(np.sum(fit.fun**2)) / max(m - n, 1)
     covariance = s2 * np.linalg.pinv(fit.jac.T @ fit.jac)
     std = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    x0 = points[0]  # the given start, where residual_before is; the winning one is starts[best_start]
     return {
         "log": log,
         "parameters": {
@@ -257,14 +294,61 @@ def identify(
         "residual_before": _residual_summary(before),
         "residual_after": _residual_summary(after),
         "at_bound": [k for k, v, lo, hi in zip(keys, fit.x, low, high, strict=True) if v <= lo or v >= hi],
-        "evaluations": int(fit.nfev),
-        "jacobians": int(fit.njev or 0),
+        "evaluations": int(sum(f.nfev for f in fits)),
+        "jacobians": int(sum(f.njev or 0 for f in fits)),
         "replays": replays,
         "status": int(fit.status),
         "message": str(fit.message),
         "samples": m,
+        "step": step,
+        "seed": seed,
+        "best_start": best,
+        "starts": [_start_summary(keys, p, f) for p, f in zip(points, fits, strict=True)],
         "wall_time_s": time.monotonic() - started,
     }
+
+
+def _start_summary(keys: list[str], start: np.ndarray, fit: Any) -> dict[str, Any]:
+    """One start's outcome: where it began, where it ended, its final cost and how long it took."""
+    return {
+        "start": dict(zip(keys, map(float, start), strict=True)),
+        "value": dict(zip(keys, map(float, fit.x), strict=True)),
+        "cost": float(fit.cost),
+        "evaluations": int(fit.nfev),
+        "status": int(fit.status),
+    }
+
+
+def _progress_function(
+    evaluator: _Evaluator,
+    keys: list[str],
+    index: int,
+    count: int,
+    started: float,
+    stream: IO[str] | None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The residual function of one start, which writes a progress line per evaluation."""
+    iteration = [0]
+    label = f"start {index + 1}/{count}, " if count > 1 else ""
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        result = evaluator.one(x)
+        iteration[0] += 1
+        if stream is not None:
+            point = ", ".join(f"{k}={v:.6g}" for k, v in zip(keys, x, strict=True))
+            cost = 0.5 * float(np.sum(np.square(result["residual"])))
+            joint = result["joint_rms_deg"]
+            position = result["position_rms_m"]
+            parts = [f"tracked point RMS {1000 * position:.2f} mm"] if math.isfinite(position) else []
+            parts += [f"joint RMS {joint:.4f} deg"] if joint is not None else []
+            stream.write(
+                f"identify: {label}evaluation {iteration[0]}: {point}: cost {cost:.6g}, {', '.join(parts)} "
+                f"({time.monotonic() - started:.0f} s)\n"
+            )
+            stream.flush()
+        return np.asarray(result["residual"])
+
+    return fun
 
 
 def _jacobian(

@@ -241,6 +241,11 @@ class JointControllerEmulator:
         self.accepted_references = np.zeros(n, np.int64)
         self.ignored_while_disabled = np.zeros(n, np.int64)  # valid references to a disabled module
         self.watchdog_trips = np.zeros(n, np.int64)
+        # controller ticks in which each axis hit the H-bridge current limit while enabled (and the enabled axis ticks
+        # in all): whether an injected torque limit binds in a run (one that never does leaves no trace in the log to
+        # identify it from). Per tick, not per sub-step: one add per tick keeps the lockstep loop's cost.
+        self.current_limited_ticks = np.zeros((n, 2), np.int64)
+        self.enabled_axis_ticks = 0
         self.parameter_writes_accepted = np.zeros(n, np.int64)
         self.rejected = {reason: np.zeros(n, np.int64) for reason in REJECTION_REASONS}
         self.unknown_id_frames = 0
@@ -370,12 +375,16 @@ class JointControllerEmulator:
 
         substep = self.dt_s / c.physics_substeps
         saturated = np.abs(demand_v) > supply
+        limited = np.zeros_like(saturated)
         for _ in range(c.physics_substeps):
             angles, rates = self.plant.joint_state()
             torques = drive_substep(c.drive, self.drive, angles, rates, substep)
-            saturated |= self.drive.current_limited
+            limited |= self.drive.current_limited
             self.plant.advance(torques, substep)
-        self.saturated[...] = saturated & enabled[:, None]
+        limited &= enabled[:, None]
+        self.current_limited_ticks += limited
+        self.enabled_axis_ticks += 2 * int(enabled.sum())
+        self.saturated[...] = (saturated | limited) & enabled[:, None]
         self.tick += 1
 
     def _run_ticks(self, target: int) -> None:
@@ -743,4 +752,6 @@ class JointControllerEmulator:
                 "unknown_id_frames": self.unknown_id_frames,
                 "serial_garbage_lines": self.serial_garbage_lines,
                 "frames_sent": self.frames_sent,
+                "current_limited_ticks": self.current_limited_ticks.tolist(),
+                "current_limited_fraction": float(self.current_limited_ticks.sum() / max(1, self.enabled_axis_ticks)),
             }

@@ -159,6 +159,9 @@ def test_large_step_saturates_and_limits_clamp(rig):
     flags = [v for _, v in r.feedback(1)]
     assert any(v["Saturated"] == 1 for v in flags)
     assert any(abs(v["EffortH"]) == pytest.approx(1.0) for v in flags)
+    limited = r.emu.counters()["current_limited_ticks"][0]
+    assert limited[0] > 0 and limited[1] == 0  # the stepped axis hit the current limit, the still one never did
+    assert 0 < r.emu.counters()["current_limited_fraction"] < 0.5
     hold_reference(r, 80.0, until_s=2.5)
     assert math.degrees(r.emu.plant.joint_state()[0][0, 0]) <= 45.0 + 1e-9
     last = r.feedback(1)[-1][1]

@@ -6,7 +6,8 @@ simulated clock (the default) the emulator is stepped in lockstep; with ``--real
 the wall clock and the driver listens with a python-can ``Notifier``, exactly as against hardware.
 
 Experiment table (validated when the file is loaded):
-  [hil]  plant, feedback_rate_hz, controller_rate_hz, free_play_deg, reference_hold, sensor, reply_to_references
+  [hil]  plant, feedback_rate_hz, controller_rate_hz, free_play_deg, torque_limit_nm, reference_hold, sensor,
+         reply_to_references
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ class HilSection:
     feedback_rate_hz: float = 100.0
     controller_rate_hz: float = 1000.0
     free_play_deg: float | None = None  # default: the robot description's
+    torque_limit_nm: float | None = None  # joint-side, set by the H-bridge current limit; default: DriveParams'
     reference_hold: str = "zoh"
     sensor: str = "gear"
     reply_to_references: bool = False
@@ -119,6 +121,7 @@ def parse_hil_section(table: Table) -> HilSection:
         feedback_rate_hz=table.number("feedback_rate_hz", HilSection.feedback_rate_hz, min=1.0, max=1000.0),
         controller_rate_hz=table.number("controller_rate_hz", HilSection.controller_rate_hz, min=200.0, max=5000.0),
         free_play_deg=table.number("free_play_deg", None, min=0.0, max=10.0),
+        torque_limit_nm=table.number("torque_limit_nm", None, min=0.05, max=20.0),
         reference_hold=table.string("reference_hold", HilSection.reference_hold, choices=("zoh", "linear")),
         sensor=table.string("sensor", HilSection.sensor, choices=("gear", "joint")),
         reply_to_references=table.boolean("reply_to_references", HilSection.reply_to_references),
@@ -128,6 +131,16 @@ def parse_hil_section(table: Table) -> HilSection:
 
 
 register_section("hil", lambda table, experiment: parse_hil_section(table))
+
+
+def drive_params(free_play_deg: float, torque_limit_nm: float | None) -> DriveParams:
+    """The emulated drives with this free play and joint-side torque limit. The limit is the H-bridge's current
+    limit seen through the gear (``DriveParams.torque_limit_nm``), so it is injected as that current: the motor
+    saturates, and reports SATURATED, exactly where a real module with that limit would."""
+    drive = DriveParams(free_play_rad=math.radians(free_play_deg))
+    if torque_limit_nm is None:
+        return drive
+    return replace(drive, current_limit_a=drive.current_limit_a * torque_limit_nm / drive.torque_limit_nm)
 
 
 _hil_channels = itertools.count()
@@ -208,7 +221,7 @@ class HilBackend(CanBackend):
             sensor=hil.sensor,
             limit_h_rad=robot.limit_h_rad,
             limit_v_rad=max(robot.limit_v_rad, 1e-3),
-            drive=DriveParams(free_play_rad=math.radians(free_play_deg)),
+            drive=drive_params(free_play_deg, hil.torque_limit_nm),
         )
         sim_settings = ctx.settings("sim") if hil.plant != "inertia" else None
         plant = _HIL_PLANTS[hil.plant](robot, sim_settings, self._initial_angles)

@@ -270,6 +270,27 @@ def test_can_and_hil_tables_are_validated(tmp_path):
     bad_plant.write_text(text + "\n[hil]\nplant = 'mujoco'\n")
     with pytest.raises(ConfigError, match=r"hil.plant: 'mujoco' is not one of: inertia"):
         load_experiment(bad_plant)
+    for bad in (0.0, 25.0, "2"):
+        with pytest.raises(ConfigError, match=r"hil.torque_limit_nm"):
+            load_experiment(SIDEWINDING, {"hil.torque_limit_nm": bad})
+
+
+def test_the_torque_limit_is_the_drives_current_limit_through_the_gear(experiment):
+    """hil.torque_limit_nm sets the emulated H-bridge's current limit so that the joint-side limit is the one
+    asked for; the modules report it (parameter TORQUE_LIMIT_*) and their motors saturate there."""
+    from aiko.robots.aiko.backends.hil import drive_params
+    from firmware_protocol.emulator import DriveParams
+
+    default = drive_params(3.0, None)
+    assert default == DriveParams(free_play_rad=math.radians(3.0))
+    limited = drive_params(3.0, 1.5)
+    assert limited.torque_limit_nm == pytest.approx(1.5, rel=1e-12)
+    assert limited.current_limit_a == pytest.approx(default.current_limit_a * 1.5 / default.torque_limit_nm)
+    backend, _, _ = _configured_hil(experiment, overrides={"hil.torque_limit_nm": 1.5})
+    try:
+        assert backend.emulator.config.drive.torque_limit_nm == pytest.approx(1.5, rel=1e-12)
+    finally:
+        backend.close()
 
 
 def test_can_backend_reports_an_unopenable_bus(experiment):
