@@ -245,7 +245,7 @@ class JointControllerEmulator:
         # in all): whether an injected torque limit binds in a run (one that never does leaves no trace in the log to
         # identify it from). Per tick, not per sub-step: one add per tick keeps the lockstep loop's cost.
         self.current_limited_ticks = np.zeros((n, 2), np.int64)
-        self.enabled_axis_ticks = 0
+        self.enabled_axis_ticks = np.zeros(1, np.int64)  # an array: the compiled ticks add to it in place
         self.parameter_writes_accepted = np.zeros(n, np.int64)
         self.rejected = {reason: np.zeros(n, np.int64) for reason in REJECTION_REASONS}
         self.unknown_id_frames = 0
@@ -260,6 +260,7 @@ class JointControllerEmulator:
         # scratch of the compiled kernels: demand, enabled, tripped, saturation within the tick, sub-step torques
         self._fast_scratch = (
             np.zeros((n, 2)), np.zeros(n, bool), np.zeros(n, bool), np.zeros((n, 2), bool), np.zeros((n, 2)),
+            np.zeros((n, 2), bool),
         )  # fmt: skip
         self._load_compiled_runner()
 
@@ -383,7 +384,7 @@ class JointControllerEmulator:
             self.plant.advance(torques, substep)
         limited &= enabled[:, None]
         self.current_limited_ticks += limited
-        self.enabled_axis_ticks += 2 * int(enabled.sum())
+        self.enabled_axis_ticks[0] += 2 * int(enabled.sum())
         self.saturated[...] = (saturated | limited) & enabled[:, None]
         self.tick += 1
 
@@ -434,7 +435,7 @@ class JointControllerEmulator:
             self.watchdog_periods, self.reference_period_s, self.reference_rad, self.reference_rate_rad_s,
             self.reference_time_s, self.limits_rad, k.kp, k.kd, k.rate_estimate_rad_s, k.previous_measurement_rad,
             d.gear_angle_rad, d.gear_rate_rad_s, d.voltage_v, d.brake, d.current_limited, self.effort, self.at_limit,
-            self.saturated, *self._fast_scratch,
+            self.saturated, self.current_limited_ticks, self.enabled_axis_ticks, *self._fast_scratch,
         )  # fmt: skip
 
     def _log_watchdog_trips(self, tripped: np.ndarray) -> None:
@@ -753,5 +754,7 @@ class JointControllerEmulator:
                 "serial_garbage_lines": self.serial_garbage_lines,
                 "frames_sent": self.frames_sent,
                 "current_limited_ticks": self.current_limited_ticks.tolist(),
-                "current_limited_fraction": float(self.current_limited_ticks.sum() / max(1, self.enabled_axis_ticks)),
+                "current_limited_fraction": float(
+                    self.current_limited_ticks.sum() / max(1, int(self.enabled_axis_ticks[0]))
+                ),
             }

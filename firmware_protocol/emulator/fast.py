@@ -78,11 +78,14 @@ class ModuleArrays(NamedTuple):
     effort: np.ndarray
     at_limit: np.ndarray  # (n, 2) bool
     saturated: np.ndarray  # (n, 2) bool
+    current_limited_ticks: np.ndarray  # (n, 2) int64: enabled ticks with the current limit hit in a sub-step
+    enabled_axis_ticks: np.ndarray  # (1,) int64: axis-ticks while enabled (the fraction's denominator)
     demand_v: np.ndarray  # scratch (n, 2): this tick's unsaturated voltage demand
     enabled: np.ndarray  # scratch (n,) bool: enabled during this tick
     tripped: np.ndarray  # scratch (n,) bool: watchdog tripped at the start of this tick
     saturated_tick: np.ndarray  # scratch (n, 2) bool: saturation seen so far in this tick
     torques_nm: np.ndarray  # scratch (n, 2): joint torques of the current sub-step
+    limited_tick: np.ndarray  # scratch (n, 2) bool: current-limited in a sub-step of this tick
 
 
 def module_parameters(config) -> np.ndarray:
@@ -162,6 +165,7 @@ def begin_tick(tick, prm, m, measurement, feedback_divisor, heartbeat_divisor):
             m.effort[r, a] = voltage / supply
             m.at_limit[r, a] = abs(x) >= lim - prm[P_AT_LIMIT_MARGIN]
             m.saturated_tick[r, a] = abs(demand) > supply
+            m.limited_tick[r, a] = False
     if any_tripped or (heartbeat_divisor > 0 and tick % heartbeat_divisor == 0):
         return True
     for r in range(n):
@@ -192,6 +196,7 @@ def drive_substep(prm, m, joint_angle, joint_rate):
             m.current_limited[r, a] = limited
             if limited:
                 m.saturated_tick[r, a] = True
+                m.limited_tick[r, a] = True
             drive = prm[P_TORQUE_PER_AMP] * _clip(current, -limit, limit)
             accel = (drive - coupling - prm[P_GEAR_VISCOUS] * gear_rate) / prm[P_REFLECTED_INERTIA]
             gear_rate += dt * accel
@@ -202,11 +207,16 @@ def drive_substep(prm, m, joint_angle, joint_rate):
 
 @njit(cache=True)
 def end_tick(m):
-    """The SATURATED flag of this tick: demand beyond the supply or current-limited in a sub-step, while enabled."""
+    """The SATURATED flag of this tick: demand beyond the supply or current-limited in a sub-step, while enabled;
+    and the current-limit counters (``JointControllerEmulator.counters``)."""
     n = m.saturated.shape[0]
     for r in range(n):
         for a in range(2):
             m.saturated[r, a] = m.saturated_tick[r, a] and m.enabled[r]
+            if m.limited_tick[r, a] and m.enabled[r]:
+                m.current_limited_ticks[r, a] += 1
+        if m.enabled[r]:
+            m.enabled_axis_ticks[0] += 2
 
 
 @njit(cache=True)

@@ -16,7 +16,7 @@ _channels = itertools.count()
 
 STATE = (
     "state", "watchdog", "watchdog_trip_s", "watchdog_trips", "reference_rad", "effort", "at_limit", "saturated",
-    "accepted_references", "last_sequence",
+    "accepted_references", "last_sequence", "current_limited_ticks", "enabled_axis_ticks",
 )  # fmt: skip
 
 
