@@ -46,6 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="controller address: hil starts the emulator on this loopback address (default 127.0.0.41); "
         "real overrides [ur3] host",
     )
+    run.add_argument(
+        "--live", action="store_true", help="show the bench's live dashboard while the run goes (gui extra)"
+    )
+    run.add_argument(
+        "--live-screenshot",
+        metavar="OUT.png",
+        help="with --live: save the dashboard to a PNG when the run ends and close it (for CI and docs)",
+    )
     run.add_argument("--json", action="store_true", help="print the run's JSON summary on stdout")
     run.set_defaults(handler=run_command)
 
@@ -89,18 +97,53 @@ def run_command(args: argparse.Namespace) -> int:
     if args.duration is not None and not args.duration > 0:
         raise AikoError(f"--duration must be > 0, got {args.duration}")
     out = Path(args.out or f"runs/bench-{experiment.name}-{args.backend}-{time.strftime('%Y%m%d-%H%M%S')}.mcap")
-    with writing(out):
-        summary = record_bench_run(
-            experiment,
-            out,
-            args.backend,
-            duration_s=args.duration,
-            realtime=args.realtime,
-            host=args.host,
-            progress=_progress(f"bench {experiment.name} ({args.backend})"),
-        )
+    dashboard = _live_dashboard(args, f"aiko bench run --live: {experiment.name} ({args.backend})")
+    try:
+        with writing(out):
+            summary = record_bench_run(
+                experiment,
+                out,
+                args.backend,
+                duration_s=args.duration,
+                realtime=args.realtime,
+                host=args.host,
+                progress=_progress(f"bench {experiment.name} ({args.backend})"),
+                live=dashboard.recorder if dashboard else None,
+            )
+    finally:
+        if dashboard is not None:
+            dashboard.finish()
+    if dashboard is not None:
+        summary["live_dropped_records"] = dashboard.recorder.dropped
+        if not args.json:
+            print("close the dashboard window to finish", file=sys.stderr)
+        summary["live_exit_code"] = dashboard.wait()
     _print(summary, args.json)
     return 0
+
+
+def _live_dashboard(args: argparse.Namespace, title: str) -> Any:
+    """The bench's live view in its own process (``--live``, ``--live-screenshot``), or None; checked before the run:
+    no display and no screenshot is one line, not a window that cannot open after the arm has moved."""
+    if not (args.live or args.live_screenshot):
+        return None
+    if args.live_screenshot:
+        shot = Path(args.live_screenshot)
+        with writing(shot):
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            shot.touch()
+    else:
+        from aiko.dashboard.window import interactive_display_available
+
+        if not interactive_display_available():
+            raise AikoError(
+                "--live needs a display (no DISPLAY or WAYLAND_DISPLAY); --live-screenshot OUT.png renders offscreen"
+            )
+    from aiko.dashboard.live import LiveDashboard
+
+    return LiveDashboard(
+        0, title, screenshot=args.live_screenshot, close_when_done=bool(args.live_screenshot), view="bench"
+    )
 
 
 def replay_command(args: argparse.Namespace) -> int:

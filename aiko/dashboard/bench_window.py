@@ -3,7 +3,9 @@ camera's tracked markers and the observer's rod where the log has them), the for
 force sensor's reading, else the rod's base reaction) and the arm's flange height and speed (in the arm's frame).
 
 The Aiko view is about joints; a bench log has none, so it gets this window instead (``aiko dashboard LOG`` picks
-it when the log holds ``/bench/observation``). It reads a recorded log; the slider scrubs through it.
+it when the log holds ``/bench/observation``). It reads a recorded log, and the slider scrubs through it; or,
+live (``aiko bench run --live``), the records of the running bench as they come (:class:`BenchRecords`, fed by
+:mod:`aiko.dashboard.live`), the slider at the newest instant unless the user moves it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,43 @@ from aiko.dashboard.window import application, qt_modules, save_screenshot
 BENCH_TOPIC = "/bench/observation"
 
 
+BENCH_VIEW_TOPICS = (
+    BENCH_TOPIC, "/bench/wrench", "/sim/rod/centreline", "/bench/markers", "/bench/observed_strain",
+)  # fmt: skip
+
+
 def is_bench_log(reader: Any) -> bool:
     return BENCH_TOPIC in reader.topics
+
+
+class BenchRecords:
+    """The bench view's channels of a running bench, as they arrive; reads like a log (``topics``, ``messages``).
+
+    Why a copy of the records and not a log reader: the live view runs in its own process, fed through a queue
+    (:mod:`aiko.dashboard.live`), while the log file is still being written by the run."""
+
+    path = "the live bench run"
+
+    def __init__(self) -> None:
+        self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+
+    def ingest(self, channel: str, t_ns: int, payload: dict[str, Any]) -> bool:
+        """Keep a record of a channel the view shows; True if it was one."""
+        if channel not in BENCH_VIEW_TOPICS:
+            return False
+        self._messages.setdefault(channel, []).append((t_ns, payload))
+        return True
+
+    @property
+    def topics(self) -> list[str]:
+        return list(self._messages)
+
+    def messages(self, topic: str) -> list[tuple[int, dict[str, Any]]]:
+        return sorted(self._messages.get(topic, []), key=lambda m: m[0])  # side records arrive after the run
+
+    def series(self) -> BenchSeries | None:
+        """The arrays so far; None before the first arm observation."""
+        return BenchSeries(self) if self._messages.get(BENCH_TOPIC) else None
 
 
 class BenchSeries:
@@ -74,7 +111,11 @@ def _at(shapes: list[tuple[float, np.ndarray]], t_s: float) -> np.ndarray | None
     return best
 
 
-def build_bench_window(series: BenchSeries, *, title: str = "aiko dashboard — rod bench"):
+def build_bench_window(
+    series: BenchSeries | None, *, title: str = "aiko dashboard — rod bench", live: Any | None = None
+):
+    """The bench view of ``series`` (a recorded log), or, with ``live`` (a source whose ``drain()`` returns new
+    ``(channel, t_ns, payload)`` records and whose ``finished`` says the run ended), of a running bench."""
     QtCore, QtWidgets, pg = qt_modules()
     application()
 
@@ -82,6 +123,7 @@ def build_bench_window(series: BenchSeries, *, title: str = "aiko dashboard — 
         def __init__(self) -> None:
             super().__init__()
             self.series = series
+            self.records = BenchRecords() if live is not None else None
             self.setWindowTitle(title)
             self.resize(1300, 800)
             pg.setConfigOptions(antialias=True, background="w", foreground="k")
@@ -96,8 +138,26 @@ def build_bench_window(series: BenchSeries, *, title: str = "aiko dashboard — 
             self.setCentralWidget(central)
             self._add_rod_view()
             self._add_time_plots()
+            self._show_series()
             self.slider.setValue(1000)
             self.scrub(1000)
+            if live is not None:
+                self.timer = QtCore.QTimer(self)  # dispose() stops it
+                self.timer.setInterval(250)
+                self.timer.timeout.connect(self.refresh)
+                self.timer.start()
+
+        def refresh(self) -> None:
+            """Live: take the new records; redraw if the view's channels got any (following the newest instant
+            unless the slider was moved back)."""
+            assert live is not None and self.records is not None
+            new = [self.records.ingest(*record) for record in live.drain()]
+            if not any(new):
+                return
+            following = self.slider.value() == 1000
+            self.series = self.records.series()
+            self._show_series()
+            self.scrub(1000 if following else self.slider.value())
 
         def _add_rod_view(self) -> None:
             """The rod in the x–z plane (the bench's side view), equal axes."""
@@ -115,22 +175,34 @@ def build_bench_window(series: BenchSeries, *, title: str = "aiko dashboard — 
             )
 
         def _add_time_plots(self) -> None:
-            s = self.series
-            self.force_plot = self.plots.addPlot(row=0, col=1, title=f"flange force [N] ({s.force_label})")
+            self.force_plot = self.plots.addPlot(row=0, col=1, title="flange force [N]")
             self.force_plot.addLegend()
-            for k, colour in enumerate(("#c62828", "#2e7d32", "#1565c0")):
-                self.force_plot.plot(s.force_t_s, s.force_n[:, k], pen=pg.mkPen(colour, width=1), name="xyz"[k])
+            self.force_curves = [
+                self.force_plot.plot(pen=pg.mkPen(colour, width=1), name="xyz"[k])
+                for k, colour in enumerate(("#c62828", "#2e7d32", "#1565c0"))
+            ]
             self.arm_plot = self.plots.addPlot(row=1, col=1, title="flange height [m] and speed [m/s]")
             self.arm_plot.addLegend()
-            self.arm_plot.plot(s.t_s, s.flange_pose[:, 2], pen=pg.mkPen("#6a1b9a", width=1), name="z")
-            speed = np.linalg.norm(s.flange_speed[:, :3], axis=1)
-            self.arm_plot.plot(s.t_s, speed, pen=pg.mkPen("#00838f", width=1), name="|v|")
+            self.height_curve = self.arm_plot.plot(pen=pg.mkPen("#6a1b9a", width=1), name="z")
+            self.speed_curve = self.arm_plot.plot(pen=pg.mkPen("#00838f", width=1), name="|v|")
             self.cursors = [pg.InfiniteLine(angle=90, pen=pg.mkPen("#9e9e9e")) for _ in range(2)]
             self.force_plot.addItem(self.cursors[0])
             self.arm_plot.addItem(self.cursors[1])
 
+        def _show_series(self) -> None:
+            s = self.series
+            if s is None:
+                return
+            self.force_plot.setTitle(f"flange force [N] ({s.force_label})")
+            for k, curve in enumerate(self.force_curves):
+                curve.setData(s.force_t_s, s.force_n[:, k])
+            self.height_curve.setData(s.t_s, s.flange_pose[:, 2])
+            self.speed_curve.setData(s.t_s, np.linalg.norm(s.flange_speed[:, :3], axis=1))
+
         def scrub(self, value: int) -> None:
             s = self.series
+            if s is None:
+                return
             t_s = s.duration_s * value / 1000.0
             for cursor in self.cursors:
                 cursor.setValue(t_s)
@@ -147,6 +219,8 @@ def build_bench_window(series: BenchSeries, *, title: str = "aiko dashboard — 
                 self.observed_curve.setData(observed[:, 0], observed[:, 2])
 
         def screenshot(self, path: str | Path) -> Path:
+            if live is not None:
+                self.refresh()
             return save_screenshot(self, path)
 
     return BenchWindow()

@@ -1,4 +1,5 @@
-"""``aiko run --live``: the dashboard in its own process, fed through a bounded multiprocessing queue.
+"""``aiko run --live`` and ``aiko bench run --live``: the dashboard (Aiko's joint view or the rod bench's view) in its
+own process, fed through a bounded multiprocessing queue.
 
 The control loop keeps the main thread (Ctrl-C still reaches it and the robot is still disabled on the way out)
 and pays only a ``put_nowait`` per record; a full queue drops the record for the display and counts it, it never
@@ -69,14 +70,22 @@ class _QueueSource:
 EXIT_SCREENSHOT_FAILED = 2
 
 
-def _gui_main(q: Any, n_joints: int, title: str, screenshot: str | None, close_when_done: bool) -> None:
+VIEWS = ("aiko", "bench")
+
+
+def _gui_main(q: Any, n_joints: int, title: str, screenshot: str | None, close_when_done: bool, view: str) -> None:
     from aiko.dashboard.model import DashboardModel
     from aiko.dashboard.window import application, build_window, dispose, qt_modules
 
     QtCore, _, _ = qt_modules()
     app = application()
     source = _QueueSource(q)
-    window = build_window(DashboardModel(n_joints), source, title=title)  # type: ignore[arg-type]
+    if view == "bench":
+        from aiko.dashboard.bench_window import build_bench_window
+
+        window = build_bench_window(None, title=title, live=source)
+    else:
+        window = build_window(DashboardModel(n_joints), source, title=title)  # type: ignore[arg-type]
     window.show()
 
     def check_done() -> None:
@@ -104,7 +113,8 @@ def _gui_main(q: Any, n_joints: int, title: str, screenshot: str | None, close_w
 
 
 class LiveDashboard:
-    """Start the dashboard process; use ``recorder`` in the run; ``finish()`` then ``wait()``."""
+    """Start the dashboard process; use ``recorder`` in the run; ``finish()`` then ``wait()``. ``view``: "aiko"
+    (the joints of ``n_joints`` modules) or "bench" (the rod bench; ``n_joints`` unused)."""
 
     def __init__(
         self,
@@ -114,13 +124,16 @@ class LiveDashboard:
         screenshot: str | Path | None = None,
         close_when_done: bool = False,
         max_pending: int = 20_000,
+        view: str = "aiko",
     ) -> None:
+        if view not in VIEWS:
+            raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
         ctx = mp.get_context("spawn")  # no fork of a process that may hold CAN sockets and threads
         self._queue = ctx.Queue(maxsize=max_pending)
         self.recorder = QueueRecorder(self._queue)
         self.process = ctx.Process(
             target=_gui_main,
-            args=(self._queue, n_joints, title, str(screenshot) if screenshot else None, close_when_done),
+            args=(self._queue, n_joints, title, str(screenshot) if screenshot else None, close_when_done, view),
             name="aiko-dashboard",
             daemon=False,
         )

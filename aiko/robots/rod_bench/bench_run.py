@@ -77,8 +77,10 @@ def record_bench_run(
     extra_metadata: dict[str, Any] | None = None,
     start_s: float = 0.0,
     progress: Callable[[float, float], None] | None = None,
+    live: Recorder | None = None,
 ) -> dict[str, Any]:
-    """Run the bench and record it to ``out``; returns the JSON summary. ``motion`` replaces the experiment's
+    """Run the bench and record it to ``out``; returns the JSON summary. ``live`` (e.g. the live dashboard's
+    recorder, which must never block) also gets every record the log gets. ``motion`` replaces the experiment's
     ``[base_motion]`` (a replay drives the logged flange poses). ``start_s`` <= 0 starts the run (and the rod, from
     the experiment's initial state) before t = 0: a replay of a HIL run starts where the plant mounted the rod;
     every stamp stays on the replayed run's time. ``sensors`` None: the experiment's ``[ft_sensor]`` / ``[camera]``
@@ -115,9 +117,10 @@ def record_bench_run(
     period_s = 1.0 / experiment.bench.control_rate_hz
     wall0 = time.perf_counter()
     with (
-        McapRecorder(out, metadata, foxglove_views=views_or_none(None)) as recorder,
+        McapRecorder(out, metadata, foxglove_views=views_or_none(None)) as log_recorder,
         tempfile.TemporaryDirectory(prefix="aiko-bench-") as workdir,
     ):
+        recorder = log_recorder if live is None else _AlsoLive(log_recorder, live)
         ctx = BenchContext(experiment, recorder, clock, duration, host, Path(workdir))
 
         def command(t_s: float) -> None:
@@ -197,6 +200,26 @@ def record_bench_run(
             summary["sensors"] = {s.name: s.summary() if s.summary is not None else {} for s in sensors}
         recorder.add_metadata(SUMMARY_METADATA_NAME, summary)
     return summary
+
+
+class _AlsoLive:
+    """The log's recorder, with every record and event also handed to a live view; the rest (metadata, counts)
+    is the log's."""
+
+    def __init__(self, log: McapRecorder, live: Recorder) -> None:
+        self._log = log
+        self._live = live
+
+    def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
+        self._log.record(channel, t_ns, payload)
+        self._live.record(channel, t_ns, payload)
+
+    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
+        self._log.event(kind, t_ns, **fields)
+        self._live.event(kind, t_ns, **fields)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._log, name)
 
 
 class OffsetClock(SimulatedClock):

@@ -83,3 +83,37 @@ def test_the_bench_view_shows_the_camera_markers_and_the_observers_rod_as_the_ca
     np.testing.assert_array_equal(np.isnan(markers[:, 0]), [False, True, False])
     np.testing.assert_allclose(markers[[0, 2]], world[[0, 2]])
     np.testing.assert_allclose(observed, rod)
+
+
+def test_the_live_view_sees_what_the_log_holds(tmp_path):
+    """``record_bench_run(live=...)`` hands every record to the live view too; BenchRecords built from them give the
+    same series as the log (side records that arrive after the run included, in time order)."""
+    from aiko.core.recording import MemoryRecorder
+    from aiko.dashboard.bench_window import BenchRecords, BenchSeries
+    from aiko.robots.rod_bench.bench_experiment import load_bench_experiment
+    from aiko.robots.rod_bench.bench_run import record_bench_run
+
+    live, out = MemoryRecorder(), tmp_path / "run.mcap"
+    record_bench_run(
+        load_bench_experiment(REPO / "experiments/rod/bench_stick.toml"), out, "sim", duration_s=0.3, live=live
+    )
+    records = BenchRecords()
+    assert records.series() is None  # nothing to show yet: no arm observation
+    for channel, messages in live.channels.items():
+        for t_ns, payload in messages:
+            records.ingest(channel, t_ns, payload)
+    assert "/bench/command" not in records.topics  # only what the view shows is kept
+    from_live, from_log = records.series(), BenchSeries(LogReader(out))
+    assert from_live is not None and len(from_live.t_s) > 5 and from_live.force_label == from_log.force_label
+    for name in ("t_s", "flange_pose", "flange_speed", "force_t_s", "force_n"):
+        np.testing.assert_allclose(getattr(from_live, name), getattr(from_log, name), err_msg=name)
+    assert len(from_live.rods) == len(from_log.rods) > 0
+
+
+def test_bench_run_live_dashboard_in_its_own_process(tmp_path, capsys):
+    out, shot = tmp_path / "live.mcap", tmp_path / "live.png"
+    argv = ["bench", "run", str(REPO / "experiments/rod/bench_stick.toml"), "--duration", "0.6", "--out", str(out)]
+    assert main([*argv, "--live-screenshot", str(shot), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["live_dropped_records"] == 0 and summary["live_exit_code"] == 0, summary
+    assert shot.stat().st_size > 10_000
