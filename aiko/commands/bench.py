@@ -81,6 +81,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             default="plant",
             help=f"log {side.upper()}'s strains from the simulator (plant) or the camera's observer (camera)",
         )
+        cmp_.add_argument(
+            f"--slide-{side}",
+            choices=("plant", "camera"),
+            default="plant",
+            help=f"log {side.upper()}'s tip slide from the simulated rod (plant) or the camera's last marker (camera; "
+            "the other log's plant slide is then taken at that marker)",
+        )
     cmp_.set_defaults(handler=compare_command)
     bench.set_defaults(handler=lambda args: bench.print_help() or 2)
 
@@ -166,6 +173,8 @@ def compare_command(args: argparse.Namespace) -> int:
         force_b=args.force_b,
         strain_a=args.strain_a,
         strain_b=args.strain_b,
+        slide_a=args.slide_a,
+        slide_b=args.slide_b,
     )
     if args.plot:
         plot_comparison(result, args.plot)

@@ -10,7 +10,11 @@ Quantities (all on the run clock, seconds since the run started):
   base exerts on the rod (``/bench/observation`` ``base_force_n``) and m the rod's mass — quasi-static balance,
   i.e. the sensor tared with the rod's weight. When both logs carry ``/sim/rod/contacts`` the sum of the nodal
   contact forces' z components is reported beside it.
-* **tip slide distance** (Fig. 23): |tip_xy(t) - tip_xy(0)| of the centreline's last node.
+* **tip slide distance** (Fig. 23): |tip_xy(t) - tip_xy(0)| of the centreline's last node (``plant``); or, as a
+  real bench measures it (``camera``), of the last red marker the camera tracks (``/bench/markers``: its metric
+  position, from its first sighting). When one log's slide comes from the camera, the other log's plant slide is
+  taken at the same material point (the centreline interpolated at that marker's arc length), so both measure
+  one point of the rod.
 
 Error ("average error percentage"): the paper does not define it, so here it is, explicitly:
 ``100 * mean_t |a(t) - b(t)| / max_t |b(t)|`` over log B's sample times inside both logs' time span, A linearly
@@ -33,6 +37,7 @@ from aiko.robots.rod_bench.bench_run import BENCH_METADATA_NAME, OBSERVATION
 from aiko.robots.rod_bench.rod_samples import CENTRELINE, CONTACTS
 
 OBSERVED_STRAIN = "/bench/observed_strain"
+MARKERS = "/bench/markers"
 
 GRAVITY_M_S2 = 9.81
 CONTROL_POINT_FRACTION = 0.05
@@ -43,7 +48,7 @@ class BenchSeries:
     """One log's quantities (time bases may differ per channel)."""
 
     name: str
-    t_rod_s: np.ndarray
+    t_rod_s: np.ndarray  # the tip slide's times (the rod's, or the camera's)
     kappa_y: np.ndarray  # (k, nodes)
     tip_slide_m: np.ndarray  # (k,)
     t_obs_s: np.ndarray
@@ -70,6 +75,7 @@ def _run_times(reader: LogReader, t_ns: np.ndarray) -> np.ndarray:
 
 FORCE_SOURCES = ("arm", "ft")
 STRAIN_SOURCES = ("plant", "camera")
+SLIDE_SOURCES = ("plant", "camera")
 
 
 def _sensor_normal_force(reader: LogReader, experiment: Any, mass_kg: float) -> tuple[np.ndarray, np.ndarray]:
@@ -91,23 +97,37 @@ def _sensor_normal_force(reader: LogReader, experiment: Any, mass_kg: float) -> 
     return _run_times(reader, ft.t_ns), mass_kg * GRAVITY_M_S2 + fz
 
 
-def load_series(path: str | Path, force_source: str = "arm", strain_source: str = "plant") -> BenchSeries:
+def load_series(
+    path: str | Path,
+    force_source: str = "arm",
+    strain_source: str = "plant",
+    slide_source: str = "plant",
+    slide_arc_m: float | None = None,
+) -> BenchSeries:
     """``force_source``: "arm" (the flange force the controller reports, ``/bench/observation``) or "ft" (the F/T
     sensor, ``/bench/wrench``); ``strain_source``: "plant" (the simulator's strains, ``/sim/rod/centreline``) or
-    "camera" (the strain observer on the camera's markers, ``/bench/observed_strain``)."""
+    "camera" (the strain observer on the camera's markers, ``/bench/observed_strain``); ``slide_source``: "plant"
+    (the centreline's tip, or its point at ``slide_arc_m``) or "camera" (the last tracked marker). A real run has
+    no plant: it is read with the camera's strains and slide (and the F/T sensor's force)."""
     reader = read_log(path)
     meta = reader.run_metadata
     if "experiment_toml" not in meta:
         raise AikoError(f"{path}: not a bench log (no experiment in its metadata)")
     experiment = bench_experiment_from_text(meta["experiment_toml"], meta.get("experiment_path", str(path)))
-    if force_source not in FORCE_SOURCES or strain_source not in STRAIN_SOURCES:
-        raise AikoError(f"force source must be one of {FORCE_SOURCES}, strain source one of {STRAIN_SOURCES}")
+    if force_source not in FORCE_SOURCES or strain_source not in STRAIN_SOURCES or slide_source not in SLIDE_SOURCES:
+        raise AikoError(
+            f"force source must be one of {FORCE_SOURCES}, strain and slide sources one of {STRAIN_SOURCES}"
+        )
     strain_topic = CENTRELINE if strain_source == "plant" else OBSERVED_STRAIN
-    for topic in (CENTRELINE, OBSERVATION, strain_topic):
+    slide_topic = CENTRELINE if slide_source == "plant" else MARKERS
+    for topic in dict.fromkeys((OBSERVATION, strain_topic, slide_topic)):
         if not reader.has(topic):
-            raise AikoError(f"{path}: no {topic} channel (a real run has its rod only from the camera)")
-    cl = reader.channel(CENTRELINE)
-    tip = np.asarray(cl["centreline_m"], dtype=float)[:, -1, :]
+            hint = " (a real run has its rod only from the camera: --strain camera --slide camera)"
+            raise AikoError(f"{path}: no {topic} channel" + (hint if topic == CENTRELINE else ""))
+    if slide_source == "plant":
+        t_slide, slide = _plant_slide(reader, experiment, slide_arc_m)
+    else:
+        t_slide, slide = _camera_slide(reader, path)
     st = reader.channel(strain_topic)
     strain = np.asarray(st["strain"], dtype=float)
     obs = reader.channel(OBSERVATION)
@@ -118,9 +138,9 @@ def load_series(path: str | Path, force_source: str = "arm", strain_source: str 
         t_obs, normal = _sensor_normal_force(reader, experiment, mass)
     series = BenchSeries(
         name=str(path),
-        t_rod_s=_run_times(reader, cl.t_ns),
+        t_rod_s=t_slide,
         kappa_y=strain[:, :, 1],
-        tip_slide_m=np.linalg.norm(tip[:, 0:2] - tip[0, 0:2], axis=1),
+        tip_slide_m=slide,
         t_obs_s=t_obs,
         normal_force_n=normal,
         t_strain_s=_run_times(reader, st.t_ns),
@@ -130,6 +150,48 @@ def load_series(path: str | Path, force_source: str = "arm", strain_source: str 
         series.t_contacts_s = _run_times(reader, c.t_ns)
         series.contact_normal_force_n = np.asarray(c["force_n"], dtype=float)[:, :, 2].sum(axis=1)
     return series
+
+
+def _plant_slide(reader: LogReader, experiment: Any, arc_m: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """The centreline's horizontal displacement from t = 0 at its tip, or at arc length ``arc_m`` (interpolated
+    between the strain nodes the centreline is logged at)."""
+    cl = reader.channel(CENTRELINE)
+    points = np.asarray(cl["centreline_m"], dtype=float)  # (k, nodes, 3)
+    if arc_m is None:
+        point = points[:, -1, :]
+    else:
+        x_nodes = np.asarray(experiment.scenario.model.grid.x_nodes, dtype=float)
+        if points.shape[1] != len(x_nodes):
+            raise AikoError(f"{reader.path}: the centreline has {points.shape[1]} points, the rod {len(x_nodes)} nodes")
+        j = int(np.clip(np.searchsorted(x_nodes, arc_m) - 1, 0, len(x_nodes) - 2))
+        w = (arc_m - x_nodes[j]) / (x_nodes[j + 1] - x_nodes[j])
+        point = (1.0 - w) * points[:, j, :] + w * points[:, j + 1, :]
+    return _run_times(reader, cl.t_ns), np.linalg.norm(point[:, 0:2] - point[0, 0:2], axis=1)
+
+
+def _camera_slide(reader: LogReader, path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """The last marker's horizontal displacement from its first sighting, at the frames that saw it."""
+    times, xy = [], []
+    for t_ns, payload in reader.messages(MARKERS):
+        last = (payload.get("world_m") or [None])[-1]
+        if last is not None and all(v is not None and np.isfinite(v) for v in last):
+            times.append(t_ns)
+            xy.append(last[:2])
+    if len(xy) < 2:
+        raise AikoError(f"{path}: the camera saw the last marker in {len(xy)} frames: no tip slide from the camera")
+    xy_m = np.asarray(xy, dtype=float)
+    return _run_times(reader, np.asarray(times, dtype=np.int64)), np.linalg.norm(xy_m - xy_m[0], axis=1)
+
+
+def last_marker_arc_m(path: str | Path) -> float:
+    """The arc length of the last red marker of a bench log's ``[camera]`` (where the camera's slide is measured)."""
+    from aiko.robots.rod_bench.camera import marker_arcs
+
+    meta = read_log(path).run_metadata
+    experiment = bench_experiment_from_text(meta["experiment_toml"], meta.get("experiment_path", str(path)))
+    if experiment.camera is None:
+        raise AikoError(f"{path}: its experiment has no [camera]: no camera slide")
+    return float(marker_arcs(experiment)[-1])
 
 
 def error_percent(t_a: np.ndarray, a: np.ndarray, t_b: np.ndarray, b: np.ndarray) -> float:
@@ -154,9 +216,16 @@ def compare_logs(
     force_b: str = "arm",
     strain_a: str = "plant",
     strain_b: str = "plant",
+    slide_a: str = "plant",
+    slide_b: str = "plant",
 ) -> Comparison:
-    """Errors of A against B; each log's normal force and strains from the source asked for (:func:`load_series`)."""
-    a, b = load_series(path_a, force_a, strain_a), load_series(path_b, force_b, strain_b)
+    """Errors of A against B; each log's normal force, strains and tip slide from the source asked for
+    (:func:`load_series`). A camera slide on one side makes the other side's plant slide the same marker's."""
+    arc = None
+    if "camera" in (slide_a, slide_b):
+        arc = last_marker_arc_m(path_a if slide_a == "camera" else path_b)
+    a = load_series(path_a, force_a, strain_a, slide_a, arc)
+    b = load_series(path_b, force_b, strain_b, slide_b, arc)
     if a.kappa_y.shape[1] != b.kappa_y.shape[1]:
         raise AikoError(f"the logs have different strain grids ({a.kappa_y.shape[1]} vs {b.kappa_y.shape[1]} nodes)")
     peak = np.max(np.abs(b.kappa_y), axis=0)
@@ -170,7 +239,8 @@ def compare_logs(
         "log_a": str(path_a),
         "log_b": str(path_b),
         "error_definition": "100 * mean_t |a - b| / max_t |b| on B's samples (B the reference)",
-        "sources": {"force": [force_a, force_b], "strain": [strain_a, strain_b]},
+        "sources": {"force": [force_a, force_b], "strain": [strain_a, strain_b], "slide": [slide_a, slide_b]},
+        "slide_arc_m": arc,
         "control_points": points,
         "strain_error_percent": float(np.mean(list(strain_errors.values()))) if strain_errors else None,
         "strain_error_percent_by_point": {str(i): e for i, e in strain_errors.items()},

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from aiko.cli import main
+from aiko.core.errors import AikoError
 from aiko.devices.camera.calibration import CalibrationError
 from aiko.devices.camera.source import CameraSourceError
 from aiko.log.reader import read_log
@@ -174,3 +175,18 @@ def test_real_backend_films_the_run_and_observes_the_strains_the_video_was_rende
             observer, np.asarray(truth["base_alpha"][j]), arc, np.asarray(truth["markers_m"][j]), None, 1e-3
         )
         assert np.max(np.abs(est - exact.strain_nodes[:, 1])) < 0.1, j  # measured at most 0.04 1/m
+    # what the lab then does with a real run: replay it on the simulator and compare as a real bench measures
+    # (camera strains and the camera's tip slide, the F/T sensor's force); the slide is the last marker's, on both
+    from aiko.robots.rod_bench.compare import compare_logs
+    from aiko.robots.rod_bench.replay import replay_bench_log
+
+    with pytest.raises(AikoError, match="a real run has its rod only from the camera"):
+        compare_logs(out, out)  # a real log has no simulated rod: the plant sources are refused, saying why
+    replay = tmp_path / "real-replay.mcap"
+    replay_bench_log(out, replay)
+    result = compare_logs(out, replay, force_a="ft", strain_a="camera", slide_a="camera")
+    assert result.summary["sources"]["slide"] == ["camera", "plant"]
+    assert result.summary["slide_arc_m"] == pytest.approx(arc[-1])
+    last = np.asarray(truth["markers_m"])[frame][:, -1, :2]  # the film's last bead, at the frames of the log
+    np.testing.assert_allclose(result.a.tip_slide_m, np.linalg.norm(last - last[0], axis=1), atol=2e-4)
+    assert result.summary["strain_error_percent"] is not None and result.summary["tip_slide_end_m"][1] >= 0.0

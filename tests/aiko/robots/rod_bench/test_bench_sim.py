@@ -94,3 +94,18 @@ def test_trajectory_must_start_at_the_initial_pose(tmp_path):
     path.write_text(text)
     with pytest.raises(ConfigError, match="base_motion at t = 0"):
         load_bench_experiment(path)
+
+
+def test_the_plant_slide_at_a_marker_is_the_centreline_point_at_that_arc(sim_log):
+    """At a node's arc the slide is that node's; at the rod's length it is the tip's (the default)."""
+    from aiko.robots.rod_bench.compare import load_series
+
+    experiment, out, _ = sim_log
+    x_nodes = np.asarray(experiment.scenario.model.grid.x_nodes)
+    cl = np.asarray(read_log(out).channel("/sim/rod/centreline")["centreline_m"], dtype=float)
+    tip = load_series(out).tip_slide_m
+    np.testing.assert_allclose(load_series(out, slide_arc_m=float(x_nodes[-1])).tip_slide_m, tip, atol=1e-15)
+    k = len(x_nodes) // 2
+    node_k = np.linalg.norm(cl[:, k, :2] - cl[0, k, :2], axis=1)
+    np.testing.assert_allclose(load_series(out, slide_arc_m=float(x_nodes[k])).tip_slide_m, node_k, atol=1e-15)
+    assert np.max(node_k) > 1e-4 and np.max(np.abs(node_k - tip)) > 1e-6  # the node moves, and not as the tip
