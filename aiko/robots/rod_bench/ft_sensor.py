@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import atexit
 import logging
+import tempfile
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,7 +46,14 @@ from aiko.robots.rod_bench.sensor_settings import FTSensorSettings
 log = logging.getLogger(__name__)
 
 WRENCH = "/bench/wrench"
-FT_ADDRESS_ENV = "AIKO_BENCH_FT_ADDRESS"
+FT_ADDRESS_ENV = "AIKO_BENCH_FT_ADDRESS"  # HIL, UDP: the plant process serves RDT at this IP:PORT
+FT_PTY_ENV = "AIKO_BENCH_FT_PTY"  # HIL, serial: the plant process serves the USB DAQ on a pty linked here
+
+
+def hil_pty_path(host: str) -> Path:
+    """Where HIL links the emulated serial DAQ's pseudo-terminal: one path per run host, so runs on other loopback
+    addresses (tests side by side) never share it; the bench's serial reader opens it like a real /dev/ttyACM0."""
+    return Path(tempfile.gettempdir()) / f"aiko-bench-ft-{host}.pty"
 
 
 def scale_of(settings: FTSensorSettings) -> CountsScale:
@@ -94,21 +103,31 @@ class PlantSensor:
         return self._wrench
 
 
-def start_plant_sensor(settings: FTSensorSettings, address: str) -> PlantSensor:
-    """The F/T emulator (UDP RDT) at ``address`` ("127.0.0.N:PORT"), its source the returned :class:`PlantSensor`.
+def start_plant_sensor(
+    settings: FTSensorSettings, address: str | None = None, pty_path: str | Path | None = None
+) -> PlantSensor:
+    """The F/T emulator of the file's transport, its source the returned :class:`PlantSensor`: UDP RDT at
+    ``address`` ("127.0.0.N:PORT"), or the USB DAQ's serial protocol on a pseudo-terminal linked at ``pty_path``.
     Stopped at the emulator process's exit."""
-    from aiko.devices.force_sensor.emulator import SensorModel, UdpFtServer
+    from aiko.devices.force_sensor.emulator import PtyFtServer, SensorModel, UdpFtServer
     from aiko.devices.force_sensor.udp_reader import parse_address
 
-    if settings.transport != "udp":
-        raise ConfigError('HIL emulates the F/T sensor over UDP only: set ft_sensor.transport = "udp"')
     sensor = PlantSensor(mount_of(settings))
     model = SensorModel(scale_of(settings), source=sensor, noise_n=settings.noise_n, noise_nm=settings.noise_nm)
-    server = UdpFtServer(parse_address(address), model, rate_hz=settings.rate_hz, flavour=settings.flavour)
+    if settings.transport == "serial":
+        if pty_path is None:
+            raise ConfigError("the serial F/T emulator needs the path to link its pseudo-terminal at")
+        server: Any = PtyFtServer(model, rate_hz=settings.rate_hz, link_path=str(pty_path))
+        where = f"serial {pty_path}"
+    else:
+        if address is None:
+            raise ConfigError("the UDP F/T emulator needs an address (127.0.0.N:PORT)")
+        server = UdpFtServer(parse_address(address), model, rate_hz=settings.rate_hz, flavour=settings.flavour)
+        where = f"udp {address}"
     server.start()
     sensor.server = server
     atexit.register(server.shutdown)
-    log.info("F/T emulator on udp %s (plant's wrench)", address)
+    log.info("F/T emulator on %s (plant's wrench)", where)
     return sensor
 
 
@@ -175,8 +194,9 @@ class FTSensorTask:
         }
 
 
-def make_reader(settings: FTSensorSettings, address: str | None) -> ForceSensorReader:
-    """A UDP reader at ``address`` (HIL: the run's loopback host) or the file's, or the serial reader at its port."""
+def make_reader(settings: FTSensorSettings, address: str | None, port: str | None = None) -> ForceSensorReader:
+    """A UDP reader at ``address`` (HIL: the run's loopback host) or the file's, or the serial reader at ``port``
+    (HIL: the emulated DAQ's pty) or the file's."""
     from aiko.devices.force_sensor import SerialReader, UdpReader
 
     if settings.transport == "udp":
@@ -186,6 +206,7 @@ def make_reader(settings: FTSensorSettings, address: str | None) -> ForceSensorR
         return UdpReader(
             where, flavour=settings.flavour, scale=scale_of(settings), rate_hz=settings.rate_hz, timeout_s=5.0
         )
-    if not settings.port:
+    port = port or settings.port
+    if not port:
         raise ConfigError("ft_sensor: transport serial needs port (a serial device)")
-    return SerialReader(settings.port, scale=scale_of(settings), rate_hz=settings.rate_hz, timeout_s=5.0)
+    return SerialReader(port, scale=scale_of(settings), rate_hz=settings.rate_hz, timeout_s=5.0)

@@ -20,6 +20,7 @@ from typing import Any
 
 from aiko.core.errors import ConfigError, HardwareError
 from aiko.robots.rod_bench.context import BenchContext
+from aiko.robots.rod_bench.ft_sensor import FT_PTY_ENV, hil_pty_path
 from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, FT_ADDRESS_ENV, PLANT_LOG_ENV
 
 DEFAULT_HOST = "127.0.0.41"
@@ -51,8 +52,13 @@ class EmulatedController:
         self.plant_log = ctx.workdir / "plant_rod.jsonl"
         self.controller_rate_hz = min(1000.0, max(10.0, 1.0 / ctx.experiment.scenario.dt_s))
         env = dict(os.environ, **{EXPERIMENT_ENV: str(experiment_file), PLANT_LOG_ENV: str(self.plant_log)})
-        if ctx.experiment.ft_sensor is not None:  # the plant's factory starts the F/T emulator on the same host
-            env[FT_ADDRESS_ENV] = f"{host}:{ctx.experiment.ft_sensor.udp_port}"
+        # the plant's factory starts the F/T emulator: the USB DAQ on a pty linked at this host's path, or RDT over
+        # UDP on the same host (aiko.robots.rod_bench.ft_sensor.start_plant_sensor)
+        ft = ctx.experiment.ft_sensor
+        if ft is not None and ft.transport == "serial":
+            env[FT_PTY_ENV] = str(hil_pty_path(host))
+        elif ft is not None:
+            env[FT_ADDRESS_ENV] = f"{host}:{ft.udp_port}"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         cmd = [sys.executable, "-m", "aiko.cli", "emulate", "ur3", "--host", host]
         cmd += ["--rate-hz", f"{self.controller_rate_hz:g}", "--unlock-delay", "0", "--plant", PLANT]

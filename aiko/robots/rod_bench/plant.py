@@ -31,7 +31,13 @@ import numpy as np
 
 from aiko.core.errors import AikoError, ConfigError
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment, load_bench_experiment
-from aiko.robots.rod_bench.ft_sensor import FT_ADDRESS_ENV, PlantSensor, sensor_wrench, start_plant_sensor
+from aiko.robots.rod_bench.ft_sensor import (
+    FT_ADDRESS_ENV,
+    FT_PTY_ENV,
+    PlantSensor,
+    sensor_wrench,
+    start_plant_sensor,
+)
 from aiko.robots.rod_bench.mount import Mount
 from aiko.robots.rod_bench.rod_samples import ROD_STATE, rod_payloads
 from aiko.robots.rod_bench.rod_stepper import RodStepper
@@ -123,8 +129,8 @@ def rod_plant() -> RodPlant:
     warm_up(experiment)
     log_path = os.environ.get(PLANT_LOG_ENV)
     side_log = Path(log_path).open("w") if log_path else None  # noqa: SIM115 - lives as long as the emulator
-    ft_address = os.environ.get(FT_ADDRESS_ENV)
+    ft_address, ft_pty = os.environ.get(FT_ADDRESS_ENV), os.environ.get(FT_PTY_ENV)
     ft = None
-    if ft_address and experiment.ft_sensor is not None:
-        ft = start_plant_sensor(experiment.ft_sensor, ft_address)
+    if (ft_address or ft_pty) and experiment.ft_sensor is not None:
+        ft = start_plant_sensor(experiment.ft_sensor, ft_address, ft_pty)
     return RodPlant(experiment, side_log, ft)

@@ -96,12 +96,14 @@ def parse_ft_sensor(raw: Mapping[str, Any] | None, source: str) -> FTSensorSetti
         return None
     t = Table(raw, "ft_sensor", source)
     d = FTSensorSettings()
+    transport = t.string("transport", d.transport, choices=FT_TRANSPORTS)
     out = FTSensorSettings(
-        transport=t.string("transport", d.transport, choices=FT_TRANSPORTS),
+        transport=transport,
         address=_address(t, "address"),
         port=t.string("port", None),
         flavour=t.string("flavour", d.flavour, choices=FT_FLAVOURS),
-        rate_hz=t.number("rate_hz", d.rate_hz, min=1.0, max=1000.0),
+        # the serial DAQ's rates are fixed (its speed codes): its default is its fastest
+        rate_hz=t.number("rate_hz", 1000.0 if transport == "serial" else d.rate_hz, min=1.0, max=1000.0),
         counts_per_n=t.number("counts_per_n", None, min=0, min_exclusive=True),
         counts_per_nm=t.number("counts_per_nm", None, min=0, min_exclusive=True),
         bias_at_start=t.boolean("bias_at_start", d.bias_at_start),
@@ -114,6 +116,12 @@ def parse_ft_sensor(raw: Mapping[str, Any] | None, source: str) -> FTSensorSetti
     t.finish()
     if out.transport == "serial" and out.address is not None:
         raise ConfigError(f"{source}: ft_sensor.address is for transport udp; a serial sensor takes port")
+    if out.transport == "serial":
+        from aiko.devices.force_sensor.daq_serial import SPEED_CODES_HZ
+
+        if not any(abs(hz - out.rate_hz) < 0.5 for hz in SPEED_CODES_HZ.values()):
+            rates = ", ".join(f"{hz:.0f}" for hz in sorted(SPEED_CODES_HZ.values(), reverse=True))
+            raise ConfigError(f"{source}: ft_sensor.rate_hz: the serial DAQ streams at {rates} Hz, not {out.rate_hz:g}")
     if out.transport == "udp" and out.port is not None:
         raise ConfigError(f"{source}: ft_sensor.port is for transport serial; a UDP sensor takes address")
     if (out.counts_per_n is None) != (out.counts_per_nm is None):

@@ -9,7 +9,7 @@ from pathlib import Path
 from aiko.core.errors import ConfigError
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
 from aiko.robots.rod_bench.camera import MARKERS, HilCamera
-from aiko.robots.rod_bench.ft_sensor import WRENCH, FTSensorTask, make_reader
+from aiko.robots.rod_bench.ft_sensor import WRENCH, FTSensorTask, hil_pty_path, make_reader
 from aiko.robots.rod_bench.hil_site import DEFAULT_HOST
 from aiko.robots.rod_bench.sensor_settings import require_real_ft_address
 from aiko.robots.rod_bench.sensor_task import SensorTask
@@ -22,12 +22,12 @@ def bench_sensors(
     ft = experiment.ft_sensor
     out: list[SensorTask] = []
     if ft is not None and backend_name in ("hil", "real"):
-        if backend_name == "hil":
-            address = f"{host or DEFAULT_HOST}:{ft.udp_port}"
+        if backend_name == "hil":  # the emulated sensor in the plant's process (aiko.robots.rod_bench.hil_site)
+            address, port = f"{host or DEFAULT_HOST}:{ft.udp_port}", str(hil_pty_path(host or DEFAULT_HOST))
         else:
             require_real_ft_address(ft, str(experiment.path))
-            address = None
-        task = FTSensorTask(make_reader(ft, address), ft)
+            address, port = None, None
+        task = FTSensorTask(make_reader(ft, address, port), ft)
         rate = min(ft.rate_hz, experiment.bench.observe_rate_hz)
         out.append(SensorTask("ft_sensor", rate, WRENCH, task.sample, task.close, task.open, task.summary))
     if experiment.camera is not None and backend_name == "hil":

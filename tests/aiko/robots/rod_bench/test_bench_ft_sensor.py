@@ -28,6 +28,7 @@ def test_ft_sensor_table_is_strict(tmp_path):
         ("\n[ft_sensor]\ncounts_per_n = 100.0\n", "counts_per_n and counts_per_nm go together"),
         ('\n[ft_sensor]\ntransport = "serial"\naddress = "192.168.1.1:49152"\n', "a serial sensor takes port"),
         ("\n[ft_sensor]\nbias = true\n", "ft_sensor.bias: unknown key"),
+        ('\n[ft_sensor]\ntransport = "serial"\nrate_hz = 500.0\n', "the serial DAQ streams at 1000, 333, 100, 30"),
     ):
         with pytest.raises(ConfigError, match=match):
             load_bench_experiment(write_experiment(tmp_path, extra))
@@ -104,3 +105,31 @@ def test_hil_logs_the_sensor_and_its_force_is_the_plants_reaction(tmp_path):
     by_sensor = compare_logs(out, replay, force_a="ft").summary["normal_force_error_percent"]
     by_arm = compare_logs(out, replay).summary["normal_force_error_percent"]
     assert by_sensor < 15.0 and abs(by_sensor - by_arm) < 5.0
+
+
+def test_hil_reads_the_serial_daq_on_a_pty_fed_by_the_plant(tmp_path):
+    """`transport = "serial"` in HIL: the plant's process serves the USB DAQ's serial protocol on a pseudo-terminal
+    (linked at a path of the run's host), the bench reads it with the real pyserial reader: the same reaction."""
+    host = "127.0.0.83"
+    serial = (
+        '\n[ft_sensor]\ntransport = "serial"\nrate_hz = 1000.0\nnoise_n = 0.005\n'
+        "counts_per_n = 1000.0\ncounts_per_nm = 10000.0\n"  # int16 counts: ±32.7 N, 1 mN steps
+    )
+    path = write_experiment(tmp_path, serial)
+    path.write_text(path.read_text().replace("duration_s = 0.2", "duration_s = 0.7"))
+    experiment = load_bench_experiment(path)
+    out = tmp_path / "hil-serial.mcap"
+    summary = record_bench_run(experiment, out, "hil", host=host)
+    ft = summary["sensors"]["ft_sensor"]
+    assert ft["where"].startswith("serial ") and ft["where"].endswith(f"aiko-bench-ft-{host}.pty")
+    assert ft["received"] > 50 and ft["lost"] == 0 and ft["checksum_failures"] == 0
+    reader = read_log(out)
+    wrench, obs = reader.channel(WRENCH), reader.channel(OBSERVATION)
+    mount = Mount.from_settings(experiment.ur3)
+    t_obs = np.asarray(obs.t_ns)
+    j = np.clip(np.searchsorted(t_obs, np.asarray(wrench.t_ns)), 0, len(t_obs) - 1)
+    poses, base = np.asarray(obs["flange_pose"])[j], np.asarray(obs["base_force_n"])[j]
+    sensed = np.array([world_force(mount, p, f) for p, f in zip(poses, np.asarray(wrench["force_n"]), strict=True)])
+    hold = (np.asarray(wrench.t_ns) - reader.metadata["aiko.bench"]["clock_start_ns"]) * 1e-9 >= 0.3
+    assert hold.sum() >= 3 and np.max(np.abs(base[:, 2])) > 0.3
+    np.testing.assert_allclose(sensed[hold], -base[hold], atol=0.02)
