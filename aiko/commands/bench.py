@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiko.commands._live_options import check_live_outputs
 from aiko.core.errors import AikoError, writing
 from aiko.core.progress import Progress
 
@@ -134,18 +135,7 @@ def _live_dashboard(args: argparse.Namespace, title: str) -> Any:
     no display and no screenshot is one line, not a window that cannot open after the arm has moved."""
     if not (args.live or args.live_screenshot):
         return None
-    if args.live_screenshot:
-        shot = Path(args.live_screenshot)
-        with writing(shot):
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            shot.touch()
-    else:
-        from aiko.dashboard.window import interactive_display_available
-
-        if not interactive_display_available():
-            raise AikoError(
-                "--live needs a display (no DISPLAY or WAYLAND_DISPLAY); --live-screenshot OUT.png renders offscreen"
-            )
+    check_live_outputs(args.live, args.live_screenshot)
     from aiko.dashboard.live import LiveDashboard
 
     return LiveDashboard(

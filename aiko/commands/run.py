@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiko.commands._live_options import check_live_outputs
 from aiko.core.config import parse_override
-from aiko.core.errors import AikoError, writing
+from aiko.core.errors import AikoError
 from aiko.core.progress import Progress
 from aiko.core.recording import FanOutRecorder
 from aiko.robots.aiko.backends.can import add_can_arguments, can_overrides
@@ -125,18 +126,7 @@ def _log_path(args: argparse.Namespace, experiment: Experiment) -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
-    if args.live and not args.live_screenshot:
-        from aiko.dashboard.window import interactive_display_available
-
-        if not interactive_display_available():
-            raise AikoError(
-                "--live needs a display (no DISPLAY or WAYLAND_DISPLAY); --live-screenshot OUT.png renders offscreen"
-            )
-    if args.live_screenshot:
-        shot = Path(args.live_screenshot)
-        with writing(shot):
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            shot.touch()
+    check_live_outputs(args.live, args.live_screenshot)
     if args.foxglove is not None and not 0 <= args.foxglove <= 65535:
         raise AikoError(f"--foxglove PORT must be in 0..65535, got {args.foxglove}")
     return out

@@ -36,6 +36,7 @@ from aiko.core.errors import AikoError
 from aiko.core.interfaces import Recorder
 from aiko.core.loop import PeriodicTask, TaskLoop
 from aiko.core.provenance import provenance
+from aiko.core.recording import FanOutRecorder
 from aiko.log import McapRecorder
 from aiko.log.foxglove_views import views_or_none
 from aiko.robots.rod_bench.backends import bench_backend_info, create_bench_backend
@@ -120,7 +121,7 @@ def record_bench_run(
         McapRecorder(out, metadata, foxglove_views=views_or_none(None)) as log_recorder,
         tempfile.TemporaryDirectory(prefix="aiko-bench-") as workdir,
     ):
-        recorder = log_recorder if live is None else _AlsoLive(log_recorder, live)
+        recorder: Recorder = log_recorder if live is None else FanOutRecorder(log_recorder, live)
         ctx = BenchContext(experiment, recorder, clock, duration, host, Path(workdir))
 
         def command(t_s: float) -> None:
@@ -150,7 +151,7 @@ def record_bench_run(
                     sensor.open_with_clock(ctx.clock)
                 if sensor.open is not None:
                     sensor.open()
-            recorder.add_metadata(
+            log_recorder.add_metadata(
                 BENCH_METADATA_NAME, {"clock": type(ctx.clock).__name__, "clock_start_ns": ctx.clock.start_ns}
             )
             tasks = [
@@ -193,33 +194,13 @@ def record_bench_run(
             "side_records_merged": merged,
             "rod_started_at_s": offset_s if mounted_at_s is None else mounted_at_s,
             **backend.summary(),
-            "messages": dict(recorder.message_counts),
+            "messages": dict(log_recorder.message_counts),
             "log_path": str(out),
         }
         if sensors:
             summary["sensors"] = {s.name: s.summary() if s.summary is not None else {} for s in sensors}
-        recorder.add_metadata(SUMMARY_METADATA_NAME, summary)
+        log_recorder.add_metadata(SUMMARY_METADATA_NAME, summary)
     return summary
-
-
-class _AlsoLive:
-    """The log's recorder, with every record and event also handed to a live view; the rest (metadata, counts)
-    is the log's."""
-
-    def __init__(self, log: McapRecorder, live: Recorder) -> None:
-        self._log = log
-        self._live = live
-
-    def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
-        self._log.record(channel, t_ns, payload)
-        self._live.record(channel, t_ns, payload)
-
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
-        self._log.event(kind, t_ns, **fields)
-        self._live.event(kind, t_ns, **fields)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._log, name)
 
 
 class OffsetClock(SimulatedClock):
