@@ -48,12 +48,12 @@ class BenchSeries:
     """One log's quantities (time bases may differ per channel)."""
 
     name: str
-    t_rod_s: np.ndarray  # the tip slide's times (the rod's, or the camera's)
-    kappa_y: np.ndarray  # (k, nodes)
+    t_slide_s: np.ndarray  # the tip slide's times (the rod's, or the camera's)
     tip_slide_m: np.ndarray  # (k,)
+    t_strain_s: np.ndarray  # kappa_y's times (the rod's, or the camera's)
+    kappa_y: np.ndarray  # (k, nodes)
     t_obs_s: np.ndarray
     normal_force_n: np.ndarray  # from the base force
-    t_strain_s: np.ndarray | None = None  # kappa_y's times (the rod's, or the camera's)
     t_contacts_s: np.ndarray | None = None
     contact_normal_force_n: np.ndarray | None = None
 
@@ -138,7 +138,7 @@ def load_series(
         t_obs, normal = _sensor_normal_force(reader, experiment, mass)
     series = BenchSeries(
         name=str(path),
-        t_rod_s=t_slide,
+        t_slide_s=t_slide,
         kappa_y=strain[:, :, 1],
         tip_slide_m=slide,
         t_obs_s=t_obs,
@@ -230,11 +230,7 @@ def compare_logs(
         raise AikoError(f"the logs have different strain grids ({a.kappa_y.shape[1]} vs {b.kappa_y.shape[1]} nodes)")
     peak = np.max(np.abs(b.kappa_y), axis=0)
     points = [int(i) for i in np.flatnonzero(peak >= CONTROL_POINT_FRACTION * peak.max())] if peak.max() > 0 else []
-    ta, tb = (
-        a.t_strain_s if a.t_strain_s is not None else a.t_rod_s,
-        b.t_strain_s if b.t_strain_s is not None else b.t_rod_s,
-    )
-    strain_errors = {i: error_percent(ta, a.kappa_y[:, i], tb, b.kappa_y[:, i]) for i in points}
+    strain_errors = {i: error_percent(a.t_strain_s, a.kappa_y[:, i], b.t_strain_s, b.kappa_y[:, i]) for i in points}
     summary: dict[str, Any] = {
         "log_a": str(path_a),
         "log_b": str(path_b),
@@ -245,10 +241,10 @@ def compare_logs(
         "strain_error_percent": float(np.mean(list(strain_errors.values()))) if strain_errors else None,
         "strain_error_percent_by_point": {str(i): e for i, e in strain_errors.items()},
         "normal_force_error_percent": error_percent(a.t_obs_s, a.normal_force_n, b.t_obs_s, b.normal_force_n),
-        "tip_slide_error_percent": error_percent(a.t_rod_s, a.tip_slide_m, b.t_rod_s, b.tip_slide_m),
+        "tip_slide_error_percent": error_percent(a.t_slide_s, a.tip_slide_m, b.t_slide_s, b.tip_slide_m),
         "tip_slide_end_m": [float(a.tip_slide_m[-1]), float(b.tip_slide_m[-1])],
         "normal_force_end_n": [float(a.normal_force_n[-1]), float(b.normal_force_n[-1])],
-        "duration_s": [float(a.t_rod_s[-1]), float(b.t_rod_s[-1])],
+        "duration_s": [float(a.t_slide_s[-1]), float(b.t_slide_s[-1])],
     }
     if a.contact_normal_force_n is not None and b.contact_normal_force_n is not None:
         assert a.t_contacts_s is not None and b.t_contacts_s is not None
@@ -277,8 +273,8 @@ def plot_comparison(result: Comparison, out: str | Path) -> None:
     axes[1].plot(b.t_obs_s, b.normal_force_n, linestyle="--", label="B")
     axes[1].set_ylabel("total normal force (N)")
     axes[1].legend()
-    axes[2].plot(a.t_rod_s, 1e3 * a.tip_slide_m, label="A")
-    axes[2].plot(b.t_rod_s, 1e3 * b.tip_slide_m, linestyle="--", label="B")
+    axes[2].plot(a.t_slide_s, 1e3 * a.tip_slide_m, label="A")
+    axes[2].plot(b.t_slide_s, 1e3 * b.tip_slide_m, linestyle="--", label="B")
     axes[2].set_ylabel("tip slide (mm)")
     axes[2].set_xlabel("time (s)")
     s = result.summary
