@@ -156,7 +156,7 @@ def cost_at_levels(ours: Sequence[dict], peer: Sequence[dict] | None, levels_mm:
 
 
 def _mm(value: float | None) -> str:
-    return "none finite" if value is None else f"{value:.1f} mm"
+    return "none finite" if value is None else f"{value:.3g} mm"
 
 
 def neither_notes(levels: Sequence[dict]) -> list[str]:
@@ -228,6 +228,28 @@ def _reference_row(run: Run, dt_s: float, extra: dict) -> dict:
     }
 
 
+def reference_check(reference: Run, half_step: Run, dt_s: float) -> dict:
+    """How far the reference itself is from converged: its tip errors against a run at half its step."""
+    row = _row(reference, half_step, dt_s, 2, {"half_step_dt_s": dt_s / 2})
+    keep = ("dt_s", "half_step_dt_s", "error", *ERROR_KEYS.values(), "max_at_t_s", "rms_tip_error_mm")
+    return {**{k: row[k] for k in keep if k in row}, "half_step_cpu_s": half_step.get("cpu_s")}
+
+
+def unresolved_notes(out: dict, level_mm: float) -> list[str]:
+    """A reference that moves by more than a level when its step is halved cannot tell runs apart at that level."""
+    notes = []
+    for side in (out["ours"], out["peer"]):
+        check = (side or {}).get("reference_check")
+        if check and check.get("max_tip_error_mm") is not None and check["max_tip_error_mm"] > level_mm:
+            name = "ours" if side is out["ours"] else side["name"]
+            notes.append(
+                f"{name}: the reference (dt {check['dt_s'] * 1e3:.4g} ms) itself moves {check['max_tip_error_mm']:.1f}"
+                f" mm (max; final {check['final_tip_error_mm']:.1f} mm) when its step is halved: the errors against"
+                " it are not converged at that scale"
+            )
+    return notes
+
+
 def measure(args: argparse.Namespace, overrides: dict[str, Any]) -> dict:
     path = ROOT / "experiments" / "rod" / f"{args.scenario}.toml"
     scenario = load_rod_experiment(path, overrides)
@@ -261,6 +283,12 @@ def measure(args: argparse.Namespace, overrides: dict[str, Any]) -> dict:
         d_ref = args.peer_reference_divisor
         jobs.append(("peer reference", peer_job(peer_scenario, base / d_ref, n_base * d_ref)))
     results = interleaved(jobs, args.repeats)
+    if args.check_references:  # each reference against its own half step, once (its CPU time is not compared)
+        checks = [("ours check", ours_job(scenario, args.ours_reference_dt / 2))]
+        if with_peer:
+            d_check = 2 * args.peer_reference_divisor
+            checks.append(("peer check", peer_job(peer_scenario, base / d_check, n_base * d_check)))
+        results.update(interleaved(checks, 1))
 
     ours_ref = results["ours reference"]
     out: dict[str, Any] = {
@@ -295,8 +323,14 @@ def measure(args: argparse.Namespace, overrides: dict[str, Any]) -> dict:
             out["references_final_tip_distance_mm"] = 1e3 * float(
                 np.linalg.norm(ours_ref["tips_m"][-1] - peer_ref["tips_m"][-1])
             )
+    if args.check_references:
+        out["ours"]["reference_check"] = reference_check(ours_ref, results["ours check"], args.ours_reference_dt)
+        if with_peer:
+            out["peer"]["reference_check"] = reference_check(
+                results["peer reference"], results["peer check"], base / args.peer_reference_divisor
+            )
     out["levels"] = cost_at_levels(out["ours"]["runs"], out["peer"]["runs"] if out["peer"] else None, args.levels)
-    out["notes"] = notes + neither_notes(out["levels"])
+    out["notes"] = notes + neither_notes(out["levels"]) + unresolved_notes(out, min(args.levels))
     return out
 
 
@@ -322,6 +356,14 @@ def table(out: dict) -> str:
             f"| {name} reference | {ref['dt_s'] * 1e3:.4g} | {_f(ref.get('cpu_s'), 3)} | 0 (reference) | 0 | 0 | "
             f"{ref.get('steps', '-')} | {ref.get('iterations', '-')} | {ref.get('substeps', '-')} |"
         )
+        check = side.get("reference_check")
+        if check and "error" not in check:
+            lines.append(
+                f"| {name} reference vs its half step {check['half_step_dt_s'] * 1e3:.4g} ms (CPU "
+                f"{_f(check['half_step_cpu_s'], 3)} s) | {check['dt_s'] * 1e3:.4g} | | "
+                f"{_f(check['max_tip_error_mm'])}, {_f(check['max_at_t_s'], 3)} | {_f(check['final_tip_error_mm'])} | "
+                f"{_f(check['rms_tip_error_mm'])} | | | |"
+            )
         for r in side["runs"]:
             dt = f"{r['dt_s'] * 1e3:.4g}" + (f" (base/{r['divisor']})" if "divisor" in r else "")
             if "error" in r:
@@ -371,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="dotted override of OUR scenario only (TOML value), repeatable")  # fmt: skip
     p.add_argument("--duration", type=float, metavar="S", help="simulated seconds, both sides (default: the file's)")
     p.add_argument("--repeats", type=int, default=1, metavar="N", help="timed repeats per run (median)")
+    p.add_argument("--check-references", action="store_true",
+                   help="also run each reference at half its step (once): how far is it from converged")  # fmt: skip
     p.add_argument("--no-peer", action="store_true", help="ours only, even if PyElastica is installed")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = p.parse_args(argv)

@@ -82,7 +82,7 @@ def test_a_level_met_by_one_side_or_neither_has_no_ratio_and_says_why():
     levels = {row["level_mm"]: row for row in ra.cost_at_levels(OURS, PEER, [1.0, 2.0])}
     one_max = levels[1.0]["max"]
     assert one_max["ours"] is None and one_max["peer"] is None and one_max["ratio"] is None
-    assert one_max["reason"].startswith("met by neither") and "ours 4.0 mm" in one_max["reason"]
+    assert one_max["reason"].startswith("met by neither") and "ours 4 mm, PyElastica 4.4 mm" in one_max["reason"]
     one_final = levels[1.0]["final"]  # ours 0.8 mm at 0.5 ms, PyElastica's best 1.2 mm
     assert one_final["ours"]["dt_s"] == 5e-4 and one_final["peer"] is None and one_final["ratio"] is None
     assert "no PyElastica run within 1 mm" in one_final["reason"]
@@ -108,7 +108,7 @@ def _check_rows(rows: list[dict], steps: list[int]) -> None:
 
 def test_ours_only_end_to_end(capsys):
     """0.05 s of the drop at 5 and 10 ms against 2.5 ms: finite errors, the coarser step further off."""
-    assert ra.main([*SHORT, "--no-peer", "--levels", "1", "100"]) == 0
+    assert ra.main([*SHORT, "--no-peer", "--levels", "0.001", "100", "--check-references"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["duration_s"] == 0.05 and out["overrides"] == {"run.duration_s": 0.05} and out["peer"] is None
     assert out["ours"]["reference"]["steps"] == 20 and out["ours"]["reference"]["dt_s"] == 0.0025
@@ -116,16 +116,20 @@ def test_ours_only_end_to_end(capsys):
     _check_rows(rows, [10, 5])
     assert rows[1]["max_tip_error_mm"] > rows[0]["max_tip_error_mm"] > 0
     assert all(r["iterations"] >= r["steps"] and r["substeps"] >= r["steps"] for r in rows)
-    assert [row["level_mm"] for row in out["levels"]] == [1.0, 100.0]
+    assert [row["level_mm"] for row in out["levels"]] == [0.001, 100.0]
     assert out["levels"][1]["max"]["ours"]["dt_s"] == 0.01  # the cheaper step is within 100 mm
     assert out["levels"][1]["max"]["reason"] == "PyElastica not run"
     assert any("--no-peer" in note for note in out["notes"])
+    check = out["ours"]["reference_check"]  # the 2.5 ms reference against 1.25 ms: not converged to 1 µm
+    assert check["dt_s"] == 0.0025 and check["half_step_dt_s"] == 0.00125
+    assert 0 < check["max_tip_error_mm"] < rows[0]["max_tip_error_mm"]
+    assert any("when its step is halved" in note for note in out["notes"])
 
 
 def test_pyelastica_end_to_end(capsys):
     pytest.importorskip("elastica")
     args = [*SHORT[:2], "--ours-dt", "0.01", "--ours-reference-dt", "0.005", "--json"]
-    assert ra.main([*args, "--peer-divisors", "1", "2", "--peer-reference-divisor", "4"]) == 0
+    assert ra.main([*args, "--peer-divisors", "1", "2", "--peer-reference-divisor", "4", "--check-references"]) == 0
     out = json.loads(capsys.readouterr().out)
     peer = out["peer"]
     n_base = round(0.05 / peer["base_dt_s"])  # whole base steps: 213
@@ -133,6 +137,8 @@ def test_pyelastica_end_to_end(capsys):
     _check_rows(peer["runs"], [n_base, 2 * n_base])
     assert [r["divisor"] for r in peer["runs"]] == [1, 2]
     assert peer["runs"][0]["final_tip_error_mm"] > 0
+    assert peer["reference_check"]["half_step_dt_s"] == pytest.approx(peer["base_dt_s"] / 8)
+    assert math.isfinite(peer["reference_check"]["final_tip_error_mm"])
     assert math.isfinite(out["references_final_tip_distance_mm"])
     assert all(row["max"]["reason"] != "PyElastica not run" for row in out["levels"])
 
