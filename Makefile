@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(BENCH_ENV) $(BIN)/python benchmarks/rhex_controller.py --json > runs/bench/rhex_controller.json
 	$(BENCH_ENV) $(BIN)/python benchmarks/cosserat_speed.py --scenario rod_on_plane --sections 20 --dt 0.005 --json > runs/bench/cosserat_speed.json
 	$(BENCH_ENV) $(BIN)/python benchmarks/log_write.py > runs/bench/log_write.json
+	$(BENCH_ENV) $(BIN)/python benchmarks/peers/rod_accuracy.py --check-references --json > runs/bench/rod_accuracy.json
 	@for f in runs/bench/*.json; do echo "$$f: $$(head -c 300 $$f)"; done
 	$(BENCH_ENV) $(BIN)/python benchmarks/peers/compare.py --json runs/bench/peers.json
 

@@ -20,7 +20,8 @@ Rows (the peers are built from our own model objects, see benchmarks/peers/mujoc
   within 5 % of our own 0.25 ms run (the step-size sensitivity of the paper's outcome). Both step changes are in
   the row;
 * the Cosserat rod on a plane (experiments/rod/rod_on_plane.toml: 0.3 m, 20 sections, 1 s; ours at the file's 5 ms)
-  vs PyElastica at its largest stable dt;
+  vs PyElastica at its largest stable dt (the same rod at equal accuracy, each simulator against its own fine-step
+  reference: benchmarks/peers/rod_accuracy.py);
 * Lemke's method on LCPs with n = 11 (sim.lcp) vs the ``lemkelcp`` package, if installed;
 * cold start: a new Python process that imports the simulator, builds the Aiko model and takes one step.
 
