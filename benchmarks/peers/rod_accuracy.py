@@ -198,7 +198,8 @@ def interleaved(jobs: Sequence[tuple[str, Callable[[], Run]]], repeats: int) -> 
         for name, job in jobs:
             run = job()
             if "error" in run:
-                results.setdefault(name, run)
+                if results.setdefault(name, run) is not run:  # an earlier repeat of the same run converged
+                    results[name]["reproducible"] = False
                 continue
             cpus[name].append(run["cpu_s"])
             first = results.setdefault(name, run)

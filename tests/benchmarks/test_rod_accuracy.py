@@ -156,3 +156,11 @@ def test_pyelastica_end_to_end(capsys):
 def test_bad_arguments_are_refused(bad):
     with pytest.raises(SystemExit):
         ra.main([*SHORT, "--no-peer", *bad])
+
+
+def test_without_pyelastica_ours_is_reported_alone_with_a_note(capsys, monkeypatch):
+    real = ra.importlib.util.find_spec
+    monkeypatch.setattr(ra.importlib.util, "find_spec", lambda name, *a: None if name == "elastica" else real(name, *a))
+    assert ra.main([*SHORT[:-1], "--ours-dt", "0.01"]) == 0  # the table, not JSON
+    text = capsys.readouterr().out
+    assert "PyElastica not installed" in text and "| ours | 10 |" in text and "PyElastica 1" not in text
