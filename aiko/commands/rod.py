@@ -1,4 +1,5 @@
-"""``aiko rod``: the Cosserat rod simulator (paper 004) — cantilever checks, the incline, and scenario runs."""
+"""``aiko rod``: the Cosserat rod simulator (paper 004) — cantilever checks, the incline, scenario runs, and which
+of a rod's vibration modes a time step keeps."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from aiko.core.config import parse_override
 from aiko.core.errors import AikoError
 from aiko.core.progress import Progress
 from aiko.robots.rod_bench.experiment import load_rod_experiment, log_rate_hz
 from aiko.robots.rod_bench.run import record_rod_run
 from sim.cosserat import ConvergenceError, Smoothing, build_model, uniform_rod
 from sim.cosserat.incline import run_incline
+from sim.cosserat.modes import step_resolution, vibration_modes
 from sim.cosserat.slack import SMOOTHINGS
 from sim.cosserat.statics import solve_statics
 
@@ -49,6 +52,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--duration", type=float, metavar="S", help="override run.duration_s")
     run.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     run.set_defaults(handler=run_command)
+
+    modes = rod_sub.add_parser(
+        "modes",
+        help="the rod's vibration modes and, per time step, those implicit Euler erases while the physics keeps them",
+    )
+    modes.add_argument("experiment", help="rod experiment TOML (its rod, sections and base)")
+    modes.add_argument(
+        "--dt", type=float, nargs="+", default=[2.5e-4, 1e-3, 5e-3, 1e-2], metavar="S", help="time steps to assess"
+    )
+    modes.add_argument("--window", type=float, default=0.1, metavar="S", help="how long a mode must last (0.1 s)")
+    modes.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key of the file")
+    modes.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    modes.set_defaults(handler=modes_command)
     rod.set_defaults(handler=lambda args: rod.print_help() or 2)
 
 
@@ -118,6 +134,58 @@ def run_command(args: argparse.Namespace) -> int:
         print(json.dumps(summary))
     else:
         print(f"{scenario.name}: {summary['steps']} steps in {summary['wall_time_s']:.1f} s, log {out}")
+    return 0
+
+
+def modes_command(args: argparse.Namespace) -> int:
+    """Why: a coarse step's path differs from a fine step's by the motion in the modes the coarse step erases, so
+    this says before any run which step a rod needs (docs/cosserat.md, "Which modes a step keeps")."""
+    if not (math.isfinite(args.window) and args.window > 0):
+        raise AikoError(f"--window must be > 0, got {args.window}")
+    bad = [dt for dt in args.dt if not (math.isfinite(dt) and 0 < dt <= args.window)]
+    if bad:
+        raise AikoError(f"every --dt must be in (0, --window], got {bad[0]}")
+    overrides = dict(parse_override(text) for text in args.set)
+    model = load_rod_experiment(args.experiment, overrides or None).model
+    modes = vibration_modes(model)
+    tau = model.rod.damping_time_s
+    res = step_resolution(modes.omega_rad_s, tau, args.dt, args.window)
+    out = {
+        "experiment": str(args.experiment),
+        "overrides": overrides,
+        "sections": model.n_sections,
+        "damping_time_s": tau,
+        "window_s": args.window,
+        "rigid_modes": modes.rigid_modes,
+        "frequencies_hz": [round(float(f), 4) for f in modes.frequency_hz],
+        "physics_keeps": res.physics_keeps,
+        "highest_kept_hz": res.highest_kept_hz,
+        "needed_dt_s": res.needed_dt_s,
+        "steps": [
+            {"dt_s": dt, "lowest_erased_hz": low, "kept_by_physics_erased_by_step": n}
+            for dt, low, n in zip(res.dt_s, res.lowest_erased_hz, res.kept_by_physics_erased_by_step, strict=True)
+        ],
+    }
+    if args.json:
+        _print(out, True)
+        return 0
+    f = modes.frequency_hz
+    print(
+        f"{len(f)} elastic modes ({modes.rigid_modes} rigid), {f[0]:.3g} to {f[-1]:.4g} Hz; Kelvin-Voigt tau {tau:g} s"
+    )
+    print("first ten (Hz): " + ", ".join(f"{x:.3g}" for x in f[:10]))
+    if res.needed_dt_s is None:
+        print(f"the physics keeps no mode over {args.window:g} s")
+    else:
+        print(
+            f"over {args.window:g} s the physics keeps {res.physics_keeps} modes (up to {res.highest_kept_hz:.4g} Hz); "
+            f"implicit Euler keeps them all at dt <= {res.needed_dt_s * 1e3:.3g} ms"
+        )
+    print("dt (ms) | lowest mode the step erases (Hz) | modes the physics keeps and the step erases")
+    for row in out["steps"]:
+        low = "none" if row["lowest_erased_hz"] is None else f"{row['lowest_erased_hz']:.4g}"
+        print(f"{row['dt_s'] * 1e3:g} | {low} | {row['kept_by_physics_erased_by_step']}")
+    sys.stdout.flush()
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`aiko rod cantilever|incline|run` in-process, the rod experiment files, and one-line errors."""
+"""`aiko rod cantilever|incline|run|modes` in-process, the rod experiment files, and one-line errors."""
 
 import json
 from pathlib import Path
@@ -84,6 +84,37 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
     bad.write_text((ROOT / "experiments/rod/rod_on_plane.toml").read_text().replace("= 0.5", "= -0.5"))
     assert main(["rod", "run", str(bad)]) == 2
     assert "friction_coefficient" in capsys.readouterr().err
+
+
+def test_modes_say_which_steps_keep_what_the_physics_keeps(capsys):
+    plane = str(ROOT / "experiments/rod/rod_on_plane.toml")
+    assert main(["rod", "modes", plane, "--dt", "0.00025", "0.005", "--json"]) == 0
+    undamped = _json(capsys)
+    assert undamped["rigid_modes"] == 6 and len(undamped["frequencies_hz"]) == 6 * 21  # free rod, n = 20
+    assert undamped["physics_keeps"] == 126  # nothing damps an undamped rod
+    erased = [s["kept_by_physics_erased_by_step"] for s in undamped["steps"]]
+    assert 0 < erased[0] < erased[1]  # a coarser step erases more
+    assert main(["rod", "modes", plane, "--set", "rod.damping_time_s=0.001", "--dt", "0.00025", "0.005", "--json"]) == 0
+    damped = _json(capsys)
+    assert damped["physics_keeps"] < 126 and damped["needed_dt_s"] > undamped["needed_dt_s"]
+    assert damped["steps"][0]["kept_by_physics_erased_by_step"] == 0
+    assert main(["rod", "modes", plane, "--dt", "0.005"]) == 0  # the table
+    assert "implicit Euler keeps them all at dt <=" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--dt", "0"], "every --dt must be in (0, --window]"),
+        (["--window", "-1"], "--window must be > 0"),
+        (["--set", "rod.damping_time_s=-1"], "damping_time_s"),
+        (["--set", "rod.radius=1"], "unknown key"),
+    ],
+)
+def test_modes_bad_inputs_are_one_line_errors(capsys, argv, message):
+    assert main(["rod", "modes", str(ROOT / "experiments/rod/rod_on_plane.toml"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
 
 
 def test_the_plot_views_the_plane_the_rod_moves_in():
