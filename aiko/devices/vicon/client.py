@@ -54,6 +54,14 @@ def _code(result: Any) -> int:
     return int(getattr(result, "value", result))
 
 
+def server_push_mode(client: Any) -> Any:
+    """The ServerPush stream mode for `client`: its own ``StreamMode`` if its class has one (a stand-in client, or
+    another binding of the SDK), else pyvicon-datastream's. Why: a client that is not the SDK's must not need the SDK
+    installed (the suite's stand-in ran only where the Vicon client had been built)."""
+    modes = getattr(client, "StreamMode", None)
+    return (modes if modes is not None else import_pyvicon().StreamMode).ServerPush
+
+
 def default_client_factory() -> Any:
     return import_pyvicon().PyViconDatastream()
 
@@ -200,7 +208,7 @@ class ViconMocap(MotionCapture):
         client.enable_segment_data()
         set_mode = getattr(client, "set_stream_mode", None)  # a stand-in client (tests) may keep its own mode
         if set_mode is not None:  # ServerPush keeps get_frame short (the server pushes at its frame rate)
-            set_mode(import_pyvicon().StreamMode.ServerPush)
+            set_mode(server_push_mode(client))
         self._connected = True
         if not first:
             self.reconnects += 1

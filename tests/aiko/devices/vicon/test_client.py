@@ -1,6 +1,7 @@
 """Vicon source with a stand-in client (no Vicon server here): mm → m, occlusion → NaN + flag, stale frames,
 dropped connection → event + reconnect, clear message without the extra."""
 
+import enum
 import sys
 import threading
 import time
@@ -15,7 +16,10 @@ NO_FRAME = 10
 
 
 class FakeViconClient:
-    """The pyvicon_datastream.PyViconDatastream methods ViconMocap uses, driven by a script of frames."""
+    """The pyvicon_datastream.PyViconDatastream methods ViconMocap uses, driven by a script of frames. It brings its
+    own StreamMode, so these tests run where the SDK client is not built."""
+
+    StreamMode = enum.Enum("StreamMode", "ClientPull ClientPullPreFetch ServerPush")
 
     def __init__(self, frames):
         self.frames = list(frames)  # each: dict segment -> (xyz_mm, quat_wxyz) | None, or "drop"
@@ -44,7 +48,7 @@ class FakeViconClient:
         pass
 
     def set_stream_mode(self, mode):
-        self.stream_mode = mode  # the real SDK's StreamMode when pyvicon-datastream is installed
+        self.stream_mode = mode
 
     def get_frame(self):
         if not self.connected:
@@ -102,6 +106,7 @@ def test_pose_in_metres_occlusion_nan_and_flag():
     assert np.isnan(s.position_m[1]).all() and np.isnan(s.quaternion_wxyz[1]).all()
     assert abs(s.latency_s - 0.012) < 0.25  # capture time = receive time − SDK latency
     assert s.names == ("aiko/link6", "aiko/link1")
+    assert client.stream_mode is FakeViconClient.StreamMode.ServerPush  # frames pushed at the server's rate
 
 
 def test_stale_frame_reads_as_occluded():
