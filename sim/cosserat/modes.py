@@ -42,10 +42,6 @@ class VibrationModes:
     def frequency_hz(self) -> np.ndarray:
         return self.omega_rad_s / (2 * math.pi)
 
-    @property
-    def period_s(self) -> np.ndarray:
-        return 2 * math.pi / self.omega_rad_s
-
 
 def vibration_modes(model: RodModel, q: np.ndarray | None = None) -> VibrationModes:
     """The undamped modes about q (default: the reference shape, base at the origin), see the module docstring.

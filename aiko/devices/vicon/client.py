@@ -55,7 +55,7 @@ def _code(result: Any) -> int:
 
 
 def server_push_mode(client: Any) -> Any:
-    """The ServerPush stream mode for `client`: its own ``StreamMode`` if its class has one (a stand-in client, or
+    """The ServerPush stream mode for `client`: its own ``StreamMode`` if it has one (a stand-in client, or
     another binding of the SDK), else pyvicon-datastream's. Why: a client that is not the SDK's must not need the SDK
     installed (the suite's stand-in ran only where the Vicon client had been built)."""
     modes = getattr(client, "StreamMode", None)
@@ -206,7 +206,7 @@ class ViconMocap(MotionCapture):
         if _code(result) != RESULT_SUCCESS and not client.is_connected():
             return False
         client.enable_segment_data()
-        set_mode = getattr(client, "set_stream_mode", None)  # a stand-in client (tests) may keep its own mode
+        set_mode = getattr(client, "set_stream_mode", None)  # a stand-in client may have no stream modes at all
         if set_mode is not None:  # ServerPush keeps get_frame short (the server pushes at its frame rate)
             set_mode(server_push_mode(client))
         self._connected = True

@@ -46,6 +46,9 @@ def test_modes_are_mass_normalised_and_need_a_full_configuration():
     model = _model("clamped", 4)
     modes = vibration_modes(model)
     assert modes.shapes.shape == (len(modes.free_dofs), len(modes.omega_rad_s))
+    free = modes.free_dofs
+    M = mass_matrix(model, kinematics(model, np.zeros(model.n_dof)))[np.ix_(free, free)]
+    np.testing.assert_allclose(modes.shapes.T @ M @ modes.shapes, np.eye(len(modes.omega_rad_s)), atol=1e-9)
     with pytest.raises(ValueError, match="entries"):
         vibration_modes(model, np.zeros(3))
 
