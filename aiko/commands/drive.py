@@ -90,9 +90,12 @@ def drive_command(args: argparse.Namespace) -> int:
     device = make_input(args)
     if args.input == "keyboard":
         _log_lines_above_the_status_line()
-    dashboard, foxglove = _live_views(args, experiment, backend, 6)
     if args.input == "foxglove":
-        device.attach(foxglove)
+        port, args.foxglove = args.foxglove, None
+        dashboard, _ = _live_views(args, experiment, backend, 6)
+        foxglove = _teleop_server(args, experiment, backend, port, device)
+    else:
+        dashboard, foxglove = _live_views(args, experiment, backend, 6)
     summary = _drive(args, experiment, backend, out, device, dashboard, foxglove)
     saved = Path(args.save_experiment) if args.save_experiment else out.with_name(f"{out.stem}-driven.toml")
     from aiko.robots.aiko.drive.export import write_driven_experiment
@@ -103,6 +106,28 @@ def drive_command(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"driven experiment: {saved} (aiko run {saved} sends the same references)")
     return 0
+
+
+def _teleop_server(args: argparse.Namespace, experiment: Any, backend: str, port: int, device: Any) -> Any:
+    """The live Foxglove server, taking what clients publish (the Teleop panel) as the drive's input."""
+    from aiko.log.live_foxglove import FoxgloveLiveServer
+    from aiko.robots.aiko.run import SIM_POSES
+
+    server = FoxgloveLiveServer(
+        experiment.robot,
+        6,
+        host=args.foxglove_host,
+        port=port,
+        body_from_joints=backend not in SIM_POSES,
+        client_publish=device.listener(),
+    )
+    print(
+        f"Foxglove live view and Teleop input: open a connection to {server.url}; in a Teleop panel set the topic "
+        "(e.g. /aiko/teleop) and hold a button",
+        file=sys.stderr,
+        flush=True,
+    )
+    return server
 
 
 def _log_lines_above_the_status_line() -> None:

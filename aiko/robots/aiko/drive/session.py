@@ -127,8 +127,10 @@ class DrivenBackend(JointInterface):
         self.inner.activate()
 
     def write(self, command: JointReferences) -> None:
-        if not self.silent:
-            self.inner.write(command)
+        self.inner.write(command)
+
+    def streaming(self) -> bool:
+        return not self.silent and self.inner.streaming()
 
     def read(self) -> JointFeedback:
         feedback = self.inner.read()

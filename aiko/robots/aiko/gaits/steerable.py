@@ -44,7 +44,7 @@ import numpy as np
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
 from aiko.robots.aiko.description import RobotDescription
-from aiko.robots.aiko.gait import PRESETS, SerpenoidParams, register_gait, validate_serpenoid
+from aiko.robots.aiko.gait import PRESETS, SerpenoidParams, register_gait, serpenoid_from_table, validate_serpenoid
 from aiko.robots.aiko.gaits.ramps import SMOOTHSTEP_MAX_ACCEL, SMOOTHSTEP_MAX_RATE, Ramp, smoothstep
 from aiko.robots.aiko.joints import JointFeedback, JointReferences
 
@@ -642,14 +642,21 @@ def parse_commands(entries: Any, where: str, gaits: Sequence[str]) -> list[Drive
 
 def steerable_from_table(table: Table, robot: RobotDescription) -> SteerableGait:
     """``[gait] kind = "steerable"``: ``start`` (a gait name), ``max_speed``, ``max_turn_deg``,
-    ``max_accel_deg_s2``, ``commands`` (the operator's commands, e.g. from a driven run's log)."""
+    ``max_accel_deg_s2``, ``commands`` (the operator's commands, e.g. from a driven run's log), and optionally
+    ``[gait.lateral_undulation]`` / ``[gait.sidewinding]`` with serpenoid keys replacing the paper's preset."""
     limits = SteeringLimits.of(
         robot,
         accel_rad_s2=math.radians(table.number("max_accel_deg_s2", 1000.0, min=1.0, max=100_000.0)),
         max_speed=table.number("max_speed", 1.5, min=0.0, min_exclusive=True, max=10.0),
         max_turn_rad=math.radians(table.number("max_turn_deg", 15.0, min=0.0, max=math.degrees(robot.limit_h_rad))),
     )
-    gaits = gait_factories(robot, limits)
+    serpenoid = {}
+    for family in ("lateral_undulation", "sidewinding"):
+        if table.raw(family, None) is not None:  # the family's own serpenoid parameters (a driven experiment's)
+            sub = table.table(family)
+            serpenoid[family] = serpenoid_from_table(sub, robot).params
+            sub.finish()
+    gaits = gait_factories(robot, limits, serpenoid)
     default_start = "sidewinding" if "sidewinding" in gaits else "lateral_undulation"
     start = table.string("start", default_start, choices=sorted(gaits))
     script = parse_commands(table.raw("commands", []), f"{table.path}.commands", sorted(gaits))
