@@ -72,6 +72,13 @@ def test_a_driven_run_logs_each_command_and_replays_as_an_experiment(tmp_path):
     assert all(c["source"] == "keyboard" for c in commands)
     assert [e.kind for e in reader.events("operator_stop")] == ["operator_stop"]
 
+    # the report lists the commands and what the references asked of the joints, against the limits
+    from aiko.analysis.report import write_report
+
+    html = write_report(log).read_text()
+    assert "Driven: operator commands" in html and "gait lateral_undulation (keyboard)" in html
+    assert "largest_acceleration_deg_s2" in html and "acceleration_limit_deg_s2" in html
+
     # the driven run as an experiment: aiko run (lockstep here) sends the same references at the same instants
     driven = write_driven_experiment(log, tmp_path / "driven.toml")
     again = load_experiment(driven)
