@@ -162,6 +162,8 @@ class GamepadInput(InputDevice):
                     continue
                 for event in device.read():
                     self._emit(event.timestamp(), event.type, event.code, event.value)
+            except BlockingIOError:
+                continue  # woken with nothing to read (EAGAIN): the pad is still there
             except OSError as exc:  # ENODEV: unplugged, out of range, battery dead
                 self.intents.put(Intent("lost", f"gamepad {device.path}: {exc.strerror or exc}"))
                 return

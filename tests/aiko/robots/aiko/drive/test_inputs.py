@@ -193,3 +193,15 @@ def test_foxglove_teleop_messages_from_the_apps_client_library_steer_and_release
     assert ("speed", -1.0) in kinds and ("turn", -1.0) in kinds
     assert kinds[-1][0] == "lost"  # the panel unadvertised its topic
     assert teleop.messages == report["sent"]
+
+
+def test_the_event_codes_are_the_kernels_and_no_pad_is_one_clear_error(monkeypatch):
+    evdev = pytest.importorskip("evdev", reason="the gamepad extra: pip install 'aiko[gamepad]'")
+    from aiko.robots.aiko.drive import gamepad
+
+    for name in ("EV_KEY", "EV_ABS", "ABS_X", "ABS_Y", "ABS_RX", "ABS_HAT0X", "ABS_HAT0Y", "BTN_SOUTH", "BTN_EAST",
+                 "BTN_NORTH", "BTN_WEST", "BTN_SELECT", "BTN_START"):  # fmt: skip
+        assert getattr(gamepad, name) == getattr(evdev.ecodes, name), name
+    monkeypatch.setattr(evdev, "list_devices", lambda: [])
+    with pytest.raises(AikoError, match="no gamepad found"):
+        gamepad.open_gamepad(None)
