@@ -97,6 +97,7 @@ def main() -> int:
     p.add_argument("--no-dashboard", action="store_true")
     p.add_argument("--session", default=f"aiko-drive-{os.getpid()}")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="passed to aiko drive")
+    p.add_argument("--rt-priority", type=int, help="passed to aiko drive (SCHED_FIFO of the streaming thread)")
     args = p.parse_args()
     if shutil.which("tmux") is None:
         sys.exit("drive_session.py needs tmux (apt-get install tmux)")
@@ -110,6 +111,8 @@ def main() -> int:
         cmd += ["--backend", args.backend]
     for item in args.set:
         cmd += ["--set", item]
+    if args.rt_priority is not None:
+        cmd += ["--rt-priority", str(args.rt_priority)]
     if not args.no_replay:
         cmd += ["--replay"]
     if not args.no_dashboard:
@@ -131,6 +134,8 @@ def main() -> int:
         for at, keys in SCHEDULE:
             while time.monotonic() - started < at:
                 time.sleep(0.02)
+            if "AIKO-EXIT" in tmux("capture-pane", "-p", "-t", args.session):
+                break  # the run ended early (a safety stop): no keys into the shell
             for key in keys:
                 tmux("send-keys", "-t", args.session, key)
                 time.sleep(0.15)

@@ -25,12 +25,21 @@ def reference_extremes(reader: LogReader) -> dict[str, Any] | None:
     angle = np.degrees(np.array([[*p["angle_h_rad"], *p["angle_v_rad"]] for p in refs]))
     rate = np.degrees(np.array([[*p["rate_h_rad_s"], *p["rate_v_rad_s"]] for p in refs]))
     dt = np.diff(t)[:, None]
+    period = float(np.median(dt))
     jump = np.abs(np.diff(angle, axis=0))
+    # a jump is measured between references one period apart; after deadlines the loop skipped (a stalled or
+    # loaded PC) the next reference is further away, and its step is in the rate between references instead
+    regular = dt[:, 0] <= 1.5 * period
+    jump_regular = jump[regular]
     out: dict[str, Any] = {
         "references": len(refs),
+        "period_s": period,
+        "gaps_longer_than_a_period": int((~regular).sum()),
         "largest_angle_deg": float(np.abs(angle).max()),
-        "largest_jump_deg": float(jump.max()),
-        "largest_jump_at_s": float(t[1:][int(np.argmax(jump.max(axis=1)))]),
+        "largest_jump_deg": float(jump_regular.max()) if jump_regular.size else float("nan"),
+        "largest_jump_at_s": float(t[1:][regular][int(np.argmax(jump_regular.max(axis=1)))])
+        if jump_regular.size
+        else float("nan"),
         "largest_rate_feedforward_deg_s": float(np.abs(rate).max()),
         "largest_rate_between_references_deg_s": float((jump / dt).max()),
         "largest_acceleration_deg_s2": float((np.abs(np.diff(rate, axis=0)) / dt).max()),
@@ -39,7 +48,7 @@ def reference_extremes(reader: LogReader) -> dict[str, Any] | None:
     if isinstance(drive, dict):
         out["rate_limit_deg_s"] = float(drive["rate_limit_deg_s"])
         out["acceleration_limit_deg_s2"] = float(drive["accel_limit_deg_s2"])
-        out["jump_limit_deg"] = out["rate_limit_deg_s"] * float(np.median(dt))
+        out["jump_limit_deg"] = out["rate_limit_deg_s"] * period
     return out
 
 
