@@ -131,12 +131,16 @@ def _teleop_server(args: argparse.Namespace, experiment: Any, backend: str, port
 
 
 def _log_lines_above_the_status_line() -> None:
-    """A log line (a warning of the run) first clears the status line it would otherwise run into."""
+    """A log line (a warning of the run) first clears the status line it would otherwise run into; the loop's
+    late-tick warnings are counted on the status line instead (the log keeps each as an event)."""
     if not sys.stderr.isatty():
         return
+    from aiko.robots.aiko.drive.session import LateTicks
+
     for handler in logging.getLogger().handlers:
         if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stderr:
             handler.setFormatter(logging.Formatter("\r\x1b[2K%(levelname)s %(name)s: %(message)s"))
+            handler.addFilter(LateTicks())
 
 
 def make_input(args: argparse.Namespace) -> Any:

@@ -345,6 +345,7 @@ class DriveSession:
         return (
             f"t {t_s:6.1f} s | {state:<8} | gait {gait:<20} | speed {st['speed']:+.2f} ({st['frequency_deg_s']:+.0f} "
             f"deg/s) | turn {st['turn']:+.2f} ({st['turn_deg']:+.1f} deg) | modules {modules} | bus {self._bus()}"
+            + (f" | late ticks {LateTicks.count}" if LateTicks.count else "")
         )
 
     def _bus(self) -> str:
@@ -361,6 +362,19 @@ class DriveSession:
     def _now_ns(self) -> int:
         ctx = self.backend.ctx
         return ctx.clock.now_ns() if ctx is not None else time.monotonic_ns()
+
+
+class LateTicks(logging.Filter):
+    """Keeps the loop's "deadline missed" warnings off the driver's terminal (on a loaded PC they come many times a
+    second and bury the status line) and counts them for it; the log's ``deadline_missed`` events keep every one."""
+
+    count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "aiko.core.loop" and "deadline(s) missed" in record.msg:
+            LateTicks.count += 1
+            return False
+        return True
 
 
 def module_states(feedback: JointFeedback | None) -> str:
