@@ -342,10 +342,12 @@ class DriveSession:
         if not self.input_ok:
             state = "INPUT LOST" + (" (refs stopped)" if self.silent_since_s is not None else " (holding)")
         modules = module_states(self.backend.latest_feedback)
+        frequency = int(round(st["frequency_deg_s"]))  # never "-0"
         return (
-            f"t {t_s:6.1f} s | {state:<8} | gait {gait:<20} | speed {st['speed']:+.2f} ({st['frequency_deg_s']:+.0f} "
+            f"t {t_s:6.1f} s | {state:<8} | gait {gait:<20} | speed {st['speed']:+.2f} ({frequency:+d} "
             f"deg/s) | turn {st['turn']:+.2f} ({st['turn_deg']:+.1f} deg) | modules {modules} | bus {self._bus()}"
             + (f" | late ticks {LateTicks.count}" if LateTicks.count else "")
+            + (f" | emulator behind real time {LateTicks.emulator_behind}×" if LateTicks.emulator_behind else "")
         )
 
     def _bus(self) -> str:
@@ -365,14 +367,19 @@ class DriveSession:
 
 
 class LateTicks(logging.Filter):
-    """Keeps the loop's "deadline missed" warnings off the driver's terminal (on a loaded PC they come many times a
-    second and bury the status line) and counts them for it; the log's ``deadline_missed`` events keep every one."""
+    """Keeps the loop's "deadline missed" warnings and the HIL emulator's "fell behind real time" warnings off the
+    driver's terminal (on a loaded PC they come many times a second and bury the status line) and counts them for
+    it; the log's ``deadline_missed`` events keep every late tick."""
 
     count = 0
+    emulator_behind = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name == "aiko.core.loop" and "deadline(s) missed" in record.msg:
+        if record.name == "aiko.core.loop" and "deadline(s) missed" in str(record.msg):
             LateTicks.count += 1
+            return False
+        if record.name.startswith("firmware_protocol.emulator") and "behind real time" in str(record.msg):
+            LateTicks.emulator_behind += 1
             return False
         return True
 
