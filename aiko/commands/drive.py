@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,9 @@ def drive_command(args: argparse.Namespace) -> int:
     device = make_input(args)
     if args.input == "keyboard":
         _log_lines_above_the_status_line()
+        # the dashboard's process shares this terminal: Qt's uncategorised warnings (the offscreen plugin's
+        # "does not support propagateSizeHints()") would break the status line
+        os.environ.setdefault("QT_LOGGING_RULES", "default.warning=false")
     if args.input == "foxglove":
         port, args.foxglove = args.foxglove, None
         dashboard, _ = _live_views(args, experiment, backend, 6)
