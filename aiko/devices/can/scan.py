@@ -149,7 +149,7 @@ def scan_bus(
     *,
     listen_s: float = 2.5,
     read_parameters: bool = True,
-    reply_timeout_s: float = 0.5,
+    reply_timeout_s: float = 3.0,
 ) -> ScanResult:
     """Listen, then read every parameter of every node id; see the module docstring."""
     codec = default_codec()
@@ -200,9 +200,18 @@ def scan_bus(
             pause_until = time.monotonic() + 0.02
             while (left := pause_until - time.monotonic()) > 0:
                 take(bus.recv(timeout=left))
+        # wait until every module heard so far has answered every read (then a little longer, for a second module
+        # on the same id), at most reply_timeout_s: a loaded line or a busy module answers late, not never
         wait_until = time.monotonic() + reply_timeout_s
+        settled_at: float | None = None
+        n_parameters = len(Parameter)
         while (left := wait_until - time.monotonic()) > 0:
             take(bus.recv(timeout=min(left, 0.05)))
+            heard = [n for n, m in result.modules.items() if m.heard or any(k[0] == n for k in replies)]
+            complete = all(sum(1 for k in replies if k[0] == n) == n_parameters for n in heard)
+            if complete and settled_at is None:
+                settled_at = time.monotonic()
+                wait_until = min(wait_until, settled_at + 0.3)
         for (node, index), got in replies.items():
             module, parameter = result.modules[node], Parameter(index)
             module.replies_per_read[parameter.name] = len(got)
