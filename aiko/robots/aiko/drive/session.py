@@ -336,7 +336,8 @@ class DriveSession:
 
     def status_line(self, t_s: float) -> str:
         """gait, speed, heading (turn), module states, bus health: one terminal line."""
-        st = self.gait.status()
+        # what was commanded (the gait takes it on its next grid step: the line must not lag a key by a tick)
+        st = {**self.gait.status(), **self._commanded()}
         gait = st["gait"] + ("…" if st["blending"] else "") + (f" → {st['pending_gait']}" if st["pending_gait"] else "")
         state = "STOPPING" if st["stopping"] else "PAUSED" if st["paused"] else "RUN"
         if not self.input_ok:
