@@ -43,6 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
             "stops, log, report), on the wall clock; every operator command is logged on /drive/commands and the "
             f"run is written as an experiment file that aiko run replays. Backends — {backends}."
         ),
+        epilog=(
+            "Keys: up/down speed, left/right turn, c straight on, space pause/resume, 1 lateral undulation, "
+            "2 sidewinding, 3 obstacle-aided, 0 rest, q stop (Ctrl-C: at once). A lost input pauses the gait; "
+            "after 2 s the references stop and the modules' watchdog stops the robot. See docs/drive.md."
+        ),
     )
     p.add_argument("experiment", help="experiment TOML file: its robot, backend settings and start gait")
     p.add_argument("--backend", metavar="NAME", help=f"one of: {', '.join(backend_names())}")
