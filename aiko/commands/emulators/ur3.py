@@ -52,7 +52,12 @@ def register(devices: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from aiko.devices.ur import arm_sim, emulator
+    import sys
+    import time
+
+    from aiko.commands.emulators._serve import serve_until_stopped
+    from aiko.devices.ur import arm_sim
+    from aiko.devices.ur.emulator import DASHBOARD_PORT, RTDE_PORT, SCRIPT_PORTS, UR3Emulator
     from aiko.devices.ur.plants import load_plant
 
     try:
@@ -70,7 +75,25 @@ def _run(args: argparse.Namespace) -> int:
         if any(a >= b for a, b in zip(lo, hi, strict=True)):
             raise ConfigError(f"--workspace needs each minimum below its maximum, got {args.workspace}")
         safety.workspace_min_m, safety.workspace_max_m = lo, hi
-    plant = load_plant(args.plant) if args.plant else None
-    summary = emulator.run(args.host, rate, args.duration, args.model, safety, plant)
-    print(json.dumps(summary), flush=True)
+    plant = None
+    if args.plant:
+        # The plant is built (and its kernels compiled) before any port opens, so no client ever meets a
+        # controller whose ticks stall on a compiler (issue 26, item 9).
+        started = time.monotonic()
+        sys.stderr.write(f"ur3: preparing the plant {args.plant} ...\n")
+        plant = load_plant(args.plant)
+        sys.stderr.write(f"ur3: plant ready in {time.monotonic() - started:.1f} s\n")
+    emulator = UR3Emulator(args.host, rate, args.model, safety, plant, log=_print_event)
+    emulator.start()
+    ports = f"rtde {RTDE_PORT} dashboard {DASHBOARD_PORT} script {SCRIPT_PORTS[0]}-{SCRIPT_PORTS[-1]}"
+    print(f"ur3: {args.host} {ports} at {rate:g} Hz", flush=True)
+    try:
+        serve_until_stopped(args.duration, emulator.shutdown_requested)
+    finally:
+        emulator.stop()
+    print(json.dumps(emulator.summary()), flush=True)
     return 0
+
+
+def _print_event(message: str) -> None:
+    print(json.dumps({"event": message}), flush=True)

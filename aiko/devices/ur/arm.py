@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from aiko.core.errors import AikoError, ConfigError, HardwareError, RunStopped
-from aiko.devices.ur.dashboard_client import DashboardClient
 
 INSTALL_HINT = "pip install aiko-stack[ur]"
 
@@ -245,9 +244,18 @@ class UR3Arm:
             )
 
     def unlock_protective_stop(self) -> None:
-        """Release a protective stop through the dashboard server and re-upload the control script."""
-        with DashboardClient(self.host) as dash:
-            dash.unlock_protective_stop()
+        """Release a protective stop through the dashboard server (ur_rtde's own ``DashboardClient``, which raises
+        on any reply but "Protective stop releasing") and re-upload the control script."""
+        import dashboard_client
+
+        dash = dashboard_client.DashboardClient(self.host)
+        try:
+            dash.connect()
+            dash.unlockProtectiveStop()
+        except RuntimeError as exc:  # ur_rtde raises std::logic_error / runtime_error as RuntimeError
+            raise HardwareError(f"unlock protective stop refused: {exc}") from None
+        finally:
+            dash.disconnect()
         time.sleep(0.05)
         if not self._control().reuploadScript():
             raise HardwareError("control script re-upload failed after unlocking the protective stop")
