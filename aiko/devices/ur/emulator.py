@@ -307,13 +307,13 @@ class UR3Emulator:
                 self.in_double[int(name.rsplit("_", 1)[1])] = float(value)  # type: ignore[arg-type]
             else:
                 self.inputs_other[name] = value
-        self._apply_io(values)
+        io_changed = self._apply_io(values)
         if self.script is not None:
             self.script.input_updated(set(values), self.sim.time_s)
             # ur_rtde's very next call reads the last state it received: show it the resumed program now, not a
             # tick later (see control_script's module docstring, "Refusals").
-            return self.script.resume_if_cleared()
-        return False
+            return self.script.resume_if_cleared() or io_changed
+        return io_changed
 
     def publish_now(self) -> None:
         """A data package to every started client now, between ticks."""
@@ -324,8 +324,11 @@ class UR3Emulator:
         for conn, data in packets:
             conn.send_data(data)
 
-    def _apply_io(self, v: dict[str, object]) -> None:
-        """The RTDE guide's masked outputs: only the bits (outputs) a mask selects change."""
+    def _apply_io(self, v: dict[str, object]) -> bool:
+        """The RTDE guide's masked outputs: only the bits (outputs) a mask selects change. True when an output or
+        the slider changed (published at once: a client reads its outputs back a few ms after setting them)."""
+        before = (self.digital_out_bits, tuple(self.analog_out_ratio), tuple(self.analog_out_voltage))
+        slider = self.sim.speed_fraction
         for mask_name, value_name, shift in (
             ("standard_digital_output_mask", "standard_digital_output", 0),
             ("configurable_digital_output_mask", "configurable_digital_output", 8),
@@ -348,6 +351,8 @@ class UR3Emulator:
             self.sim.speed_fraction = min(max(fraction, 0.0), 1.0)
         if "external_force_torque" in v and self.sim.external_wrench is not None:
             self.sim.external_wrench = np.asarray(v["external_force_torque"], dtype=float)
+        after = (self.digital_out_bits, tuple(self.analog_out_ratio), tuple(self.analog_out_voltage))
+        return after != before or self.sim.speed_fraction != slider
 
     # --- the controller tick -------------------------------------------------------------------------------
     def _tick_loop(self) -> None:

@@ -143,6 +143,9 @@ class RtdeServer:
                 chunk = sock.recv(65536)
                 if not chunk:
                     break
+                # Acknowledge at once: a client with nothing coming back (rtde_io has no output recipe) and Nagle's
+                # algorithm on would otherwise hold its next small packet for our delayed ACK (40 ms).
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
                 buffer.extend(chunk)
                 for kind, payload in rp.split_packets(buffer):
                     self._packet(conn, kind, payload)
