@@ -99,8 +99,11 @@ class UR3Arm:
         limits: ArmLimits | None = None,
         force_n: Callable[[], float] | None = None,
         frequency_hz: float = 500.0,
+        link_timeout_s: float = 2.0,
     ) -> None:
         self.host = host
+        self.link_timeout_s = link_timeout_s
+        self._stamp: tuple[float, float] | None = None  # (controller timestamp, monotonic time it was first seen)
         self.limits = limits or ArmLimits()
         self.frequency_hz = frequency_hz
         self._force_n = force_n
@@ -161,7 +164,24 @@ class UR3Arm:
             pass
 
     # --- state ---------------------------------------------------------------------------------------------
+    def check_link(self) -> None:
+        """Raise HardwareError when the controller is gone: an interface disconnected, or no new state for
+        ``link_timeout_s`` (the controller's stream stalled or ur_rtde is reconnecting). A run must then stop with
+        this error rather than wait on ur_rtde's reconnection, which retries on its own thread without end."""
+        r, c = self._receive(), self._control()
+        if not (r.isConnected() and c.isConnected()):
+            raise HardwareError(f"lost the connection to the UR controller at {self.host}; run stopped")
+        stamp, now = float(r.getTimestamp()), time.monotonic()
+        if self._stamp is None or stamp != self._stamp[0]:
+            self._stamp = (stamp, now)
+        elif now - self._stamp[1] > self.link_timeout_s:
+            raise HardwareError(
+                f"no state from the UR controller at {self.host} for {now - self._stamp[1]:.1f} s (connection lost or "
+                "controller stalled); run stopped"
+            )
+
     def state(self) -> ArmState:
+        self.check_link()
         r = self._receive()
         return ArmState(
             timestamp_s=float(r.getTimestamp()),
@@ -196,6 +216,7 @@ class UR3Arm:
         deadline = time.monotonic() + timeout_s
         while c.getAsyncOperationProgress() >= 0:
             self.check_force()
+            self.check_link()
             if self._receive().isProtectiveStopped():
                 self._raise_not_done("moveL")
             if time.monotonic() > deadline:
@@ -226,8 +247,14 @@ class UR3Arm:
                 f"servoL step implies {implied:.3f} m/s, over the {self.limits.tcp_speed_max_m_s} m/s limit; not sent"
             )
         self.check_force()
+        self.check_link()
         self._mode = "servo"
-        if not self._control().servoL(target.tolist(), 0.5, 0.5, period_s, lookahead_time_s, gain):
+        try:
+            done = self._control().servoL(target.tolist(), 0.5, 0.5, period_s, lookahead_time_s, gain)
+        except RuntimeError as exc:  # ur_rtde lost the connection and could not get it back
+            message = f"lost the connection to the UR controller at {self.host}: {exc}; run stopped"
+            raise HardwareError(message) from None
+        if not done:
             self._raise_not_done("servoL")
         self._last_servo_target = target
 
