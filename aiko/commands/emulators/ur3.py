@@ -84,14 +84,6 @@ def _run(args: argparse.Namespace) -> int:
         if any(a >= b for a, b in zip(lo, hi, strict=True)):
             raise ConfigError(f"--workspace needs each minimum below its maximum, got {args.workspace}")
         safety.workspace_min_m, safety.workspace_max_m = lo, hi
-    plant = None
-    if args.plant:
-        # The plant is built (and its kernels compiled) before any port opens, so no client ever meets a
-        # controller whose ticks stall on a compiler (issue 26, item 9).
-        started = time.monotonic()
-        sys.stderr.write(f"ur3: preparing the plant {args.plant} ...\n")
-        plant = load_plant(args.plant)
-        sys.stderr.write(f"ur3: plant ready in {time.monotonic() - started:.1f} s\n")
     if not 0 <= args.rt_priority <= 99:
         raise ConfigError(f"--rt-priority must lie in 0..99, got {args.rt_priority}")
     if args.rt_priority > 0:  # before the threads start: they inherit it
@@ -101,7 +93,19 @@ def _run(args: argparse.Namespace) -> int:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
         except (AttributeError, OSError) as exc:
             sys.stderr.write(f"ur3: real-time priority refused ({exc}); running without\n")
+    plant = None
+    started = time.monotonic()
+    if args.plant:
+        sys.stderr.write(f"ur3: preparing the plant {args.plant} ...\n")
+        sys.stderr.flush()
+        plant = load_plant(args.plant)
     emulator = UR3Emulator(args.host, rate, args.model, safety, plant, log=_print_event)
+    if plant is not None:
+        # The plant is built and called once (its kernels compiled) before any port opens, so no client ever meets
+        # a controller whose ticks stall on a compiler (issue 26, item 9).
+        emulator.sim.prime_plant()
+        sys.stderr.write(f"ur3: plant ready in {time.monotonic() - started:.1f} s\n")
+        sys.stderr.flush()
     emulator.start()
     ports = f"rtde {RTDE_PORT} dashboard {DASHBOARD_PORT} script {SCRIPT_PORTS[0]}-{SCRIPT_PORTS[-1]}"
     with _PRINT_LOCK:

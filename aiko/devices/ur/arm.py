@@ -151,6 +151,8 @@ class UR3Arm:
         decel = self.limits.stop_decel_m_s2
         mode, self._mode = self._mode, "idle"
         self._last_servo_target = None
+        if not self.link_alive():
+            return  # nothing reaches a controller that is gone (ur_rtde would wait 300 s for its answer)
         try:
             if not c.isProgramRunning():
                 return
@@ -179,6 +181,19 @@ class UR3Arm:
                 f"no state from the UR controller at {self.host} for {now - self._stamp[1]:.1f} s (connection lost or "
                 "controller stalled); run stopped"
             )
+
+    def controller_time_s(self) -> float:
+        """The controller's clock (RTDE ``timestamp``), after :meth:`check_link`: a run clocked by it stops with the
+        link's error instead of waiting for a time that no longer advances."""
+        self.check_link()
+        return float(self._receive().getTimestamp())
+
+    def link_alive(self) -> bool:
+        try:
+            self.check_link()
+        except (HardwareError, AikoError, RuntimeError):
+            return False
+        return True
 
     def state(self) -> ArmState:
         self.check_link()

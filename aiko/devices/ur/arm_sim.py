@@ -397,6 +397,14 @@ class ArmSim:
         self.protective_stop_reason = ""
         return True, ""
 
+    def prime_plant(self) -> None:
+        """Call the plant hook once for the arm at rest at time 0, before the controller serves anyone: whatever
+        the hook compiles or loads on its first call (numba kernels) happens here, not inside a tick a client
+        is waiting for. The first tick then calls it at t = dt, as it would have anyway."""
+        if self.plant is not None:
+            wrench = self.plant(self.time_s, self.flange_pose(), np.zeros(6))
+            self.wrench_raw = np.zeros(6) if wrench is None else np.asarray(wrench, dtype=float)
+
     # --- the controller tick -------------------------------------------------------------------------------
     def violation(self, q_next: np.ndarray, qd_next: np.ndarray) -> str:
         """Why ``q_next`` (reached at ``qd_next``) is not allowed, or '' when it is."""

@@ -94,7 +94,7 @@ class BenchArmBackend(Backend[BenchContext, FlangeTarget, BenchObservation]):
         self.arm._force_n = self.arm.tcp_force_n  # our force limit watches the flange force the rod produces
         start = self.mount.flange_pose(ctx.experiment.scenario.initial_state.q[0:6])
         self.arm.move_linear(start.tolist(), s.approach_speed_m_s, min(0.5, s.tcp_accel_max_m_s2))
-        self.clock = ControllerClock(lambda: self.arm.receive.getTimestamp())
+        self.clock = ControllerClock(self.arm.controller_time_s)  # raises once the controller is gone (2 s)
 
     def run_clock(self) -> ControllerClock:
         """The run's clock: the controller's time (see :mod:`aiko.robots.rod_bench.controller_clock`)."""
