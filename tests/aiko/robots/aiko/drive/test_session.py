@@ -103,11 +103,15 @@ def test_a_lost_input_pauses_then_stops_the_references(tmp_path):
     reader = LogReader(log)
     commands = [(p["command"], p["source"]) for _, p in reader.messages(COMMANDS_CHANNEL)]
     assert commands == [("speed", "keyboard"), ("pause", "input")]  # nothing after the loss steers the robot
-    lost = reader.events("input_lost")[0].t_ns
-    stopped = reader.events("references_stopped")[0].t_ns
-    assert 2.0 <= (stopped - lost) / 1e9 <= 2.5  # held for lost_hold_s (2 s), then the references stopped
+    lost = reader.events("input_lost")[0]
+    stopped = reader.events("references_stopped")[0]
+    # held for lost_hold_s (2 s) of run time, then the references stopped at the gait's next step: the guarantee is
+    # in the run's own time (the events' t_s), which a loaded machine cannot shorten; the wall-clock stamps can be a
+    # few ms closer than 2 s when the loss was logged late (seen at load 18: 1.996 s)
+    held_s = stopped.fields["t_s"] - lost.fields["t_s"]
+    assert held_s >= 2.0 and stopped.fields["held_s"] == pytest.approx(held_s, abs=1e-3)
     last_reference = max(t for t, _ in reader.messages("/references"))
-    assert last_reference <= stopped
+    assert last_reference <= stopped.t_ns
     status = [p for _, p in reader.messages("/drive/status")]
     assert status[-1]["paused"] and not status[-1]["input_ok"]
 
