@@ -14,15 +14,18 @@ _loaded = False
 
 
 def load_plugins() -> None:
+    """Import every plug-in once. Marked loaded only after the last import: an exception part way (a sweep's run
+    time limit fires inside a cold import) must leave the next call to import the rest, not a registry that knows
+    only the first backend (a sweep then failed every later run with "'kinematic' is not one of: can")."""
     global _loaded
     if _loaded:
         return
-    _loaded = True
     import aiko.robots.aiko.backends as backends
 
     for info in pkgutil.iter_modules(backends.__path__):
-        importlib.import_module(f"{backends.__name__}.{info.name}")
+        importlib.import_module(f"{backends.__name__}.{info.name}")  # registering again only overwrites
     importlib.import_module("aiko.robots.aiko.mocap")
+    _loaded = True
 
 
 def backend_names() -> list[str]:
