@@ -148,9 +148,10 @@ def _live_views(args: argparse.Namespace, experiment: Experiment, backend: str, 
     if args.foxglove is not None:
         from aiko.log.live_foxglove import FoxgloveLiveServer
         from aiko.robots.aiko.run import SIM_POSES
+        from aiko.robots.aiko.shape import body_drawing
 
         foxglove = FoxgloveLiveServer(
-            experiment.robot,
+            body_drawing(experiment.robot),
             tracked_link,
             host=args.foxglove_host,
             port=args.foxglove,
