@@ -1,14 +1,13 @@
 """Backend ``can``: the real robot on a CAN adapter, through the PC driver (``aiko.devices.can``).
 
 Experiment table (validated when the file is loaded; ``aiko run --interface/--channel/--bitrate/--can-log/
---rt-priority`` override its keys):
+--rt-priority`` override its keys: :mod:`aiko.commands._can_options`):
   [can]  interface, channel, bitrate, slew_limit_deg_s, feedback_timeout_s, enable_timeout_s, watchdog_periods,
          log, realtime_priority, clear_estop
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import logging
 import math
@@ -106,35 +105,6 @@ DEFAULT_MODULE_FEEDBACK_RATE_HZ = 100.0  # firmware default (EmulatorConfig.feed
 
 
 register_section("can", lambda table, experiment: parse_can_section(table))
-
-
-def add_can_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags for ``aiko run``: they override the experiment's [can] table (see :func:`can_overrides`)."""
-    parser.add_argument(
-        "--interface", metavar="NAME", help="python-can interface for --backend can (socketcan, slcan, ...)"
-    )
-    parser.add_argument("--channel", metavar="CH", help="CAN channel, e.g. can0, vcan0, /dev/ttyACM0")
-    parser.add_argument("--bitrate", type=int, metavar="BPS", help="CAN bitrate (default 1000000)")
-    parser.add_argument("--can-log", metavar="PATH", help="write every CAN frame (.asc .blf .log .csv .trc)")
-    parser.add_argument("--rt-priority", type=int, metavar="P", help="SCHED_FIFO priority of the streaming thread")
-
-
-CAN_FLAG_KEYS = {
-    "interface": "can.interface",
-    "channel": "can.channel",
-    "bitrate": "can.bitrate",
-    "can_log": "can.log",
-    "rt_priority": "can.realtime_priority",
-}
-
-
-def can_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags above (only those given) as experiment overrides of [can], range-checked under their own names."""
-    for attr, flag, low, high in (("bitrate", "--bitrate", 10_000, 1_000_000), ("rt_priority", "--rt-priority", 0, 99)):
-        value = getattr(args, attr, None)
-        if value is not None and not low <= value <= high:
-            raise ConfigError(f"{flag} {value} is out of range [{low}, {high}]")
-    return {key: getattr(args, attr) for attr, key in CAN_FLAG_KEYS.items() if getattr(args, attr, None) is not None}
 
 
 def no_backend_keys(table: Table) -> None:
