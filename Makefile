@@ -90,6 +90,7 @@ mutate: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/import_cycles.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -25,15 +25,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
 from aiko.core.mocap import MocapTask, MotionCapture
 from aiko.core.registry import register_section
+from aiko.robots.aiko.description import RobotDescription
 
-if TYPE_CHECKING:
-    from aiko.robots.aiko.experiment import Experiment
+
+class Experiment(Protocol):
+    """What this section needs of the experiment it belongs to (:class:`aiko.robots.aiko.experiment.Experiment`,
+    which imports the plug-ins: a protocol here, so the section does not import its loader back)."""
+
+    robot: RobotDescription
+    tables: dict[str, dict[str, Any]]
+
+    def settings(self, name: str) -> Any: ...
 
 SOURCES = ("simulated", "vicon", "opencv", "none")
 

@@ -33,8 +33,8 @@ from aiko.core.run import run as run_plan
 from aiko.log import McapRecorder
 from aiko.log.foxglove_views import views_or_none
 from aiko.robots.aiko.control_loop import ControlLoop, LoopResult
-from aiko.robots.aiko.experiment import Experiment
-from aiko.robots.aiko.joints import JointInterface, RunContext
+from aiko.robots.aiko.experiment import Experiment, run_context
+from aiko.robots.aiko.joints import JointInterface
 from aiko.robots.aiko.mocap import MocapSettings, mocap_settings, mocap_task
 from aiko.robots.aiko.plugins import backend_info, create_backend
 from aiko.robots.aiko.shape import body_drawing
@@ -198,9 +198,7 @@ def run_planned(
     run owner; returns the loop result and the JSON summary."""
     experiment, backend, clock = planned.experiment, planned.backend, planned.clock
     options = planned.options
-    ctx = RunContext.of(
-        experiment, recorder, clock, planned.backend_name, duration_s=planned.duration_s, realtime=options.realtime
-    )
+    ctx = run_context(experiment, recorder, clock, duration_s=planned.duration_s, realtime=options.realtime)
     loop = ControlLoop(
         experiment.gait,
         backend,
