@@ -43,6 +43,7 @@ class Experiment(Protocol):
 
     def settings(self, name: str) -> Any: ...
 
+
 SOURCES = ("simulated", "vicon", "opencv", "none")
 
 
