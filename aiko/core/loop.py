@@ -13,6 +13,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiko.core.clock import Clock
 from aiko.core.interfaces import Backend, Recorder
@@ -75,7 +76,7 @@ class TaskLoop:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Backend[Any, Any, Any],
         recorder: Recorder,
         clock: Clock,
         tasks: list[PeriodicTask] | None = None,

@@ -405,7 +405,7 @@ def test_a_module_silent_before_enable_fails_activation_in_lockstep_as_on_hardwa
 def test_streaming_asks_for_realtime_priority_on_the_wall_clock_only(experiment):
     """SCHED_FIFO is what keeps the 10 Hz jitter under 1 ms on a loaded PC; a lockstep run computes flat out, and a
     FIFO thread doing that would starve the machine, so it must never ask for it."""
-    from aiko.robots.aiko.backends.can import WALL_CLOCK_REALTIME_PRIORITY
+    from aiko.robots.aiko.backends.can_priority import WALL_CLOCK_REALTIME_PRIORITY
 
     cases = [
         ({}, None, 0),
