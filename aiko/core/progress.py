@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Any, TextIO
+from typing import IO, Any
 
 DEFAULT_INTERVAL_S = 10.0
 
@@ -22,7 +22,7 @@ class Progress:
         label: str,
         unit: str = "s",
         *,
-        stream: TextIO | None = None,
+        stream: IO[str] | None = None,
         tty: bool | None = None,
         interval_s: float = DEFAULT_INTERVAL_S,
         integer: bool = False,

@@ -18,8 +18,7 @@ from aiko.core.errors import RunStopped
 from aiko.core.interfaces import Recorder
 from aiko.core.loop import PeriodicTask, ProgressCallback, TaskLoopResult
 from aiko.core.run import BackendSession, run_active
-from aiko.robots.aiko.gait import Gait
-from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointStatus
+from aiko.robots.aiko.joints import Gait, JointFeedback, JointInterface, JointStatus
 
 
 @dataclass

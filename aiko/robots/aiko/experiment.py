@@ -20,8 +20,8 @@ from aiko.core.config import Table, apply_overrides, read_toml
 from aiko.core.errors import ConfigError
 from aiko.core.interfaces import Recorder
 from aiko.robots.aiko.description import RobotDescription, load_robot, robot_from_table
-from aiko.robots.aiko.gait import Gait, gait_from_table
-from aiko.robots.aiko.joints import RunContext
+from aiko.robots.aiko.gait import gait_from_table
+from aiko.robots.aiko.joints import Gait, RunContext
 from aiko.robots.aiko.plugins import backend_names, load_plugins, validate_backend_table
 from aiko.robots.aiko.run_settings import RunSettings
 

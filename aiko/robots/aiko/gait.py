@@ -24,7 +24,8 @@ import numpy as np
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
 from aiko.robots.aiko.description import RobotDescription
-from aiko.robots.aiko.joints import Gait, JointFeedback, JointReferences
+from aiko.robots.aiko.joints import Gait as Gait  # the protocol lives beside the references; gaits import it here
+from aiko.robots.aiko.joints import JointFeedback, JointReferences
 
 
 @dataclass(frozen=True)

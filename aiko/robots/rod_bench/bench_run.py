@@ -58,9 +58,14 @@ SUMMARY_METADATA_NAME = "aiko.summary"
 BENCH_METADATA_NAME = "aiko.bench"
 
 
-def _sensor_periodic(sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int):
+def _sensor_periodic(
+    sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int
+) -> PeriodicTask:
+    sample = sensor.sample
+    assert sample is not None  # only sensors that sample in the loop get a task
+
     def action(t_s: float) -> None:
-        payload = sensor.sample(t_s)
+        payload = sample(t_s)
         if payload is not None:
             recorder.record(sensor.channel, clock_of().stamp_ns(t_s), payload)
 
@@ -142,6 +147,8 @@ def record_bench_run(
             recorder.record(OBSERVATION, ctx.clock.stamp_ns(t_s), payload)
             base_poses.append((t_s + offset_s, np.asarray(observation.base_alpha, dtype=float)))
 
+        wall_loop0 = wall0
+
         def prepare() -> Clock:
             """After configure, before activate: the run goes on the controller's clock where the backend keeps
             one, and the sensors open on it."""
@@ -170,7 +177,6 @@ def record_bench_run(
         ]
         plan = RunPlan(backend, ctx, recorder, ctx.clock, duration - offset_s, tasks, progress, prepare=prepare)
         result = None
-        wall_loop0 = wall0
         try:
             result = run(plan)  # the backend is closed when it returns, on every path
         finally:

@@ -20,8 +20,8 @@ from typing import Any
 
 from aiko.core.errors import ConfigError, HardwareError
 from aiko.robots.rod_bench.context import BenchContext
-from aiko.robots.rod_bench.ft_sensor import FT_PTY_ENV, hil_pty_path
-from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, FT_ADDRESS_ENV, PLANT_LOG_ENV
+from aiko.robots.rod_bench.ft_sensor import FT_ADDRESS_ENV, FT_PTY_ENV, hil_pty_path
+from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, PLANT_LOG_ENV
 
 DEFAULT_HOST = "127.0.0.41"
 PLANT = "aiko.robots.rod_bench.plant:rod_plant"
