@@ -9,15 +9,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiko.commands._can_options import add_can_arguments, can_overrides, check_can_flags
 from aiko.commands._live_options import check_live_outputs
 from aiko.core.config import parse_override
 from aiko.core.errors import AikoError
 from aiko.core.progress import Progress
 from aiko.core.recording import FanOutRecorder
-from aiko.robots.aiko.backends.can import add_can_arguments, can_overrides
 from aiko.robots.aiko.experiment import Experiment, load_experiment
 from aiko.robots.aiko.plugins import backend_help, backend_info, backend_names
-from aiko.robots.aiko.run import RunOptions, choose_clock
+from aiko.robots.aiko.run import RunOptions
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -100,22 +100,7 @@ def _load(args: argparse.Namespace) -> tuple[Experiment, str]:
     backend = args.backend or experiment.default_backend
     if backend not in backend_names():
         raise AikoError(f"unknown backend {backend!r}; known backends: {', '.join(backend_names())}")
-    capabilities = backend_info(backend).capabilities
-    bus_flags = [
-        flag
-        for flag, value in (("--interface", args.interface), ("--channel", args.channel), ("--bitrate", args.bitrate))
-        if value is not None
-    ]
-    if bus_flags and "hardware_can_bus" not in capabilities:
-        raise AikoError(
-            f"{', '.join(bus_flags)} select the real bus of --backend can; --backend {backend} does not use it "
-            "(hil runs the emulated modules on its own virtual bus)"
-        )
-    can_flags = [flag for flag, value in (("--can-log", args.can_log), ("--rt-priority", args.rt_priority)) if value]
-    if can_flags and "can_bus" not in capabilities:
-        raise AikoError(
-            f"{', '.join(can_flags)} apply to the CAN bus of --backend can or hil; --backend {backend} has no CAN bus"
-        )
+    check_can_flags(args, backend, backend_info(backend).capabilities)
     return experiment, backend
 
 
@@ -148,9 +133,10 @@ def _live_views(args: argparse.Namespace, experiment: Experiment, backend: str, 
     if args.foxglove is not None:
         from aiko.log.live_foxglove import FoxgloveLiveServer
         from aiko.robots.aiko.run import SIM_POSES
+        from aiko.robots.aiko.shape import body_drawing
 
         foxglove = FoxgloveLiveServer(
-            experiment.robot,
+            body_drawing(experiment.robot),
             tracked_link,
             host=args.foxglove_host,
             port=args.foxglove,
@@ -173,7 +159,6 @@ def _record(
             experiment,
             out,
             options,
-            clock=choose_clock(options.backend or experiment.default_backend, options.realtime),
             progress=progress,
             live=None if not live_recorders else FanOutRecorder(*live_recorders),
         )

@@ -13,9 +13,9 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiko.core.clock import Clock
-from aiko.core.errors import RunStopped
 from aiko.core.interfaces import Backend, Recorder
 
 log = logging.getLogger(__name__)
@@ -70,12 +70,13 @@ class TaskLoop:
     """Periodic tasks on one clock, with a backend advanced to each deadline: the loop every robot's run uses.
 
     A robot's own loop (Aiko's ``ControlLoop``: gait → references, feedback → safety checks) brings its tasks; the
-    scheduling, the skipped deadlines, progress, and the backend's lifecycle around the run live here, once.
+    scheduling, the skipped deadlines and progress live here, once. The backend must be active:
+    :func:`aiko.core.run.run` owns its lifecycle.
     """
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Backend[Any, Any, Any],
         recorder: Recorder,
         clock: Clock,
         tasks: list[PeriodicTask] | None = None,
@@ -118,49 +119,33 @@ class TaskLoop:
             )
         return moved
 
-    def run(self, duration_s: float, on_start: Callable[[], None] | None = None) -> TaskLoopResult:
-        """Run for ``duration_s`` (``on_start`` right after activation). The backend is deactivated on every exit
-        path, including Ctrl-C."""
+    def run(self, duration_s: float) -> TaskLoopResult:
+        """Run the tasks for ``duration_s`` on an active backend. Only scheduling: the backend's lifecycle and the
+        run's own events (start, stop, interruption) belong to the run's owner, :func:`aiko.core.run.run`."""
         backend, clock = self.backend, self.clock
-        interrupted = False
-        backend.activate()
-        self.recorder.event("start", clock.now_ns(), duration_s=duration_s)
-        try:
-            if on_start is not None:
-                on_start()
-            last_progress = -math.inf
-            while True:
-                t_next = min(task.next_time() for task in self.tasks)
-                if t_next > duration_s + 1e-12:
-                    break
-                clock.sleep_until(t_next)
-                if self._skip_missed(clock.now_s()):
-                    continue  # some deadlines were dropped: choose the next one again
-                backend.advance_to(t_next)
-                due = sorted((t for t in self.tasks if abs(t.next_time() - t_next) < 1e-12), key=lambda t: t.priority)
-                for task in due:
-                    task.action(t_next)
-                    task.count += 1
-                if self.progress is not None and t_next - last_progress >= max(duration_s / 100, 0.1):
-                    self.progress(t_next, duration_s)
-                    last_progress = t_next
-            backend.advance_to(duration_s)
-        except RunStopped as exc:
-            log.error("%s", exc)
-            self.recorder.event("run_stopped", clock.now_ns(), message=str(exc), **exc.fields)
-            raise
-        except KeyboardInterrupt:
-            interrupted = True
-            log.warning("interrupted at t = %.3f s; deactivating", clock.now_s())
-            self.recorder.event("interrupted", clock.now_ns())
-        except BaseException as exc:
-            self.recorder.event("error", clock.now_ns(), message=f"{type(exc).__name__}: {exc}")
-            raise
-        finally:
-            backend.deactivate()
-            self.recorder.event("stop", clock.now_ns())
+        last_progress = -math.inf
+        while True:
+            t_next = min(task.next_time() for task in self.tasks)
+            if t_next > duration_s + 1e-12:
+                break
+            clock.sleep_until(t_next)
+            if self._skip_missed(clock.now_s()):
+                continue  # some deadlines were dropped: choose the next one again
+            backend.advance_to(t_next)
+            due = sorted((t for t in self.tasks if abs(t.next_time() - t_next) < 1e-12), key=lambda t: t.priority)
+            for task in due:
+                task.action(t_next)
+                task.count += 1
+            if self.progress is not None and t_next - last_progress >= max(duration_s / 100, 0.1):
+                self.progress(t_next, duration_s)
+                last_progress = t_next
+        backend.advance_to(duration_s)
+        return self.result(interrupted=False)
+
+    def result(self, interrupted: bool) -> TaskLoopResult:
+        """Where the run got to (also after it was interrupted or stopped)."""
         return TaskLoopResult(
-            duration_s=clock.now_s(),
+            duration_s=self.clock.now_s(),
             interrupted=interrupted,
             deadlines_missed=sum(task.missed for task in self.tasks),
         )

@@ -19,7 +19,7 @@ class MemoryRecorder:
     def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
         self.channels[channel].append((t_ns, payload))
 
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
         self.events.append((t_ns, kind, fields))
 
     def event_kinds(self) -> list[str]:
@@ -36,6 +36,6 @@ class FanOutRecorder:
         for recorder in self.recorders:
             recorder.record(channel, t_ns, payload)
 
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
         for recorder in self.recorders:
             recorder.event(kind, t_ns, **fields)

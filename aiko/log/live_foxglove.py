@@ -20,7 +20,7 @@ from typing import Any
 
 from aiko.core.errors import AikoError
 from aiko.log.encoding import encode, infer_schema
-from aiko.log.foxglove_views import FoxgloveUnavailable, FoxgloveViews
+from aiko.log.foxglove_views import BodyDrawing, FoxgloveUnavailable, FoxgloveViews
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class FoxgloveLiveServer:
 
     def __init__(
         self,
-        robot: Any | None = None,
+        body: BodyDrawing | None = None,
         tracked_link: int = 6,
         *,
         host: str = DEFAULT_HOST,
@@ -52,7 +52,7 @@ class FoxgloveLiveServer:
         except ImportError:
             raise AikoError("--foxglove needs the foxglove-sdk package: pip install foxglove-sdk") from None
         try:
-            self._views: FoxgloveViews | None = FoxgloveViews(robot, tracked_link, body_from_joints=body_from_joints)
+            self._views: FoxgloveViews | None = FoxgloveViews(body, tracked_link, body_from_joints=body_from_joints)
         except FoxgloveUnavailable as exc:
             raise AikoError(str(exc)) from None
         self._fg = foxglove

@@ -53,20 +53,6 @@ class RobotDescription:
     def total_mass_kg(self) -> float:
         return self.n_links * self.link_mass_kg
 
-    def body_shape(
-        self,
-        angle_h_rad: np.ndarray,
-        angle_v_rad: np.ndarray | None = None,
-        tracked_link: int = 1,
-        tracked_position_m: np.ndarray | None = None,
-        tracked_quaternion_wxyz: np.ndarray | None = None,
-    ):
-        """The body's link poses for these joint angles (see :func:`aiko.robots.aiko.shape.body_shape`): what a
-        viewer that knows no robot asks the robot for."""
-        from aiko.robots.aiko.shape import body_shape
-
-        return body_shape(self, angle_h_rad, angle_v_rad, tracked_link, tracked_position_m, tracked_quaternion_wxyz)
-
     def clamp(self, angle_h_rad: np.ndarray, angle_v_rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Joint angles clamped to the mechanical limits (what the driver and every backend enforce)."""
         return (

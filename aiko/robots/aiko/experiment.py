@@ -15,22 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from aiko.core import registry
+from aiko.core.clock import Clock
 from aiko.core.config import Table, apply_overrides, read_toml
 from aiko.core.errors import ConfigError
+from aiko.core.interfaces import Recorder
 from aiko.robots.aiko.description import RobotDescription, load_robot, robot_from_table
-from aiko.robots.aiko.gait import Gait, gait_from_table
+from aiko.robots.aiko.gait import gait_from_table
+from aiko.robots.aiko.joints import Gait, RunContext
 from aiko.robots.aiko.plugins import backend_names, load_plugins, validate_backend_table
+from aiko.robots.aiko.run_settings import RunSettings
+
+__all__ = ["Experiment", "LogSettings", "RunSettings", "experiment_from_dict", "load_experiment", "run_context"]
 
 CORE_SECTIONS = ("description", "robot", "gait", "run", "backend", "log")
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    duration_s: float
-    reference_rate_hz: float
-    feedback_rate_hz: float
-    # keep running when a module reports ESTOP, WATCHDOG or a fault (default: such a run stops at once)
-    allow_degraded: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +64,29 @@ class Experiment:
 
     def _parse(self, name: str) -> Any:
         return registry.section_parser(name)(Table(self.tables.get(name, {}), name, str(self.path)), self)
+
+
+def run_context(
+    experiment: Experiment,
+    recorder: Recorder,
+    clock: Clock,
+    *,
+    duration_s: float | None = None,
+    realtime: bool = False,
+) -> RunContext:
+    """What a backend of this experiment is configured with (:class:`aiko.robots.aiko.joints.RunContext`)."""
+    return RunContext(
+        robot=experiment.robot,
+        run=experiment.run,
+        source=str(experiment.path),
+        recorder=recorder,
+        clock=clock,
+        gait=experiment.gait,
+        duration_s=experiment.run.duration_s if duration_s is None else duration_s,
+        realtime=realtime,
+        sections=experiment.settings,
+        backends=dict(experiment.backend_settings),
+    )
 
 
 def load_experiment(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Experiment:

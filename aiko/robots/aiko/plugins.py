@@ -9,6 +9,8 @@ import importlib
 import pkgutil
 
 from aiko.core import registry
+from aiko.core.config import Table
+from aiko.robots.aiko.joints import JointInterface
 
 _loaded = False
 
@@ -43,12 +45,13 @@ def backend_info(name: str) -> registry.BackendInfo:
     return registry.backend_info(name)
 
 
-def create_backend(name: str):  # -> JointInterface (no import of the robot's types here: they import this)
+def create_backend(name: str) -> JointInterface:
     """A fresh backend by name (``ConfigError`` naming the known ones if there is none)."""
-    return backend_info(name).factory()
+    backend: JointInterface = backend_info(name).factory()
+    return backend
 
 
-def validate_backend_table(name: str, table) -> object:
+def validate_backend_table(name: str, table: Table) -> object:
     """The parsed ``[backend.<name>]`` table (None for a backend that takes no keys)."""
     info = backend_info(name)
     if info.validate is None:

@@ -283,7 +283,7 @@ def test_a_run_that_fails_before_it_starts_removes_its_stub_log_and_says_so(tmp_
     def fail(*args, **kwargs):
         raise ConfigError("the bus is not there")
 
-    monkeypatch.setattr(aiko.robots.aiko.run, "run_experiment", fail)
+    monkeypatch.setattr(aiko.robots.aiko.run, "run_planned", fail)
     out = tmp_path / "run.mcap"
     assert main(["run", str(EXPERIMENTS / "sidewinding.toml"), "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -294,11 +294,11 @@ def test_a_run_that_fails_before_it_starts_removes_its_stub_log_and_says_so(tmp_
 def test_a_run_that_fails_after_it_started_keeps_its_log_and_says_so(tmp_path, capsys, monkeypatch):
     import aiko.robots.aiko.run
 
-    def fail(experiment, recorder, *args, clock, **kwargs):
-        recorder.event("start", clock.now_ns())
+    def fail(planned, recorder, **kwargs):
+        recorder.event("start", planned.clock.now_ns())
         raise RuntimeError("the plant diverged")
 
-    monkeypatch.setattr(aiko.robots.aiko.run, "run_experiment", fail)
+    monkeypatch.setattr(aiko.robots.aiko.run, "run_planned", fail)
     out = tmp_path / "run.mcap"
     assert main(["run", str(EXPERIMENTS / "sidewinding.toml"), "--out", str(out)]) == 1
     err = capsys.readouterr().err

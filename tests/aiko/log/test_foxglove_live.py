@@ -16,6 +16,7 @@ from websockets.sync.client import connect
 
 from aiko.log.live_foxglove import FoxgloveLiveServer
 from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.shape import body_drawing
 
 ROOT = Path(__file__).resolve().parents[3]
 SUBPROTOCOL = "foxglove.sdk.v1"
@@ -69,7 +70,7 @@ def receive(url: str, topics: set[str], want: int = 3, timeout_s: float = 60.0) 
 def test_a_websocket_client_subscribes_and_receives_json_and_foxglove_schema_channels():
     robot = load_robot(ROOT / "experiments/robots/aiko.toml")
     n = robot.n_joints
-    with FoxgloveLiveServer(robot, tracked_link=6, port=0) as server:
+    with FoxgloveLiveServer(body_drawing(robot), tracked_link=6, port=0) as server:
         assert server.url.startswith("ws://127.0.0.1:")
         stop = threading.Event()
 

@@ -30,12 +30,9 @@ from aiko.core.errors import ConfigError
 from aiko.core.polling import poll_until
 from aiko.core.registry import register_backend, register_section
 from aiko.devices.can.virtual_bus import LockstepVirtualBus
-from aiko.robots.aiko.backends.can import (
-    CanBackend,
-    CanSection,
-    WallClockReceive,
-    no_backend_keys,
-)
+from aiko.robots.aiko.backends.can import CanBackend
+from aiko.robots.aiko.backends.can_receive import WallClockReceive
+from aiko.robots.aiko.backends.can_settings import CanSection, no_backend_keys
 from aiko.robots.aiko.description import RobotDescription
 from aiko.robots.aiko.joints import RunContext
 from firmware_protocol.emulator import (
@@ -153,7 +150,7 @@ class LockstepReceive:
 
     use_notifier = False
 
-    def __init__(self, emulator: JointControllerEmulator, pump: Callable[[], None]) -> None:
+    def __init__(self, emulator: JointControllerEmulator, pump: Callable[[], object]) -> None:
         self.emulator = emulator
         self.pump = pump
 

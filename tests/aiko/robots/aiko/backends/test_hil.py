@@ -16,8 +16,8 @@ from aiko.core.recording import MemoryRecorder
 from aiko.devices.can.shaping import ReferenceShaper
 from aiko.robots.aiko.backends.hil import HilBackend
 from aiko.robots.aiko.control_loop import ControlLoop
-from aiko.robots.aiko.experiment import load_experiment
-from aiko.robots.aiko.joints import JointStatus, RunContext
+from aiko.robots.aiko.experiment import load_experiment, run_context
+from aiko.robots.aiko.joints import JointStatus
 from aiko.robots.aiko.run import RunOptions, run_experiment
 from firmware_protocol.dbc import DBC_PATH, ModuleState
 
@@ -37,7 +37,7 @@ def _configured_hil(experiment, clock=None, *, overrides=None, realtime=False, d
     backend = HilBackend()
     recorder = MemoryRecorder()
     clock = clock or SimulatedClock()
-    ctx = RunContext.of(experiment, recorder, clock, "hil", duration_s=duration_s, realtime=realtime)
+    ctx = run_context(experiment, recorder, clock, duration_s=duration_s, realtime=realtime)
     backend.configure(ctx)
     return backend, recorder, clock
 
@@ -299,7 +299,7 @@ def test_can_backend_reports_an_unopenable_bus(experiment):
 
     backend = CanBackend()
     bus = load_experiment(SIDEWINDING, {"can.interface": "slcan", "can.channel": "/nonexistent/tty"})
-    ctx = RunContext.of(bus, MemoryRecorder(), WallClock(), "can")
+    ctx = run_context(bus, MemoryRecorder(), WallClock())
     with pytest.raises(HardwareError, match=r"cannot open CAN bus interface='slcan' channel='/nonexistent/tty'"):
         backend.configure(ctx)
     backend.deactivate()
@@ -405,7 +405,7 @@ def test_a_module_silent_before_enable_fails_activation_in_lockstep_as_on_hardwa
 def test_streaming_asks_for_realtime_priority_on_the_wall_clock_only(experiment):
     """SCHED_FIFO is what keeps the 10 Hz jitter under 1 ms on a loaded PC; a lockstep run computes flat out, and a
     FIFO thread doing that would starve the machine, so it must never ask for it."""
-    from aiko.robots.aiko.backends.can import WALL_CLOCK_REALTIME_PRIORITY
+    from aiko.robots.aiko.backends.can_priority import WALL_CLOCK_REALTIME_PRIORITY
 
     cases = [
         ({}, None, 0),
