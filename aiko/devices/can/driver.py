@@ -101,6 +101,7 @@ class CanJointDriver(can.Listener):
         self.frames_sent = 0
         self.frames_received = 0
         self.send_errors = 0
+        self.receive_errors = 0
         self.bad_frames = 0
         self.foreign_frames = 0
         self.clamped_samples = 0
@@ -307,6 +308,18 @@ class CanJointDriver(can.Listener):
         if kind is MessageKind.FEEDBACK:
             self.health.on_feedback(decoded.node, now, v)
 
+    def on_error(self, exc: Exception) -> None:
+        """python-can's ``Notifier`` calls this for an exception in its receive thread. Handled here (counted, logged
+        once, an event): the thread goes on receiving, because a transient bus error must never end reception (a
+        run that stops hearing its modules misses their ESTOP). A bus that fails for good stays silent, and the
+        feedback timeout stops the run; the short sleep keeps such a bus from spinning the thread."""
+        self.receive_errors += 1
+        self._warn_once(
+            f"receive:{type(exc).__name__}",
+            f"CAN receive failed ({type(exc).__name__}: {exc}); reception continues",
+        )
+        time.sleep(0.001)
+
     def feedback_arrays(self) -> dict[str, np.ndarray]:
         """A consistent copy of the latest feedback of every module."""
         with self._lock:
@@ -339,11 +352,15 @@ class CanJointDriver(can.Listener):
             "can_frames_sent": self.frames_sent,
             "can_frames_received": self.frames_received,
             "can_send_errors": self.send_errors,
+            # reads that failed and were retried (a port shared with another process, a bus error): never fatal
+            "can_receive_errors": self.receive_errors + int(getattr(self.bus, "read_errors", 0)),
             "can_bad_frames": self.bad_frames,
             "reference_samples_clamped": self.clamped_samples,
             "reference_samples_slew_limited": self.slew_limited_samples,
             "module_health_transitions": self.health.transitions,
         }
+        if hasattr(self.bus, "garbage_lines"):  # slcan: half lines another reader of the port took
+            stats["slcan_garbage_lines"] = int(self.bus.garbage_lines)
         if latencies.size:
             stats["ref_to_feedback_latency_p50_ms"] = float(np.percentile(latencies, 50))
             stats["ref_to_feedback_latency_p99_ms"] = float(np.percentile(latencies, 99))

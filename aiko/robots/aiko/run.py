@@ -221,6 +221,7 @@ def run_experiment(
         "tracked_point_end_m": result.tracked_point_end_m,
         "interrupted": result.interrupted,
         "deadlines_missed": result.deadlines_missed,
+        "task_timing": result.task_timing,
     }
     summary.update(result.backend_summary)
     return result, summary

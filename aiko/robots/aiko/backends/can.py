@@ -12,7 +12,6 @@ import argparse
 import gc
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import can
 import numpy as np
 
+from aiko.core import realtime
 from aiko.core.clock import WallClock
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError, HardwareError
@@ -70,12 +70,10 @@ def parse_can_section(table: Table) -> CanSection:
 
 def set_realtime_priority(priority: int) -> bool:
     """SCHED_FIFO for the calling thread (the one that streams references); False (and a warning) if refused."""
-    if priority <= 0 or not hasattr(os, "sched_setscheduler"):
+    if priority <= 0 or not realtime.fifo_available():
         return False
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except (PermissionError, OSError) as exc:
-        log.warning("cannot use real-time priority %d (%s); streaming with normal scheduling", priority, exc)
+    if not realtime.set_fifo(priority):
+        log.warning("cannot use real-time priority %d; streaming with normal scheduling", priority)
         return False
     return True
 
@@ -93,11 +91,7 @@ def _realtime_priority(ctx: RunContext, section: CanSection) -> int:
 
 
 def restore_normal_priority() -> None:
-    if hasattr(os, "sched_setscheduler"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-        except OSError:
-            pass
+    realtime.set_normal()
 
 
 # docs/can_protocol.md: 200 Hz references with 200 Hz feedback (81 %) is "too close to saturation"
@@ -244,6 +238,7 @@ class CanBackend(JointInterface):
         )
         self.realtime_priority = _realtime_priority(ctx, section)
         self._priority_raised = False
+        self._raised_threads: realtime.RaisedThreads | None = None
         self.clear_estop = section.clear_estop
         log_path = section.log
         frame_log = open_can_log(log_path) if log_path else None
@@ -280,9 +275,12 @@ class CanBackend(JointInterface):
 
     def activate(self) -> None:
         driver = self._require()
-        # before any thread starts: the Notifier (and the HIL emulator) inherit SCHED_FIFO, so no thread that
-        # holds the GIL can be preempted by other processes while the sender waits for it (priority inversion)
+        # before our threads start: the Notifier (and the HIL emulator) inherit SCHED_FIFO; the threads already
+        # running (the MCAP writer, a live Foxglove server) are raised to it: no thread that holds the GIL can be
+        # preempted by other processes while the sender waits for it (priority inversion; aiko.core.realtime)
         self._priority_raised = set_realtime_priority(self.realtime_priority)
+        if self._priority_raised:
+            self._raised_threads = realtime.raise_python_threads(self.realtime_priority)
         gc.collect()
         gc.freeze()  # what exists now is never scanned again: shorter collector pauses while streaming
         self._gc_frozen = True
@@ -412,6 +410,8 @@ class CanBackend(JointInterface):
         out = self.driver.statistics()
         out["can_log_path"] = self.can_log_path
         out["realtime_priority"] = self.realtime_priority if self._priority_raised else 0
+        if self._raised_threads is not None:  # helper threads raised to the run's priority; the kernel refused these
+            out["realtime_threads_refused"] = list(self._raised_threads.refused)
         out["module_health"] = self.driver.health.snapshot(self.ctx.clock.now_s() if self.ctx else 0.0)
         return out
 
@@ -422,6 +422,9 @@ class CanBackend(JointInterface):
         if getattr(self, "_priority_raised", False):
             restore_normal_priority()
             self._priority_raised = False
+        if getattr(self, "_raised_threads", None) is not None:
+            self._raised_threads.restore()  # the MCAP writer goes on writing the summary at normal priority
+            self._raised_threads = None
         if self.driver is not None:
             self.deactivate()
             self.driver.close()

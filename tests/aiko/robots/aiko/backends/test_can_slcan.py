@@ -85,3 +85,61 @@ def test_a_latched_emergency_stop_is_not_cleared_by_the_next_run():
     # at 10 Hz; a loaded machine may skip a deadline, so the count itself is not fixed)
     sent = summary["reference_updates"]
     assert 1 <= sent <= 4 and counters["accepted_references"] == [sent] * 10
+
+
+_GREEDY_READER = """
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    try:
+        os.read(fd, 4096)  # whatever is waiting, as `cat` or `aiko can estop` reads
+    except BlockingIOError:
+        time.sleep(0.0005)
+"""
+
+
+def test_a_run_sharing_its_pty_with_other_readers_stops_with_reason_estop():
+    """Issue 26: `aiko can estop` on the run's own pty, and a third process that reads the same pty greedily for
+    0.3 s (less than the 0.5 s feedback timeout; each reader gets part of the byte stream, the run's reads fail and
+    lose half lines). The run must hear the modules' ESTOP and stop with that reason: never die deaf, never stop as
+    `feedback_stale`. Asserted: the reason, no traceback in any process. Not asserted: how soon (a loaded machine
+    starts the two processes late; the run's 60 s is only a liveness bound)."""
+    import subprocess
+    import sys
+
+    from aiko.core.errors import RunStopped
+    from aiko.core.loop import PeriodicTask
+
+    proc, pty = start_emulator()
+    helpers: list[subprocess.Popen] = []
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
+
+    def intrude(t_s: float) -> None:
+        if abs(t_s - 0.3) < 1e-9:
+            helpers.append(subprocess.Popen([sys.executable, "-c", _GREEDY_READER, pty, "0.3"], stderr=subprocess.PIPE))
+        if abs(t_s - 0.6) < 1e-9:
+            estop = [sys.executable, "-m", "aiko.cli", "can", "estop", "--interface", "slcan", "--channel", pty]
+            helpers.append(subprocess.Popen(estop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO))
+
+    recorder = MemoryRecorder()
+    try:
+        experiment = load_experiment(
+            REPO / "experiments" / "sidewinding.toml",
+            {"can.watchdog_periods": 20, "can.interface": "slcan", "can.channel": pty},
+        )
+        with pytest.raises(RunStopped, match="ESTOP"):
+            run_experiment(
+                experiment,
+                recorder,
+                RunOptions(backend="can", duration_s=60.0),
+                backend=CanBackend(),
+                clock=WallClock(),
+                extra_tasks=[PeriodicTask("intruders", 10.0, intrude, priority=90)],
+            )
+    finally:
+        outputs = [helper.communicate(timeout=60) for helper in helpers]
+        stop_emulator(proc)
+    stopped = next(fields for _, kind, fields in recorder.events if kind == "run_stopped")
+    assert stopped["reasons"] == ["estop_or_fault"], stopped
+    assert len(outputs) == 2 and not any("Traceback" in (err or "") for _, err in outputs), outputs

@@ -438,3 +438,49 @@ def test_a_reference_rate_that_saturates_the_bus_is_a_config_error():
     experiment = load_experiment(SIDEWINDING, {"run.reference_rate_hz": 600.0, "can.watchdog_periods": 10})
     with pytest.raises(ConfigError, match=r"loads the 1000000 bit/s bus to 1\d\d % .*aiko can bus-load"):
         _configured_hil(experiment)
+
+
+def _fifo_granted() -> bool:
+    import threading
+
+    from aiko.core import realtime
+
+    granted = []
+    probe = threading.Thread(target=lambda: granted.append(realtime.set_fifo(1)))
+    probe.start()
+    probe.join()
+    return granted == [True]
+
+
+@pytest.mark.skipif(not _fifo_granted(), reason="SCHED_FIFO is not granted to this user (no CAP_SYS_NICE/rtprio)")
+def test_every_python_thread_of_a_realtime_run_runs_at_the_runs_priority(tmp_path):
+    """Priority inversion (issue 26): a sender at SCHED_FIFO waits for the GIL held by any thread of its process, so
+    the MCAP writer (started before the run raises its priority), the Notifier and the emulator thread run at the
+    run's priority while it streams, the sender one above; all are back to normal scheduling afterwards."""
+    import os
+    import threading
+
+    from aiko.core.loop import PeriodicTask
+    from aiko.core.realtime import thread_policy
+    from aiko.robots.aiko.backends.can import WALL_CLOCK_REALTIME_PRIORITY
+    from aiko.robots.aiko.run import record_run
+
+    seen: dict[str, tuple[int, int]] = {}
+
+    def snapshot(t_s: float) -> None:
+        for thread in threading.enumerate():
+            seen[thread.name] = thread_policy(thread.native_id)
+
+    experiment = load_experiment(SIDEWINDING, {"can.watchdog_periods": 20})
+    spy = PeriodicTask("spy", 10.0, snapshot, priority=95)
+    record_run(
+        experiment,
+        tmp_path / "rt.mcap",
+        RunOptions(backend="hil", realtime=True, duration_s=0.3),
+        extra_tasks=[spy],
+    )
+    fifo, p = os.SCHED_FIFO, WALL_CLOCK_REALTIME_PRIORITY
+    assert seen.pop(threading.main_thread().name) == (fifo, p + 1)
+    assert seen.pop("mcap-writer") == (fifo, p)
+    assert seen and all(policy == (fifo, p) for policy in seen.values()), seen  # Notifier, emulator thread, ...
+    assert thread_policy(0) == (os.SCHED_OTHER, 0)
