@@ -108,3 +108,47 @@ def test_emulator_cli_bad_link_is_one_line(tmp_path, capsys):
     assert main(["--link", str(tmp_path / "no" / "such" / "dir" / "tty"), "--duration", "0.1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("aiko-emulator: cannot create --link"), err
+
+
+def _fifo_granted() -> bool:
+    import os
+
+    try:
+        fifo = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
+        probe = subprocess.run([sys.executable, "-c", fifo])
+    except OSError:
+        return False
+    return probe.returncode == 0 and hasattr(os, "sched_getscheduler")
+
+
+@pytest.mark.skipif(not _fifo_granted(), reason="SCHED_FIFO is not granted to this user (no CAP_SYS_NICE/rtprio)")
+def test_rt_priority_raises_every_thread_on_the_frame_path():
+    """`aiko emulate can --rt-priority P`: the slcan reader, the Notifier that writes the modules' frames to the pty and
+    the modules' own thread all run at SCHED_FIFO P, not only the main thread (issue 26: they started first and
+    stayed at normal priority; the PC's frames reached the modules up to 40 ms late)."""
+    import os
+    from pathlib import Path
+
+    cmd = [sys.executable, "-m", "aiko.cli", "emulate", "can", "--rt-priority", "7", "--nodes", "1-2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("slcan: ")
+        tasks = Path(f"/proc/{proc.pid}/task")
+        give_up = time.monotonic() + 60.0  # liveness only: the fourth thread starts right after the first line
+        while len(list(tasks.iterdir())) < 4 and time.monotonic() < give_up:
+            time.sleep(0.05)
+        policies = {int(t.name): (os.sched_getscheduler(int(t.name)), os.sched_getparam(int(t.name)).sched_priority)
+                    for t in tasks.iterdir()}  # fmt: skip
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    assert len(policies) >= 4, policies  # main, slcan reader, Notifier, the modules' thread
+    assert set(policies.values()) == {(os.SCHED_FIFO, 7)}, policies
+
+
+def test_rt_priority_out_of_range_is_one_line(capsys):
+    from firmware_protocol.emulator.cli import main
+
+    assert main(["--rt-priority", "100", "--duration", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert err == "aiko-emulator: --rt-priority 100: allowed 0 (off) .. 99\n"
