@@ -140,23 +140,37 @@ class CanJointDriver(can.Listener):
             self.frame_log.stop()
 
     # ------------------------------------------------------------------ sending
-    def _send(self, frame_id: int, data: bytes) -> bool:
-        msg = can.Message(
+    def _message(self, frame_id: int, data: bytes) -> can.Message:
+        return can.Message(
             arbitration_id=frame_id,
             data=data,
             is_extended_id=False,
             is_rx=False,  # sent by this PC: frame logs mark it Tx
             timestamp=self.timestamp_offset_s + self.now_s(),
         )
+
+    def _send(self, frame_id: int, data: bytes) -> bool:
+        return self._send_all([self._message(frame_id, data)])
+
+    def _send_all(self, messages: list[can.Message]) -> bool:
+        """Send frames that belong together (one reference to every module). A bus that can write them at once
+        (``send_batch``: slcan, one write to the port) does, so that a PC frozen between two of them (SIGSTOP, a
+        preempted process) never leaves some modules on the new reference and the rest on the old one."""
+        send_batch = getattr(self.bus, "send_batch", None)
         try:
-            self.bus.send(msg, timeout=0.01)
+            if send_batch is not None and len(messages) > 1:
+                send_batch(messages)
+            else:
+                for msg in messages:
+                    self.bus.send(msg, timeout=0.01)
         except can.CanError as exc:
             self.send_errors += 1
             self._warn_once(f"send:{type(exc).__name__}", f"CAN send failed ({exc}); the stream continues")
             return False
-        self.frames_sent += 1
+        self.frames_sent += len(messages)
         if self.frame_log is not None:
-            self.frame_log.on_message_received(msg)
+            for msg in messages:
+                self.frame_log.on_message_received(msg)
         return True
 
     def send_command(self, command: Command, target_node: int = 0) -> None:
@@ -246,8 +260,7 @@ class CanJointDriver(can.Listener):
         rate_deg = np.clip(np.degrees(shaped.rate_rad_s), -_MAX_RATE_DEG_S, _MAX_RATE_DEG_S)
         sequence = self._sequence
         self._sequence = (self._sequence + 1) % 256
-        self.send_times_ns.append(time.monotonic_ns())
-        send_s = time.perf_counter()
+        messages = []
         for node, row in self.rows.items():
             values = {
                 "AngleH": float(angle_deg[row, 0]),
@@ -256,10 +269,13 @@ class CanJointDriver(can.Listener):
                 "RateV": float(rate_deg[row, 1]),
                 "Sequence": sequence,
             }
-            frame_id, data = self.codec.encode(MessageKind.REFERENCE, node, values)
-            with self._lock:
+            messages.append(self._message(*self.codec.encode(MessageKind.REFERENCE, node, values)))
+        self.send_times_ns.append(time.monotonic_ns())
+        send_s = time.perf_counter()
+        with self._lock:
+            for node in self.rows:
                 self._pending_latency[(node, sequence)] = send_s
-            self._send(frame_id, data)
+        self._send_all(messages)
         self.health.check(self.now_s())
 
     # ---------------------------------------------------------------- receiving

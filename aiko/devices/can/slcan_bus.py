@@ -21,6 +21,7 @@ import logging
 import time
 
 import serial
+from can.exceptions import error_check
 from can.interfaces.slcan import slcanBus as SlcanBus
 
 log = logging.getLogger(__name__)
@@ -114,6 +115,27 @@ class BufferedSlcanBus(SlcanBus):
             )
             self._errors_logged, self._last_error_log_s = self.read_errors, now
         time.sleep(_ERROR_BACKOFF_S)
+
+    _batch: list[str] | None = None  # lines python-can formatted while send_batch collects them
+
+    def send_batch(self, msgs) -> None:
+        """Several frames in one write to the port (python-can formats each; see ``CanJointDriver._send_all``)."""
+        self._batch = []
+        try:
+            for msg in msgs:
+                self.send(msg)
+            data = b"".join(line.encode() + self.LINE_TERMINATOR for line in self._batch)
+        finally:
+            self._batch = None
+        with error_check("Could not write to serial device"):
+            self.serialPortOrig.write(data)
+            self.serialPortOrig.flush()
+
+    def _write(self, string: str) -> None:
+        if self._batch is not None:
+            self._batch.append(string)
+            return
+        super()._write(string)
 
     def send(self, msg, timeout: float | None = None) -> None:
         # pyserial 3.5 checks its write timeout *after* a complete os.write and raises SerialTimeoutException

@@ -20,12 +20,22 @@ SHARED = serial.SerialException(
 
 
 class ScriptedPort:
-    """A serial port that returns (or raises) the scripted items one read at a time, then nothing."""
+    """A serial port that returns (or raises) the scripted items one read at a time, then nothing; keeps what is
+    written, one entry per write call."""
 
     port = "/dev/pts/test"
+    write_timeout = None
 
-    def __init__(self, script) -> None:
+    def __init__(self, script=()) -> None:
         self.script = list(script)
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self.writes.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
 
     @property
     def in_waiting(self) -> int:
@@ -151,3 +161,31 @@ def test_well_formed_frame_lines(line, ok):
     from aiko.devices.can.slcan_bus import well_formed
 
     assert well_formed(line) is ok
+
+
+def test_a_reference_to_every_module_is_one_write():
+    """A PC frozen between two frames of one reference would leave some modules on the new reference: the driver
+    hands the ten frames over at once, and the slcan bus writes them with one call."""
+    bus = _bus([])
+    frames = [can.Message(arbitration_id=0x100 + n, data=bytes([n] * 8), is_extended_id=False) for n in (1, 2, 3)]
+    bus.send_batch(frames)
+    bus.send(frames[0])
+    assert bus.serialPortOrig.writes == [
+        b"t10180101010101010101\rt10280202020202020202\rt10380303030303030303\r",
+        b"t10180101010101010101\r",
+    ]
+
+
+def test_the_driver_sends_a_reference_as_one_batch():
+    import numpy as np
+
+    sent: list[list[int]] = []
+
+    class BatchBus(FlakyBus):
+        def send_batch(self, msgs) -> None:
+            sent.append([m.arbitration_id for m in msgs])
+
+    settings = CanDriverSettings(nodes=(1, 2, 3), limit_h_rad=1.0, limit_v_rad=1.0)
+    driver = CanJointDriver(BatchBus([]), settings, lambda: 0.0, use_notifier=False)
+    driver.write(0.0, np.zeros((3, 2)), np.zeros((3, 2)))
+    assert sent == [[0x101, 0x102, 0x103]] and driver.frames_sent == 3
