@@ -11,10 +11,13 @@ two skips made a 0.3 s gap, the modules' watchdog, on a PC that was merely busy)
   the silence the task's receivers saw (``gap_s``: from its previous run to this one) and how late the oldest
   superseded deadline was (``late_s``);
 * **back on the grid**: the next run is due at the next grid deadline ...
-* **never crowded**: ... but never sooner than half a period after the previous run (``MIN_SPACING_PERIODS``).
+* **never crowded**: ... but never sooner than half a period after the previous run's action returned
+  (``MIN_SPACING_PERIODS``; from its end, so that a process frozen in the middle of sending does not crowd what its
+  receivers get).
 
 So, for a clock that wakes ``l`` late: two runs are never closer than half a period, and never further apart than
-one period plus ``l`` (the stall); a steady lag shifts the runs, it does not thin them. The first deadline always
+one period plus ``l`` (the stall) plus how long a frozen action took; a steady lag shifts the runs, it does not
+thin them. The first deadline always
 runs with t = 0 however late the start (nothing came before it, and t = 0 is the gait's start).
 Before the tasks due at an instant run, the backend is advanced to the newest of their deadlines (simulators
 integrate; hardware ignores it). On a simulated clock nothing is ever late and every task runs exactly on its grid.
@@ -76,7 +79,9 @@ class PeriodicTask:
     priority: int = 50
     count: int = 0  # k of the next deadline
     missed: int = 0
-    last_run_s: float | None = None  # clock time the previous run started
+    # clock time the previous run's action returned: what it sends has gone out by then (a process frozen in the
+    # middle of an action sends late; spacing from the end keeps its receivers' spacing, not only the loop's)
+    last_run_s: float | None = None
     timing: TaskTiming = field(default_factory=TaskTiming)
 
     @property
@@ -106,17 +111,19 @@ class PeriodicTask:
         newest = min(max(self.count, math.floor(now_s * self.rate_hz + 1e-9)), self.last_index(duration_s))
         return newest, newest - self.count
 
-    def mark_run(self, k: int, started_s: float) -> None:
-        """Bookkeeping of a run of deadline ``k`` that started at clock time ``started_s``."""
+    def mark_run(self, k: int, started_s: float, finished_s: float | None = None) -> None:
+        """Bookkeeping of a run of deadline ``k`` that started at clock time ``started_s`` and whose action returned
+        at ``finished_s`` (default: at once). Gaps and spacing are between the ends of the actions."""
+        finished_s = started_s if finished_s is None else finished_s
         t = self.timing
         if self.last_run_s is not None:
-            gap = started_s - self.last_run_s
+            gap = finished_s - self.last_run_s
             t.max_gap_s = max(t.max_gap_s, gap)
             t.min_spacing_s = min(t.min_spacing_s, gap)
         if k > 0:  # the first deadline is t = 0 by definition, however late the run's start
             t.max_late_s = max(t.max_late_s, started_s - k / self.rate_hz)
         t.runs += 1
-        self.last_run_s = started_s
+        self.last_run_s = finished_s
         self.count = k + 1
 
 
@@ -200,7 +207,7 @@ class TaskLoop:
         for task, k in plan:
             started_s = self.clock.now_s()
             task.action(k / task.rate_hz)
-            task.mark_run(k, started_s)
+            task.mark_run(k, started_s, self.clock.now_s())
         return t_reached, advanced_s
 
     def run(self, duration_s: float, on_start: Callable[[], None] | None = None) -> TaskLoopResult:

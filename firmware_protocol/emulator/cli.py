@@ -165,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         if server is not None:
             counters["slcan_frames_from_pc"] = server.frames_from_pc
             counters["slcan_frames_to_pc"] = server.frames_to_pc
+            counters["slcan_frames_dropped_to_pc"] = server.frames_dropped_to_pc
         print(json.dumps(counters), flush=True)
         bus.shutdown()
         if server is not None:

@@ -55,6 +55,49 @@ def test_server_answers_lawicel_commands_and_counts_garbage():
         peer.shutdown()
 
 
+def test_a_pc_that_does_not_read_makes_the_adapter_drop_frames_not_stop_listening():
+    """Nobody reads the pty (a frozen PC, a tool that left the channel open and exited): its buffer fills and the
+    frames toward the PC are dropped, as an adapter's overflow drops them, while the PC's own frames are still
+    handled; whoever opens the port next finds at most a buffer of stale frames, not minutes of them."""
+    import os
+
+    bus = can.Bus(interface="virtual", channel="test-slcan-overflow")
+    peer = can.Bus(interface="virtual", channel="test-slcan-overflow")
+    server = SlcanPtyServer(bus)
+    slave = os.open(server.slave_path, os.O_RDWR | os.O_NOCTTY)
+    try:
+        server.start()
+        os.write(slave, b"O\r")
+        give_up = time.monotonic() + 30.0  # liveness only
+        while not server.channel_open and time.monotonic() < give_up:
+            time.sleep(0.01)
+        for k in range(20_000):  # ~440 kB of feedback-like frames that nobody reads
+            frame = can.Message(arbitration_id=0x201, data=k.to_bytes(8, "little"), is_extended_id=False)
+            server.on_message_received(frame)
+        assert server.frames_dropped_to_pc > 0 and server.frames_to_pc + server.frames_dropped_to_pc == 20_000
+        os.write(slave, b"t1002AABB\r")  # the PC still reaches the bus
+        received = peer.recv(timeout=30.0)
+        assert received is not None and (received.arbitration_id, bytes(received.data)) == (0x100, b"\xaa\xbb")
+        os.set_blocking(slave, False)
+        stale = b""
+        while True:
+            try:
+                chunk = os.read(slave, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            stale += chunk
+        lines = stale.split(b"\r")[1:-1]  # after the answer to O: whole lines, none cut
+        assert lines and all(line == b"z" or (line[:5] == b"t2018" and len(line) == 21) for line in lines)
+        assert len(stale) < 200_000  # a pty's buffer, not the 20 000 frames
+    finally:
+        os.close(slave)
+        server.shutdown()
+        bus.shutdown()
+        peer.shutdown()
+
+
 @pytest.fixture
 def emulator_process():
     cmd = [sys.executable, "-m", "firmware_protocol.emulator", "--nodes", "1-3", "--feedback-rate", "50"]

@@ -20,13 +20,12 @@ from dataclasses import dataclass
 import can
 import numpy as np
 
-from aiko.core.errors import HardwareError
-from aiko.core.polling import poll_until
 from aiko.devices.can.frame_log import LockedFrameLog
 from aiko.devices.can.health import HealthMonitor
+from aiko.devices.can.parameters import ModuleParameters, write_and_verify
 from aiko.devices.can.shaping import ReferenceShaper
 from firmware_protocol.codec import AikoCodec, default_codec
-from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, Parameter, ParameterResult
+from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, Parameter
 from firmware_protocol.errors import ProtocolError
 from firmware_protocol.status import feedback_status_bits
 
@@ -45,7 +44,9 @@ class CanDriverSettings:
     stale_after_s: float = 0.5
     enable_timeout_s: float = 1.0
     watchdog_periods: float = 3.0
-    configure_modules: bool = True  # write reference period, watchdog and limits as module parameters
+    # the modules' controller as the robot description tunes it (ParameterRequest 1-4) and their feedback rate (9)
+    gains_v: tuple[float, float, float, float] = (400.0, 6.0, 400.0, 6.0)  # KpH V/rad, KdH V s/rad, KpV, KdV
+    module_feedback_rate_hz: float = 100.0
 
 
 class _FeedbackTable:
@@ -208,44 +209,30 @@ class CanJointDriver(can.Listener):
         with self._lock:
             return self._parameter_replies.get((node, int(parameter)))
 
-    def module_parameters(self) -> dict[Parameter, float]:
+    def module_parameters(self) -> ModuleParameters:
+        """Every writable parameter of the modules, as this run needs them (all written and read back before Enable)."""
         s = self.settings
-        return {
-            Parameter.REFERENCE_PERIOD_MS: 1000.0 / s.reference_rate_hz,
-            Parameter.WATCHDOG_PERIODS: s.watchdog_periods,
-            Parameter.LIMIT_H_DEG: math.degrees(s.limit_h_rad),
-            Parameter.LIMIT_V_DEG: max(math.degrees(s.limit_v_rad), 1.0),
-        }
+        kp_h, kd_h, kp_v, kd_v = s.gains_v
+        return ModuleParameters(
+            kp_h_v_per_rad=kp_h,
+            kd_h_v_s_per_rad=kd_h,
+            kp_v_v_per_rad=kp_v,
+            kd_v_v_s_per_rad=kd_v,
+            limit_h_deg=math.degrees(s.limit_h_rad),
+            limit_v_deg=max(math.degrees(s.limit_v_rad), 1.0),  # a yaw-only robot: the unused axis at its minimum
+            watchdog_periods=s.watchdog_periods,
+            reference_period_ms=1000.0 / s.reference_rate_hz,
+            feedback_rate_hz=s.module_feedback_rate_hz,
+        )
 
     def write_module_parameters(self, wait: Callable[[float], None], timeout_s: float) -> None:
-        """Write the run's parameters to every module and check the replies; HardwareError if one is silent.
+        """Write every parameter of the run to every module and read each back (``aiko.devices.can.parameters``);
+        HardwareError naming the module and the parameter if one is silent, refuses, or holds another value.
 
         The modules accept parameter writes only while disabled (an enabled one answers Locked), so a Disable
         goes out first: a module left enabled by a crashed PC (until its watchdog) is configured all the same."""
-        wanted = self.module_parameters()
         self.send_command(Command.DISABLE)
-        for node in self.settings.nodes:
-            for parameter, value in wanted.items():
-                self.request_parameter(node, parameter, value)
-        missing: list[tuple[int, Parameter]] = []
-
-        def answered() -> bool:
-            missing[:] = [(n, p) for n in self.settings.nodes for p in wanted if self.parameter_reply(n, p) is None]
-            return not missing
-
-        if not poll_until(answered, timeout_s, wait, first_wait=True):
-            nodes = sorted({n for n, _ in missing})
-            raise HardwareError(
-                f"joint modules {nodes} did not answer parameter requests within {timeout_s} s "
-                "(check power, termination, bitrate and node ids)"
-            )
-        for node in self.settings.nodes:
-            for parameter in wanted:
-                result, _ = self.parameter_reply(node, parameter)
-                if result != ParameterResult.OK:
-                    raise HardwareError(
-                        f"joint module {node} refused parameter {parameter.name}: {ParameterResult(result).name}"
-                    )
+        write_and_verify(self, self.settings.nodes, self.module_parameters(), wait, timeout_s)
 
     def write(self, t_s: float, angle_rad: np.ndarray, rate_rad_s: np.ndarray) -> None:
         """Shape (clamp, slew-limit) and send one JointReference per module; arrays (n, 2), columns h, v.

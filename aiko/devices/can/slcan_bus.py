@@ -59,10 +59,18 @@ def well_formed(line: bytes) -> bool:
 
 
 class BufferedSlcanBus(SlcanBus):
+    """See the module docstring. Opening discards what the port holds from before (frames an adapter kept while
+    nobody read it: stale, and seconds of them to wade through before the first answer of this run)."""
+
     garbage_lines = 0  # malformed lines from the adapter (or half lines another reader of the port took)
     read_errors = 0  # reads that failed (another process on the port, a disconnected adapter); never fatal
     _errors_logged = 0
     _last_error_log_s = -float("inf")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.serialPortOrig.reset_input_buffer()
+        self._buffer.clear()
 
     def _recv_internal(self, timeout):
         # python-can parses the line with int()/bytes.fromhex and lets ValueError escape, which ends the Notifier
@@ -142,3 +150,13 @@ class BufferedSlcanBus(SlcanBus):
         # when the thread was merely descheduled for longer than the timeout, although every byte went out.
         # A pty or USB-serial write does not block for long, so write without a timeout.
         super().send(msg, None)
+
+
+class SharedSlcanBus(BufferedSlcanBus):
+    """An slcan port opened beside another process that may be streaming on it (``aiko can params``): python-can
+    sends the Lawicel close ``C`` on open (``set_bitrate`` closes, sets, reopens) and on shutdown, which stops
+    an adapter forwarding frames for everyone on it. This one never closes the channel: ``Sn`` and ``O`` go out
+    (an adapter that is already open answers BEL and stays as it is), and shutdown only closes the file."""
+
+    def close(self) -> None:
+        """Never send ``C``: the channel belongs to whoever else uses the adapter as well."""

@@ -208,3 +208,29 @@ def test_after_the_clock_is_on_time_again_the_runs_are_back_on_the_grid_within_t
     late_until = max(i for i, (r, t, _) in enumerate(runs["task0"]) if abs(r - t) > EPS)
     assert started[late_until + 1 :] == pytest.approx([t for _, t, _ in runs["task0"][late_until + 1 :]], abs=EPS)
     assert late_until <= 8 + 3 + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lateness=st.lists(st.floats(0.0, 0.1, allow_nan=False), min_size=1, max_size=30),
+    frozen=st.lists(st.floats(0.0, 0.07, allow_nan=False), min_size=1, max_size=30),
+)
+def test_a_process_frozen_in_the_middle_of_sending_does_not_crowd_its_receivers(lateness, frozen):
+    """The clock also jumps *inside* the action (SIGSTOP between computing a reference and writing it): what the
+    receivers get — the ends of the actions — is still never closer than half a period, and never further apart
+    than a period plus the freezes."""
+    clock = LateClock(lambda i: lateness[i % len(lateness)])
+    sent: list[float] = []
+    count = [0]
+
+    def send(t_s: float) -> None:
+        clock.t_s += frozen[count[0] % len(frozen)]  # frozen between the start of the run and its write
+        count[0] += 1
+        sent.append(clock.now_s())
+
+    task = PeriodicTask("references", 10.0, send)
+    TaskLoop(NullBackend(), MemoryRecorder(), clock, [task]).run(3.0)
+    gaps = [b - a for a, b in zip(sent, sent[1:], strict=False)]
+    assert min(gaps) >= HALF_PERIOD * 0.1 - EPS
+    assert max(gaps) <= 0.1 + max(lateness) + max(frozen) + EPS
+    assert task.timing.min_spacing_s == pytest.approx(min(gaps)) and task.timing.max_gap_s == pytest.approx(max(gaps))

@@ -96,7 +96,6 @@ def restore_normal_priority() -> None:
 
 # docs/can_protocol.md: 200 Hz references with 200 Hz feedback (81 %) is "too close to saturation"
 MAX_BUS_LOAD = 0.8
-DEFAULT_MODULE_FEEDBACK_RATE_HZ = 100.0  # firmware default (EmulatorConfig.feedback_rate_hz)
 
 
 register_section("can", lambda table, experiment: parse_can_section(table))
@@ -186,8 +185,8 @@ class CanBackend(JointInterface):
             ) from None
 
     def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
-        """The modules' own feedback rate (the firmware's default; the PC does not set it)."""
-        return DEFAULT_MODULE_FEEDBACK_RATE_HZ
+        """The modules' own feedback rate: the robot description's (written to them at activation)."""
+        return ctx.robot.modules.feedback_rate_hz
 
     # -- lifecycle
     def configure(self, ctx: RunContext) -> None:
@@ -235,6 +234,8 @@ class CanBackend(JointInterface):
             stale_after_s=section.feedback_timeout_s,
             enable_timeout_s=section.enable_timeout_s,
             watchdog_periods=section.watchdog_periods,
+            gains_v=robot.modules.gains_v,
+            module_feedback_rate_hz=feedback_hz,
         )
         self.realtime_priority = _realtime_priority(ctx, section)
         self._priority_raised = False

@@ -386,13 +386,13 @@ def test_a_module_that_goes_silent_is_reported_stale(experiment):
 
 
 def test_a_module_silent_before_enable_fails_activation_in_lockstep_as_on_hardware(experiment):
-    """Lockstep HIL runs the CAN backend's own activation: a module that sends no status (here: its feedback
-    switched off by a parameter write) is named, and nothing is enabled."""
-    from firmware_protocol.dbc import Parameter
-
+    """Lockstep HIL runs the CAN backend's own activation: a module that sends no status (here: module 7 answers
+    its parameters but its feedback never goes out) is named, and nothing is enabled."""
     backend, _, _ = _configured_hil(experiment)
     try:
-        backend.driver.request_parameter(7, Parameter.FEEDBACK_RATE_HZ, 0.0)
+        emulator = backend.emulator
+        send = emulator._send_feedbacks
+        emulator._send_feedbacks = lambda rows, rates: send(rows[rows != 6], rates)
         with pytest.raises(
             HardwareError, match=r"joint modules \[7\] sent no status within 1.0 s; nothing was enabled"
         ):
