@@ -23,7 +23,7 @@ from aiko.core.recording import FanOutRecorder
 from aiko.log import McapRecorder
 from aiko.log.foxglove_views import views_or_none
 from aiko.robots.aiko.control_loop import ControlLoop, LoopResult
-from aiko.robots.aiko.experiment import Experiment
+from aiko.robots.aiko.experiment import Experiment, check_duration
 from aiko.robots.aiko.joints import JointInterface, RunContext
 from aiko.robots.aiko.mocap import MocapSettings, mocap_settings, mocap_task
 from aiko.robots.aiko.plugins import backend_info, create_backend
@@ -191,6 +191,7 @@ def run_experiment(
     options = options or RunOptions()
     backend_name, backend, clock = _resolve(experiment, options, backend, clock)
     duration_s = options.duration_s if options.duration_s is not None else experiment.run.duration_s
+    check_duration(duration_s, experiment.run.reference_rate_hz, "run duration")  # before anything is enabled
     ctx = RunContext.of(experiment, recorder, clock, backend_name, duration_s=duration_s, realtime=options.realtime)
     try:
         backend.configure(ctx)
