@@ -70,12 +70,26 @@ def stop_emulator(proc: subprocess.Popen) -> tuple[dict, str]:
     return json.loads(out.strip().splitlines()[-1]), err
 
 
-def start_run(pty: str, log: Path, duration_s: float, *overrides: str) -> subprocess.Popen:
+class RunProcess(subprocess.Popen):
+    """``aiko run`` with its stdout and stderr in files, not pipes: a pipe this (loaded) process reads late fills up,
+    and the run's next write to stderr would then block its control loop: the probe would measure itself."""
+
+    def __init__(self, cmd: list[str], log: Path) -> None:
+        self._out_path, self._err_path = log.with_suffix(".out"), log.with_suffix(".err")
+        with open(self._out_path, "w") as out, open(self._err_path, "w") as err:
+            super().__init__(cmd, stdout=out, stderr=err, text=True, env=ENV, cwd=REPO)
+
+    def communicate(self, input=None, timeout=None):  # noqa: A002 - Popen's own signature
+        self.wait(timeout=timeout)
+        return self._out_path.read_text(), self._err_path.read_text()
+
+
+def start_run(pty: str, log: Path, duration_s: float, *overrides: str) -> RunProcess:
     cmd = [*AIKO, "run", str(EXPERIMENT), "--backend", "can", "--interface", "slcan", "--channel", pty]
     cmd += ["--duration", str(duration_s), "--out", str(log), "--no-report", "--json"]
     for item in overrides:
         cmd += ["--set", item]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
+    return RunProcess(cmd, log)
 
 
 def references_on_disk(log: Path) -> int:
@@ -108,6 +122,54 @@ def has_traceback(text: str) -> bool:
 
 def load_average() -> float:
     return round(os.getloadavg()[0], 2)
+
+
+def pty_round_trip(seconds: float = 2.0) -> dict:
+    """The transport's own health now: a line echoed through a fresh pty by two SCHED_FIFO 30 threads of this
+    process, every 10 ms. Bytes cross a pty (as a USB serial adapter's cross its tty) in the kernel's flip-buffer
+    worker, a normal-priority kernel thread: on a PC busy with normal-priority work its delays reach the real-time
+    threads on both ends (they wait for it in uninterruptible sleep). The run cannot be faster than this."""
+    import select
+    import tty
+
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    halt = threading.Event()
+
+    def echo() -> None:
+        set_fifo_self(30)
+        while not halt.is_set():
+            if select.select([master], [], [], 0.05)[0]:
+                os.write(master, os.read(master, 4096))
+
+    echoer = threading.Thread(target=echo, daemon=True)
+    echoer.start()
+    result: list[float] = []
+
+    def ping() -> None:
+        set_fifo_self(30)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            os.write(slave, b"t10180011223344556677\r")
+            got = b""
+            while not got.endswith(b"\r"):
+                got += os.read(slave, 4096)
+            result.append(time.monotonic() - t0)
+            time.sleep(0.01)
+
+    pinger = threading.Thread(target=ping)
+    pinger.start()
+    pinger.join()
+    halt.set()
+    echoer.join()
+    os.close(master)
+    os.close(slave)
+    result.sort()
+    return {
+        "pty_round_trip_p99_ms": round(1e3 * result[int(0.99 * (len(result) - 1))], 2),
+        "pty_round_trip_max_ms": round(1e3 * result[-1], 1),
+    }
 
 
 def set_fifo_self(priority: int) -> bool:
@@ -242,6 +304,7 @@ def pc_view(summary: dict) -> dict:
 
 def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dict:
     """One run of kind load / freeze / stall; see the module docstring."""
+    transport = pty_round_trip()
     emulator, pty = start_emulator(args.emulator_rt_priority)
     log = tmp / f"{kind}-{index}.mcap"
     overrides = ("can.watchdog_periods=20",) if kind == "stall" else ()
@@ -285,11 +348,43 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
         **stall,
         **(freezer.stats() if freezer is not None else {}),
         "load_1min": [load_start, load_average()],
+        **transport,
     }
     if run.returncode != 0:
         result["run_stderr_tail"] = err.strip().splitlines()[-3:]
+        result.update(pc_view_from_log(log))
+        if args.keep_failed is not None and log.exists():
+            args.keep_failed.mkdir(parents=True, exist_ok=True)
+            kept = args.keep_failed / f"{kind}-{index}-{int(time.time())}.mcap"
+            log.replace(kept)
+            result["log_kept"] = str(kept)
     log.unlink(missing_ok=True)
     return result
+
+
+def pc_view_from_log(log: Path) -> dict:
+    """The loop's reference stream as logged, for a run that printed no summary (it stopped)."""
+    import logging
+
+    import numpy as np
+
+    from aiko.log import LogReader
+    from aiko.log.reader import LogReadError
+
+    logging.getLogger("aiko.log.reader").setLevel(logging.ERROR)
+    try:
+        reader = LogReader(log)
+        stamps = np.array([t for t, _ in reader.messages("/references")], dtype=np.int64)
+    except (LogReadError, OSError):
+        return {}
+    if stamps.size < 2:
+        return {}
+    gaps_ms = np.diff(stamps) / 1e6
+    return {
+        "pc_logged_max_reference_gap_ms": round(float(gaps_ms.max()), 1),
+        "pc_logged_min_reference_spacing_ms": round(float(gaps_ms.min()), 1),
+        "pc_logged_gaps_over_200_ms": [round(float(g), 1) for g in gaps_ms[gaps_ms > 200]],
+    }
 
 
 def trial_estop(index: int, tmp: Path, args: argparse.Namespace) -> dict:
@@ -505,6 +600,7 @@ def main() -> int:
     parser.add_argument("--beside", default="", help="load beside the probe: busy, suite or busy,suite")
     parser.add_argument("--emulator-rt-priority", type=int, default=30)
     parser.add_argument("--jsonl", type=Path, help="append each trial to this file as it ends")
+    parser.add_argument("--keep-failed", type=Path, metavar="DIR", help="keep the logs of runs that stopped here")
     parser.add_argument("--random-frames", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args()
