@@ -2,9 +2,10 @@
 benchmarks/log_fuzz.py).
 
 ``damage(rng, logs)`` returns the bytes of one damaged log made from real logs: bit flips, truncations, splices
-of two logs, deleted or duplicated spans, whole chunks written twice, overwritten runs. ``check_case(data, directory)`` runs both commands
-in-process on it and returns None, or what went wrong (a crash, a wrong exit status, an output the ``mcap``
-library cannot read, a message written twice, a temporary file left behind).
+of two logs, deleted or duplicated spans, whole chunks written twice, overwritten runs.
+``check_case(data, directory)`` runs both commands in-process on it and returns None, or what went wrong (a crash,
+a wrong exit status, an output the ``mcap`` library cannot read, a message written twice, a temporary file left
+behind).
 """
 
 from __future__ import annotations
