@@ -1,6 +1,12 @@
 """A run's time limit: the worker-side timer interrupts a Python loop; a row says ``timeout``; ``--resume`` leaves
 timed-out runs alone unless ``--retry-timeouts``; a run stuck in C is written off by the client, whose worker is
-restarted and runs the rest of the sweep."""
+restarted and runs the rest of the sweep.
+
+Load-proof: what is asserted is what the code guarantees on any machine. A run that cannot end (80 000 s of
+simulated time, an hour asleep in C) always times out; a short run *may* time out too when a loaded machine
+starves it past the limit (issue 26: runs of 0.2 and 0.3 s timed out at 0.5 s under load 5-9), so its row must
+exist and say ok or timeout, and the counts must agree with the rows, but which of the two it says is not the
+test's verdict. Only lower bounds on wall time are asserted (a limit is never hit early)."""
 
 import json
 import time
@@ -22,13 +28,18 @@ def test_time_limit_interrupts_a_python_loop_and_lists_the_run_meanwhile():
     with pytest.raises(RunTimeout), time_limit("busy", 0.2):
         while True:
             seen.update(running_runs())
-    assert 0.15 < time.monotonic() - start < 5.0
+    assert time.monotonic() - start >= 0.2  # never before the limit (how long after depends on the machine's load)
     assert "busy" in seen and running_runs() == {}
 
 
 def test_a_run_within_its_limit_is_untouched_and_the_timer_is_gone_after_it():
-    with time_limit("quick", 0.3):
-        total = sum(range(1000))
+    for _ in range(20):  # a machine that descheduled the body past the limit fired the timer, as it must: again
+        try:
+            with time_limit("quick", 0.3):
+                total = sum(range(1000))
+        except RunTimeout:
+            continue
+        break
     deadline = time.monotonic() + 0.6
     while time.monotonic() < deadline:  # a late timer would raise in here
         total += 1
@@ -42,8 +53,9 @@ def test_run_one_past_its_limit_is_a_timeout_row():
     task = RunTask("r", 0, str(EXPERIMENTS / "sidewinding.toml"), "kinematic", {"run.duration_s": 600.0}, 1, metrics)
     row = run_one(RunTask(**{**task.__dict__, "timeout_s": 0.5}))
     assert row["status"] == "timeout" and "run_timeout_s = 0.5 s" in row["error"]
-    assert row["metrics"] == {"distance_m": None, "tracking_rms_h_deg": None} and 0.4 < row["wall_time_s"] < 30
-    quick = run_one(RunTask(**{**task.__dict__, "overrides": {"run.duration_s": 0.2}, "timeout_s": 60.0}))
+    assert row["metrics"] == {"distance_m": None, "tracking_rms_h_deg": None} and row["wall_time_s"] >= 0.5
+    # a limit no machine reaches in a 0.2 s kinematic run (an hour): the run is untouched
+    quick = run_one(RunTask(**{**task.__dict__, "overrides": {"run.duration_s": 0.2}, "timeout_s": 3600.0}))
     assert quick["status"] == "ok" and quick["metrics"]["tracking_rms_h_deg"] > 0
 
 
@@ -68,17 +80,19 @@ def test_a_timed_out_run_is_a_row_resume_skips_it_retry_runs_it(write_spec, tmp_
     args = ["sweep", str(path), "--workers", "1", "--out", str(out), "--json", "--no-plots"]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert (summary["completed"], summary["timeout"], summary["missing"]) == (1, 1, 0)
     rows = {r["run.duration_s"]: r for r in pq.read_table(summary["results_path"]).to_pylist()}
-    assert rows[80000.0]["status"] == "timeout" and rows[0.2]["status"] == "ok"
+    assert rows[80000.0]["status"] == "timeout" and rows[0.2]["status"] in ("ok", "timeout")  # see the docstring
+    timed_out = sum(r["status"] == "timeout" for r in rows.values())
+    assert (summary["completed"], summary["timeout"], summary["missing"]) == (2 - timed_out, timed_out, 0)
     assert main([*args, "--resume"]) == 0
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert (again["skipped"], again["ran"], again["timeout"]) == (2, 0, 1)
+    assert (again["skipped"], again["ran"], again["timeout"]) == (2, 0, timed_out)  # timed-out rows stay rows
     assert main([*args, "--resume", "--retry-timeouts", "--run-timeout", "0.5"]) == 0
     retried = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert (retried["skipped"], retried["ran"], retried["timeout"], retried["completed"]) == (1, 1, 1, 1)
+    assert (retried["skipped"], retried["ran"]) == (2 - timed_out, timed_out)  # only the timed-out ones ran again
     table = pq.read_table(retried["results_path"]).to_pylist()
-    assert len(table) == 2 and "0.5 s" in [r for r in table if r["status"] == "timeout"][0]["error"]
+    long_run = [r for r in table if r["run.duration_s"] == 80000.0]
+    assert len(table) == 2 and long_run[0]["status"] == "timeout" and "0.5 s" in long_run[0]["error"]
 
 
 def test_a_run_stuck_in_c_is_written_off_and_its_worker_restarted(write_spec, tmp_path):
@@ -93,9 +107,11 @@ def test_a_run_stuck_in_c_is_written_off_and_its_worker_restarted(write_spec, tm
         out=tmp_path / "out", workers=1, plots=False, task_function="tests.aiko.sweep.hanging:run_dict"
     )
     summary = run_sweep(spec, runs, backend, options, progress_stream=None)
-    assert (summary["runs"], summary["completed"], summary["timeout"], summary["missing"]) == (3, 2, 1, 0)
-    rows = pq.read_table(summary["results_path"]).to_pylist()
-    stuck = [r for r in rows if r["status"] == "timeout"]
-    assert len(rows) == 3 and stuck[0]["run.duration_s"] == 5000.0 and "worker was restarted" in stuck[0]["error"]
-    # one worker, asleep for an hour in the first run: the others ran because its nanny replaced it
-    assert all(r["wall_time_s"] > 0 for r in rows if r["status"] == "ok")
+    rows = {r["run.duration_s"]: r for r in pq.read_table(summary["results_path"]).to_pylist()}
+    stuck = rows[5000.0]
+    assert stuck["status"] == "timeout" and "worker was restarted" in stuck["error"]
+    # one worker, asleep for an hour in the first run: the others ran because its nanny replaced it (whether a
+    # loaded machine let them finish within 0.5 s is not this test's verdict: see the docstring)
+    assert (summary["runs"], summary["missing"]) == (3, 0) and sorted(rows) == [0.2, 0.3, 5000.0]
+    assert all(rows[d]["status"] in ("ok", "timeout") and rows[d]["wall_time_s"] > 0 for d in (0.2, 0.3))
+    assert summary["completed"] + summary["timeout"] == 3

@@ -1,4 +1,9 @@
-"""The `can` backend (the real-robot path) against the emulator process over slcan on a pseudo-terminal."""
+"""The `can` backend (the real-robot path) against the emulator process over slcan on a pseudo-terminal.
+
+Load-proof: the emulator process runs at normal priority and a loaded machine can starve it (or the pty's kernel
+worker) for longer than a module's watchdog or the run's feedback timeout. Those limits are the subject of other
+tests (lockstep HIL, where time is simulated); here they are set far beyond any stall (``TOLERANT``), and counts are
+compared with what the run says it sent, not with a rate of wall time."""
 
 from pathlib import Path
 
@@ -14,15 +19,16 @@ from aiko.robots.aiko.run import RunOptions, run_experiment
 from tests.emulator_process import start_emulator, stop_emulator
 
 REPO = Path(__file__).resolve().parents[5]
+# far beyond any stall of a loaded machine: a 2 s module watchdog, 10 s to hear every module and to enable them
+TOLERANT = {"can.watchdog_periods": 20, "can.feedback_timeout_s": 10.0, "can.enable_timeout_s": 10.0}
 
 
 def test_can_backend_streams_to_the_emulator_process_over_slcan():
     proc, pty = start_emulator()
     try:
-        # a 2 s watchdog: this test is about the path; a loaded CI machine may stall a process for > 300 ms
         experiment = load_experiment(
             REPO / "experiments" / "sidewinding.toml",
-            {"can.watchdog_periods": 20, "can.interface": "slcan", "can.channel": pty},
+            {**TOLERANT, "can.interface": "slcan", "can.channel": pty},
         )
         recorder = MemoryRecorder()
         _, summary = run_experiment(
@@ -34,7 +40,11 @@ def test_can_backend_streams_to_the_emulator_process_over_slcan():
         )
     finally:
         counters = stop_emulator(proc)
-    assert counters["accepted_references"] == [11] * 10  # t = 0.0 .. 1.0 s at 10 Hz: nothing lost
+    # every reference the run sent reached every module (a stall may have superseded deadlines: then fewer went out,
+    # each counted in a deadline_missed event)
+    sent = summary["reference_updates"]
+    assert counters["accepted_references"] == [sent] * 10
+    assert sent + summary["task_timing"]["references"]["missed"] == 11  # t = 0.0 .. 1.0 s at 10 Hz
     assert counters["rejected_total"] == 0 and counters["serial_garbage_lines"] == 0
     assert summary["can_bad_frames"] == 0 and summary["can_send_errors"] == 0
     statuses = [p["status"] for _, p in recorder.channels["/joint_feedback"]]
@@ -42,7 +52,7 @@ def test_can_backend_streams_to_the_emulator_process_over_slcan():
     health = summary["module_health"]
     assert [m["node"] for m in health] == list(range(1, 11))
     assert not any(m["fault"] or m["watchdog"] or m["estop"] for m in health), health
-    assert all(m["feedback_frames"] >= 50 for m in health), health  # 100 Hz for 1 s, slack for a loaded machine
+    assert all(m["feedback_frames"] >= 1 for m in health), health  # every module was heard (how often: load)
 
 
 def test_can_backend_fails_clearly_when_modules_are_missing():
@@ -50,10 +60,9 @@ def test_can_backend_fails_clearly_when_modules_are_missing():
     try:
         experiment = load_experiment(
             REPO / "experiments" / "sidewinding.toml",
-            # 1 s for the four present modules to answer: a loaded machine answers late
             {"can.enable_timeout_s": 1.0, "can.interface": "slcan", "can.channel": pty},
         )
-        with pytest.raises(HardwareError, match=r"joint modules \[5, 6, 7, 8, 9, 10\] did not answer"):
+        with pytest.raises(HardwareError, match=r"joint modules \[[0-9, ]+\] did not answer") as refused:
             run_experiment(
                 experiment,
                 MemoryRecorder(),
@@ -63,6 +72,9 @@ def test_can_backend_fails_clearly_when_modules_are_missing():
             )
     finally:
         counters = stop_emulator(proc)
+    named = {int(n) for n in str(refused.value).split("[", 1)[1].split("]", 1)[0].split(",")}
+    # the six unpowered ones always; a loaded machine may delay the four present ones past 1 s too
+    assert {5, 6, 7, 8, 9, 10} <= named <= set(range(1, 11))
     assert counters["accepted_references"] == [0] * 4  # nothing was streamed
 
 
@@ -72,7 +84,7 @@ def test_a_latched_emergency_stop_is_not_cleared_by_the_next_run():
     proc, pty = start_emulator()
     try:
         assert main(["can", "estop", "--interface", "slcan", "--channel", pty, "--repeat", "1"]) == 0
-        bus = {"can.interface": "slcan", "can.channel": pty}
+        bus = {**TOLERANT, "can.interface": "slcan", "can.channel": pty}
         experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", bus)
         run = RunOptions(backend="can", duration_s=0.3)
         with pytest.raises(HardwareError, match=r"latched in EMERGENCY STOP.*can.clear_estop=true"):
@@ -114,7 +126,7 @@ def test_a_run_sharing_its_pty_with_aiko_can_estop_stops_with_reason_estop():
     try:
         experiment = load_experiment(
             REPO / "experiments" / "sidewinding.toml",
-            {"can.watchdog_periods": 20, "can.interface": "slcan", "can.channel": pty},
+            {**TOLERANT, "can.interface": "slcan", "can.channel": pty},
         )
         with pytest.raises(RunStopped, match="ESTOP"):
             run_experiment(
@@ -146,7 +158,7 @@ def test_a_stray_gain_written_over_the_line_is_rewritten_by_the_next_run(capsys)
     try:
         assert main(["can", "params", "3", *line, "--write", "KdH=500", "--timeout", "5"]) == 0
         assert capsys.readouterr().out == "joint module 3: KdH = 500 (written, read back)\n"
-        bus = {"can.interface": "slcan", "can.channel": pty, "can.watchdog_periods": 20}
+        bus = {**TOLERANT, "can.interface": "slcan", "can.channel": pty}
         experiment = load_experiment(REPO / "experiments" / "sidewinding.toml", bus)
         run_experiment(
             experiment, MemoryRecorder(), RunOptions(backend="can", duration_s=0.3), backend=CanBackend(),
@@ -157,7 +169,7 @@ def test_a_stray_gain_written_over_the_line_is_rewritten_by_the_next_run(capsys)
     finally:
         counters = stop_emulator(proc)
     assert {n: held[n]["KdH"]["value"] for n in held} == {str(n): 6.0 for n in range(1, 11)}
-    assert held["3"]["KpH"]["value"] == 400.0 and held["3"]["WatchdogPeriods"]["value"] == 20.0
+    assert held["3"]["KpH"]["value"] == 400.0 and held["3"]["WatchdogPeriods"]["value"] == 20.0  # TOLERANT's
     assert counters["parameter_writes_accepted"][2] == 1 + 9  # the stray one, then the run's nine
 
 
@@ -166,7 +178,7 @@ def test_aiko_can_params_reads_a_table_and_names_a_silent_module(capsys):
 
     proc, pty = start_emulator("--nodes", "1-2")
     try:
-        status = main(["can", "params", "1-3", "--interface", "slcan", "--channel", pty, "--timeout", "2"])
+        status = main(["can", "params", "1-3", "--interface", "slcan", "--channel", pty, "--timeout", "10"])
     finally:
         stop_emulator(proc)
     out, err = capsys.readouterr()
