@@ -15,7 +15,7 @@ from aiko.core.config import parse_override
 from aiko.core.errors import AikoError
 from aiko.core.progress import Progress
 from aiko.core.recording import FanOutRecorder
-from aiko.robots.aiko.experiment import Experiment, load_experiment
+from aiko.robots.aiko.experiment import Experiment, check_duration, load_experiment
 from aiko.robots.aiko.plugins import backend_help, backend_info, backend_names
 from aiko.robots.aiko.run import RunOptions
 
@@ -97,6 +97,8 @@ def _load(args: argparse.Namespace) -> tuple[Experiment, str]:
     overrides = dict(parse_override(item) for item in args.set)
     overrides.update(can_overrides(args))
     experiment = load_experiment(args.experiment, overrides)
+    if args.duration is not None:
+        check_duration(args.duration, experiment.run.reference_rate_hz, "--duration")
     backend = args.backend or experiment.default_backend
     if backend not in backend_names():
         raise AikoError(f"unknown backend {backend!r}; known backends: {', '.join(backend_names())}")

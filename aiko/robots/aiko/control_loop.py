@@ -31,6 +31,7 @@ class LoopResult:
     backend_summary: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     deadlines_missed: int = 0
+    task_timing: dict[str, dict] = field(default_factory=dict)  # per task: runs, missed, max gap, min spacing
 
 
 class ControlLoop:
@@ -59,9 +60,9 @@ class ControlLoop:
         self.progress = progress
         self._tasks: list[PeriodicTask] = [
             PeriodicTask("feedback", feedback_rate_hz, self._read_feedback, priority=10),
-            # a reference more than 10 % of a period late is skipped: consecutive references are never closer
-            # than 0.9 periods in wall time, and after a stall the stream resumes on its own grid
-            PeriodicTask("references", reference_rate_hz, self._send_references, priority=20, late_fraction=0.1),
+            # late is sent late, once (the newest reference), never skipped into silence nor replayed in a burst:
+            # the spine's deadline rule (aiko.core.loop)
+            PeriodicTask("references", reference_rate_hz, self._send_references, priority=20),
         ]
         self._start_point: list[float] | None = None
         self._reference_updates = 0
@@ -149,6 +150,7 @@ class ControlLoop:
             backend_summary=self.backend.summary(),
             interrupted=loop.interrupted,
             deadlines_missed=loop.deadlines_missed,
+            task_timing=loop.timing,
         )
 
     def run(self, duration_s: float) -> LoopResult:

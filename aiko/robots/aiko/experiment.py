@@ -8,7 +8,6 @@ the allowed ones; an out-of-range value names the range. Sections owned by plug-
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 from aiko.core import registry
 from aiko.core.clock import Clock
-from aiko.core.config import Table, apply_overrides, read_toml
+from aiko.core.config import Table, apply_overrides, parse_toml, read_toml
 from aiko.core.errors import ConfigError
 from aiko.core.interfaces import Recorder
 from aiko.robots.aiko.description import RobotDescription, load_robot, robot_from_table
@@ -118,6 +117,7 @@ def experiment_from_dict(
         allow_degraded=run_table.boolean("allow_degraded", False),
     )
     run_table.finish()
+    check_duration(run.duration_s, run.reference_rate_hz, f"{source}: run.duration_s")
 
     log_table = top.table("log", {})
     log = LogSettings(
@@ -189,6 +189,17 @@ def _load_robot_entry(entry: Any, experiment_path: Path) -> RobotDescription:
     raise ConfigError(f"{experiment_path}: robot: expected a file path or a table, got {entry!r}")
 
 
+def check_duration(duration_s: float, reference_rate_hz: float, what: str) -> None:
+    """A run shorter than one reference period is a config error: it would enable the modules to send one
+    reference (t = 0) and disable them again (``duration_s = 1e-300`` did exactly that)."""
+    period_s = 1.0 / reference_rate_hz
+    if duration_s < period_s:
+        raise ConfigError(
+            f"{what} = {duration_s:g} s is shorter than one reference period ({period_s:g} s at "
+            f"run.reference_rate_hz = {reference_rate_hz:g}); a run needs at least one"
+        )
+
+
 class LoggedExperimentError(ConfigError):
     """A log whose metadata holds no usable experiment (not written by ``aiko run``, or damaged)."""
 
@@ -201,12 +212,12 @@ def experiment_from_log(reader: Any, overrides: Mapping[str, Any] | None = None)
         raise LoggedExperimentError(f"{reader.path} has no experiment in its metadata (was it written by `aiko run`?)")
     path = Path(str(meta.get("experiment_path", "logged_experiment.toml")))
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LoggedExperimentError(f"{reader.path}: logged experiment is not valid TOML: {exc}") from None
-    robot_text = meta.get("robot_toml")
-    if isinstance(robot_text, str) and robot_text:
-        data["robot"] = tomllib.loads(robot_text)
+        data = parse_toml(text, f"{reader.path}: logged experiment")
+        robot_text = meta.get("robot_toml")
+        if isinstance(robot_text, str) and robot_text:
+            data["robot"] = parse_toml(robot_text, f"{reader.path}: logged robot description")
+    except ConfigError as exc:
+        raise LoggedExperimentError(str(exc)) from None
     merged = {**dict(meta.get("overrides") or {}), **dict(overrides or {})}
     apply_overrides(data, merged)
     return experiment_from_dict(data, path, text, merged)

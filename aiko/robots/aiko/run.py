@@ -33,7 +33,7 @@ from aiko.core.run import run as run_plan
 from aiko.log import McapRecorder
 from aiko.log.foxglove_views import views_or_none
 from aiko.robots.aiko.control_loop import ControlLoop, LoopResult
-from aiko.robots.aiko.experiment import Experiment, run_context
+from aiko.robots.aiko.experiment import Experiment, check_duration, run_context
 from aiko.robots.aiko.joints import JointInterface
 from aiko.robots.aiko.mocap import MocapSettings, mocap_settings, mocap_task
 from aiko.robots.aiko.plugins import backend_info, create_backend
@@ -84,12 +84,14 @@ def plan_run(
     """The backend, clock, length and motion capture of a run: the ones given, else the experiment's defaults."""
     options = options or RunOptions()
     backend_name = options.backend or experiment.default_backend
+    duration_s = options.duration_s if options.duration_s is not None else experiment.run.duration_s
+    check_duration(duration_s, experiment.run.reference_rate_hz, "run duration")  # before anything is created
     return PlannedRun(
         experiment=experiment,
         backend_name=backend_name,
         backend=backend or create_backend(backend_name),
         clock=clock or choose_clock(backend_name, options.realtime),
-        duration_s=options.duration_s if options.duration_s is not None else experiment.run.duration_s,
+        duration_s=duration_s,
         mocap=mocap if mocap is not None else mocap_settings(experiment),
         options=options,
     )
@@ -246,6 +248,7 @@ def run_planned(
         "tracked_point_end_m": result.tracked_point_end_m,
         "interrupted": result.interrupted,
         "deadlines_missed": result.deadlines_missed,
+        "task_timing": result.task_timing,
     }
     summary.update(result.backend_summary)
     if mocap_state is not None:

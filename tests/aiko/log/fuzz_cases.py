@@ -2,9 +2,10 @@
 benchmarks/log_fuzz.py).
 
 ``damage(rng, logs)`` returns the bytes of one damaged log made from real logs: bit flips, truncations, splices
-of two logs, deleted or duplicated spans, overwritten runs. ``check_case(data, directory)`` runs both commands
-in-process on it and returns None, or what went wrong (a crash, a wrong exit status, an output the ``mcap``
-library cannot read, a temporary file left behind).
+of two logs, deleted or duplicated spans, whole chunks written twice, overwritten runs.
+``check_case(data, directory)`` runs both commands in-process on it and returns None, or what went wrong (a crash,
+a wrong exit status, an output the ``mcap`` library cannot read, a message written twice, a temporary file left
+behind).
 """
 
 from __future__ import annotations
@@ -33,14 +34,45 @@ def make_logs(directory: Path) -> list[bytes]:
     return logs
 
 
+MAGIC_LENGTH = 8
+CHUNK_OPCODE = 0x06
+
+
+def record_spans(data: bytes | bytearray) -> list[tuple[int, int, int]]:
+    """(opcode, start, end) of the top-level records, walked by their lengths from the magic until one does not fit."""
+    spans, pos = [], MAGIC_LENGTH
+    while pos + 9 <= len(data):
+        end = pos + 9 + int.from_bytes(data[pos + 1 : pos + 9], "little")
+        if end > len(data):
+            break
+        spans.append((data[pos], pos, end))
+        pos = end
+    return spans
+
+
+def duplicate_chunk(rng: random.Random, data: bytearray) -> bytearray:
+    """A whole chunk written again, right after itself or after a later record (a writer or a copy gone wrong)."""
+    spans = record_spans(data)
+    chunks = [(start, end) for op, start, end in spans if op == CHUNK_OPCODE]
+    if not chunks:
+        return data
+    start, end = rng.choice(chunks)
+    at = rng.choice([e for _, s, e in spans if s >= start])
+    return data[:at] + data[start:end] + data[at:]
+
+
 def damage(rng: random.Random, logs: list[bytes]) -> bytes:
     data = bytearray(rng.choice(logs))
     for _ in range(rng.randint(1, 3)):
-        kind = rng.choice(("flip", "flip", "flips", "truncate", "splice", "delete", "duplicate", "overwrite"))
+        kind = rng.choice(
+            ("flip", "flip", "flips", "truncate", "splice", "delete", "duplicate", "duplicate chunk", "overwrite")
+        )
         n = len(data)
         if n == 0:
             break
-        if kind == "flip":
+        if kind == "duplicate chunk":
+            data = duplicate_chunk(rng, data)
+        elif kind == "flip":
             i = rng.randrange(n)
             data[i] ^= 1 << rng.randrange(8)
         elif kind == "flips":
@@ -107,6 +139,10 @@ def check_case(data: bytes, directory: Path) -> str | None:
         return f"the mcap library cannot read the recovered file: {type(exc).__name__}: {exc}"
     if summary is None or summary.statistics is None or summary.statistics.message_count != count:
         return "recovered file has no consistent summary"
+    with open(out, "rb") as fh:
+        keys = [(c.id, m.sequence, m.log_time, m.data) for _, c, m in make_reader(fh).iter_messages()]
+    if len(set(keys)) != len(keys):
+        return f"recovered file holds {len(keys) - len(set(keys))} duplicate messages"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         if main(["log", "info", str(out)]) != 0:
             return "aiko log info refuses the recovered file"

@@ -18,6 +18,7 @@ from typing import Any
 import can
 import numpy as np
 
+from aiko.core import realtime
 from aiko.core.clock import WallClock
 from aiko.core.errors import HardwareError
 from aiko.core.polling import poll_until
@@ -32,7 +33,6 @@ from aiko.robots.aiko.backends.can_priority import (
 )
 from aiko.robots.aiko.backends.can_receive import ReceiveMode, WallClockReceive
 from aiko.robots.aiko.backends.can_settings import (
-    DEFAULT_MODULE_FEEDBACK_RATE_HZ,
     CanSection,
     check_can_run,
     no_backend_keys,
@@ -70,14 +70,15 @@ class CanBackend(JointInterface):
             ) from None
 
     def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
-        """The modules' own feedback rate (the firmware's default; the PC does not set it)."""
-        return DEFAULT_MODULE_FEEDBACK_RATE_HZ
+        """The modules' own feedback rate: the robot description's (written to them at activation)."""
+        return ctx.robot.modules.feedback_rate_hz
 
     # -- lifecycle
     def configure(self, ctx: RunContext) -> None:
         self.ctx = ctx
         section: CanSection = ctx.settings("can")
-        check_can_run(ctx, section, self._module_feedback_rate_hz(ctx))
+        feedback_hz = self._module_feedback_rate_hz(ctx)
+        check_can_run(ctx, section, feedback_hz)
         robot = ctx.robot
         nodes = tuple(robot.can_node_ids)
         settings = CanDriverSettings(
@@ -89,9 +90,12 @@ class CanBackend(JointInterface):
             stale_after_s=section.feedback_timeout_s,
             enable_timeout_s=section.enable_timeout_s,
             watchdog_periods=section.watchdog_periods,
+            gains_v=robot.modules.gains_v,
+            module_feedback_rate_hz=feedback_hz,
         )
         self.realtime_priority = realtime_priority_for(ctx, section)
         self._priority_raised = False
+        self._raised_threads: realtime.RaisedThreads | None = None
         self.clear_estop = section.clear_estop
         log_path = section.log
         frame_log = open_can_log(log_path) if log_path else None
@@ -128,9 +132,12 @@ class CanBackend(JointInterface):
 
     def activate(self) -> None:
         driver = self._require()
-        # before any thread starts: the Notifier (and the HIL emulator) inherit SCHED_FIFO, so no thread that
-        # holds the GIL can be preempted by other processes while the sender waits for it (priority inversion)
+        # before our threads start: the Notifier (and the HIL emulator) inherit SCHED_FIFO; the threads already
+        # running (the MCAP writer, a live Foxglove server) are raised to it: no thread that holds the GIL can be
+        # preempted by other processes while the sender waits for it (priority inversion; aiko.core.realtime)
         self._priority_raised = set_realtime_priority(self.realtime_priority)
+        if self._priority_raised:
+            self._raised_threads = realtime.raise_python_threads(self.realtime_priority)
         gc.collect()
         gc.freeze()  # what exists now is never scanned again: shorter collector pauses while streaming
         self._gc_frozen = True
@@ -260,6 +267,8 @@ class CanBackend(JointInterface):
         out = self.driver.statistics()
         out["can_log_path"] = self.can_log_path
         out["realtime_priority"] = self.realtime_priority if self._priority_raised else 0
+        if self._raised_threads is not None:  # helper threads raised to the run's priority; the kernel refused these
+            out["realtime_threads_refused"] = list(self._raised_threads.refused)
         out["module_health"] = self.driver.health.snapshot(self.ctx.clock.now_s() if self.ctx else 0.0)
         return out
 
@@ -270,6 +279,9 @@ class CanBackend(JointInterface):
         if getattr(self, "_priority_raised", False):
             restore_normal_priority()
             self._priority_raised = False
+        if getattr(self, "_raised_threads", None) is not None:
+            self._raised_threads.restore()  # the MCAP writer goes on writing the summary at normal priority
+            self._raised_threads = None
         if self.driver is not None:
             self.deactivate()
             self.driver.close()

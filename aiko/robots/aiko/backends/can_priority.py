@@ -5,8 +5,8 @@ policy: on the wall clock the stream asks for it by default, on a simulated cloc
 from __future__ import annotations
 
 import logging
-import os
 
+from aiko.core import realtime
 from aiko.core.clock import WallClock
 from aiko.robots.aiko.backends.can_settings import CanSection
 from aiko.robots.aiko.joints import RunContext
@@ -16,12 +16,10 @@ log = logging.getLogger(__name__)
 
 def set_realtime_priority(priority: int) -> bool:
     """SCHED_FIFO for the calling thread (the one that streams references); False (and a warning) if refused."""
-    if priority <= 0 or not hasattr(os, "sched_setscheduler"):
+    if priority <= 0 or not realtime.fifo_available():
         return False
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except (PermissionError, OSError) as exc:
-        log.warning("cannot use real-time priority %d (%s); streaming with normal scheduling", priority, exc)
+    if not realtime.set_fifo(priority):
+        log.warning("cannot use real-time priority %d; streaming with normal scheduling", priority)
         return False
     return True
 
@@ -40,8 +38,4 @@ def realtime_priority_for(ctx: RunContext, section: CanSection) -> int:
 
 
 def restore_normal_priority() -> None:
-    if hasattr(os, "sched_setscheduler"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-        except OSError:
-            pass
+    realtime.set_normal()

@@ -22,7 +22,6 @@ from firmware_protocol.dbc import WATCHDOG_TIMEOUT_MAX_MS, WATCHDOG_TIMEOUT_MIN_
 
 # docs/can_protocol.md: 200 Hz references with 200 Hz feedback (81 %) is "too close to saturation"
 MAX_BUS_LOAD = 0.8
-DEFAULT_MODULE_FEEDBACK_RATE_HZ = 100.0  # firmware default (EmulatorConfig.feedback_rate_hz)
 
 
 @dataclass(frozen=True)
