@@ -50,7 +50,7 @@ def test_list_metrics_and_dry_run(write_spec, capsys):
 def test_a_sweep_with_a_failing_run_writes_both_rows_logs_and_plots(write_spec, tmp_path, capsys):
     path = write_spec(
         'backend = "sim"\nmetrics = ["distance_m", "newton_iterations_mean"]\n'
-        '[set]\n"run.duration_s" = 0.05\n"sim.max_step_halvings" = 0\n'
+        '[set]\n"run.duration_s" = 0.1\n"sim.max_step_halvings" = 0\n'
         '[parameters]\n"sim.max_iterations" = [1, 400]\n'
     )
     out = tmp_path / "out"
