@@ -16,6 +16,9 @@ from websockets.sync.client import connect
 
 from aiko.log.live_foxglove import FoxgloveLiveServer
 from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.joints import FEEDBACK_CHANNEL
+
+from ._channels import COUNTER
 
 ROOT = Path(__file__).resolve().parents[3]
 SUBPROTOCOL = "foxglove.sdk.v1"
@@ -78,7 +81,7 @@ def test_a_websocket_client_subscribes_and_receives_json_and_foxglove_schema_cha
             while not stop.is_set():
                 t_ns = time.monotonic_ns()
                 angles = [0.2 * np.sin(0.05 * k + j) for j in range(n)]
-                server.record("/joint_feedback", t_ns, {"t_s": 0.01 * k, "angle_h_rad": angles,
+                server.record(FEEDBACK_CHANNEL, t_ns, {"t_s": 0.01 * k, "angle_h_rad": angles,
                                                         "angle_v_rad": [0.0] * n, "rate_h_rad_s": [0.0] * n,
                                                         "rate_v_rad_s": [0.0] * n, "status": [1] * n})  # fmt: skip
                 k += 1
@@ -105,7 +108,7 @@ def test_recording_never_waits_for_the_server_a_full_queue_drops_and_counts():
     with FoxgloveLiveServer(None, port=0, queue_size=4) as server:
         start = time.perf_counter()
         for k in range(20_000):
-            server.record("/references", k, {"k": k, "angle_h_rad": [0.1] * 10})
+            server.record(COUNTER, k, {"k": k})
         elapsed = time.perf_counter() - start
     assert server.dropped > 0
     assert server.dropped + server.sent <= 20_000
@@ -142,3 +145,4 @@ def test_a_port_in_use_is_one_line_naming_it():
     with FoxgloveLiveServer(None, port=0) as first:
         with pytest.raises(AikoError, match=f"cannot serve on 127.0.0.1:{first.port}"):
             FoxgloveLiveServer(None, port=first.port)
+
