@@ -25,6 +25,7 @@ from aiko.core.events import EVENT_SCHEMA_NAME, EVENTS_TOPIC, events_json_schema
 from aiko.core.messages import message_of
 from aiko.log.encoding import event_bytes, message_bytes, payload_decoder, schema_bytes
 from aiko.log.foxglove_views import FoxgloveUnavailable, FoxgloveViews
+from aiko.log.live_relay import LegacySubprotocolRelay
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class FoxgloveLiveServer:
         queue_size: int = 4096,
         name: str = "aiko",
         body_from_joints: bool = True,
+        legacy_port: int | None = None,
     ) -> None:
         try:
             import foxglove
@@ -66,6 +68,14 @@ class FoxgloveLiveServer:
             raise AikoError(f"--foxglove: cannot serve on {host}:{port}: {exc}") from None
         self.host = host
         self.port = int(self._server.port)
+        self.legacy: LegacySubprotocolRelay | None = None
+        if legacy_port is not None:
+            try:
+                local = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host  # where this process reaches the SDK
+                self.legacy = LegacySubprotocolRelay(f"ws://{local}:{self.port}", host, legacy_port)
+            except OSError as exc:
+                self._server.stop()
+                raise AikoError(f"--foxglove-legacy: cannot serve on {host}:{legacy_port}: {exc}") from None
         self.log_time_offset_ns = time.time_ns() - time.monotonic_ns()
         self.dropped = 0
         self.sent = 0
@@ -80,6 +90,11 @@ class FoxgloveLiveServer:
     @property
     def url(self) -> str:
         return f"ws://{self.host}:{self.port}"
+
+    @property
+    def legacy_url(self) -> str | None:
+        """Where apps that offer only ``foxglove.websocket.v1`` connect (``legacy_port``), or None."""
+        return self.legacy.url if self.legacy is not None else None
 
     # -- Recorder protocol (the control loop's side)
     def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
@@ -162,6 +177,8 @@ class FoxgloveLiveServer:
                 if time.monotonic() > deadline:
                     break
         self._thread.join(max(0.0, deadline - time.monotonic()) + 0.5)
+        if self.legacy is not None:
+            self.legacy.close()
         self._server.stop()
 
     def __enter__(self) -> FoxgloveLiveServer:
