@@ -51,12 +51,14 @@ def declare_event(kind: str, doc: str, **fields: Field) -> EventKind:
     if "kind" in fields:
         raise ValueError("'kind' is the event kind itself, not a field")
     for name, spec in fields.items():
-        known = _FIELDS.setdefault(name, spec)
+        known = _FIELDS.get(name, spec)
         if (known.kind, known.unit, known.axes) != (spec.kind, spec.unit, spec.axes):
             raise ValueError(
                 f"event field {name!r} of {kind!r} is a {spec.kind} [{spec.unit}], but another kind declares it a "
                 f"{known.kind} [{known.unit}]: one field name, one type (the viewers see one /events schema)"
             )
+    for name, spec in fields.items():
+        _FIELDS.setdefault(name, spec)
     declared = EventKind(kind, doc, dict(fields))
     EVENT_KINDS[kind] = declared
     return declared

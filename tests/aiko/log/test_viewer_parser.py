@@ -108,6 +108,7 @@ def user_logs(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # the fixture runs six commands (minutes on a loaded 2-core machine)
 def test_studio_loads_every_channel_of_every_kind_of_log(user_logs):
     assert set(user_logs) == {"hil", "hil-replay", "sim", "planar", "rod", "bench_hil"}
     seen = studio_read(*user_logs.values())
