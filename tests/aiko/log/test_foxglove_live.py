@@ -221,3 +221,16 @@ def test_the_ws_protocol_client_gets_the_files_schemas_on_both_subprotocols(tmp_
         assert all(event in file_events for event in got["events"]), (name, got["events"][:3])
         position = got["first"]["/mocap"]["position_m"][0]
         assert set(position) == {"x", "y", "z"}  # a vector is an object live as in the file
+
+
+def test_a_bad_legacy_port_is_one_line_and_a_taken_one_names_itself(capsys):
+    from aiko.cli import main
+    from aiko.core.errors import AikoError
+
+    argv = ["run", str(ROOT / "experiments/sidewinding.toml"), "--duration", "0.1", "--foxglove-legacy", "70000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--foxglove-legacy PORT must be in 0..65535, got 70000" in err
+    with FoxgloveLiveServer(None, port=0) as first:
+        with pytest.raises(AikoError, match=f"--foxglove-legacy: cannot serve on 127.0.0.1:{first.port}"):
+            FoxgloveLiveServer(None, port=0, legacy_port=first.port)
