@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-kernels lint lock bench clean mutate vicon-client
+.PHONY: run test test-kernels lint lock bench clean mutate vicon-client ur-rtde-examples
 
 # The exact versions CI tested (requirements/lock.txt, with hashes), then the project itself without resolving again.
 # pyproject.toml keeps the compatible ranges for installing the package into another environment. `make lock`
@@ -25,6 +25,11 @@ run: $(STAMP)
 ## vicon-client: the real Vicon SDK client (extra `vicon`) built against the system Boost, wheel cached (docs/vicon.md)
 vicon-client: $(STAMP)
 	scripts/install_vicon_client.sh $(BIN)/python
+
+## ur-rtde-examples: ur_rtde's own example programs (its PyPI sdist, hash-checked) for the vendor-examples test
+## (docs/ur3.md); kept in ~/.cache/aiko, never in the repository
+ur-rtde-examples: $(STAMP)
+	scripts/fetch_ur_rtde_examples.sh $(BIN)/python
 
 ## test: the whole suite (what CI runs)
 TEST_ENV := QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1

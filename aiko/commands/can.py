@@ -4,6 +4,8 @@
 - ``aiko can estop --interface I --channel C``: send the emergency-stop frame (id 0) on a bus, from any shell, and
   confirm that every module reports ESTOP (exit 0), else name the silent ones (exit 1). See ``aiko.devices.can.estop``.
 - ``aiko can bus-load``: the worst-case load of the protocol at given rates.
+- ``aiko can scan --interface I --channel C``: the modules that answer (state, firmware, uptime, parameters,
+  rejected frames) and the missing or duplicated node ids (exit 1 names them). See ``aiko.devices.can.scan``.
 
 Heavy imports (python-can, numpy, cantools) happen inside the handlers: ``aiko can estop`` must not wait for them.
 """
@@ -35,7 +37,7 @@ LOG_SUFFIXES = (".asc", ".blf", ".log", ".csv", ".trc")  # checked against frame
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    can_parser = sub.add_parser("can", help="CAN bus tools: decode logs, emergency stop, bus load")
+    can_parser = sub.add_parser("can", help="CAN bus tools: decode logs, emergency stop, scan the modules, bus load")
     can_sub = can_parser.add_subparsers(dest="can_command", metavar="ACTION", parser_class=type(can_parser))
 
     decode = can_sub.add_parser("decode", help="decode a CAN frame log with aiko_joint.dbc")
@@ -60,6 +62,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     estop.add_argument("--json", action="store_true", help="one JSON object: confirmed, silent, timings")
     estop.set_defaults(handler=estop_command)
+
+    scan = can_sub.add_parser(
+        "scan",
+        help="list the modules that answer on the bus and name the missing or duplicated node ids",
+        description=(
+            "Listen to the bus (heartbeats, feedback, rejected-frame counters), then read every parameter of every "
+            "node id; print what each module reports and name the expected node ids that are missing, duplicated "
+            "(two modules on one id: two replies to one read, heartbeat uptimes that do not follow one clock) or "
+            "unexpected. Nothing is written or enabled. Exit 0 when exactly the expected modules answer, 1 otherwise."
+        ),
+    )
+    scan.add_argument("--interface", required=True, help="python-can interface (socketcan, slcan, pcan, ...)")
+    scan.add_argument("--channel", required=True, help="channel (can0, /dev/ttyACM0, ...)")
+    scan.add_argument("--bitrate", type=int, default=1_000_000)
+    scan.add_argument(
+        "--nodes", default="1-10", help="the node ids that should answer, e.g. 1-10 or 1,2,5 (default 1-10)"
+    )
+    scan.add_argument(
+        "--listen", type=float, default=2.5, metavar="S", help="listen this long first (default 2.5 s: two heartbeats)"
+    )
+    scan.add_argument("--json", action="store_true", help="one JSON object: found, missing, duplicated, modules")
+    scan.set_defaults(handler=scan_command)
 
     load = can_sub.add_parser("bus-load", help="worst-case bus load of the protocol")
     load.add_argument("--reference-rate", type=float, default=10.0, metavar="HZ")
@@ -197,6 +221,26 @@ def estop_command(args: argparse.Namespace) -> int:
         last = max(result.confirmed.values())
         print(f"emergency stop confirmed on {where}: all {len(nodes)} modules in ESTOP {last * 1e3:.0f} ms after send")
     return 0
+
+
+def scan_command(args: argparse.Namespace) -> int:
+    from aiko.devices.can.scan import format_scan, open_scan_bus, scan_bus
+
+    if not 1.0 <= args.listen <= 60:
+        raise AikoError(f"--listen {args.listen}: must be in [1, 60] s (a heartbeat comes every second)")
+    if args.interface == "virtual":
+        raise AikoError("--interface virtual exists inside one process only: nobody else is on it to scan")
+    nodes = _parse_nodes(args.nodes)
+    bus = open_scan_bus(args.interface, args.channel, args.bitrate)
+    try:
+        result = scan_bus(bus, nodes, listen_s=args.listen)
+    finally:
+        bus.shutdown()
+    if args.json:
+        print(json.dumps({"channel": f"{args.interface}:{args.channel}", **result.as_dict()}))
+    else:
+        print(format_scan(result))
+    return 0 if result.ok else 1
 
 
 def bus_load_command(args: argparse.Namespace) -> int:

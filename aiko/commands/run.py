@@ -137,9 +137,10 @@ def _log_path(args: argparse.Namespace, experiment: Experiment) -> Path:
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
     check_live_outputs(args.live, args.live_screenshot)
-    if args.foxglove_legacy is not None and args.foxglove is None:
+    legacy = getattr(args, "foxglove_legacy", None)  # aiko drive shares these helpers and has no such option
+    if legacy is not None and args.foxglove is None:
         args.foxglove = 8765  # the relay needs the SDK server behind it
-    for option, port in (("--foxglove", args.foxglove), ("--foxglove-legacy", args.foxglove_legacy)):
+    for option, port in (("--foxglove", args.foxglove), ("--foxglove-legacy", legacy)):
         if port is not None and not 0 <= port <= 65535:
             raise AikoError(f"{option} PORT must be in 0..65535, got {port}")
     return out
@@ -168,7 +169,7 @@ def _live_views(args: argparse.Namespace, experiment: Experiment, backend: str, 
             host=args.foxglove_host,
             port=args.foxglove,
             body_from_joints=backend not in SIM_POSES,
-            legacy_port=args.foxglove_legacy,
+            legacy_port=getattr(args, "foxglove_legacy", None),
         )
         print(f"Foxglove live view: open a connection to {foxglove.url}", file=sys.stderr, flush=True)
         if foxglove.legacy_url is not None:

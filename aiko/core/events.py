@@ -215,3 +215,17 @@ declare_event(
     "mocap_camera_recovered", "the camera used as motion capture delivers frames again", source=_SOURCE,
     failed_reads=integer("reads that failed meanwhile"),
 )  # fmt: skip
+# a driven run (aiko.robots.aiko.drive.session)
+_AT = number("run time of the drive tick", "s")
+declare_event("inputs_ignored", "inputs that came while the run could not take them", t_s=_AT,
+              count=integer("how many"))  # fmt: skip
+declare_event("operator_stop", "the operator stopped the run (the robot is brought to rest first)", t_s=_AT)
+declare_event(
+    "input_lost", "the operator's input device went away: the gait pauses", t_s=_AT,
+    device=string("the input device (keyboard, gamepad, foxglove)"), reason=string("why, as the device said"),
+)  # fmt: skip
+declare_event("input_restored", "the input device is back", t_s=_AT, device=string("the input device"))
+declare_event(
+    "references_stopped", "the input stayed lost: the PC stopped sending references (the modules' watchdog stops)",
+    t_s=_AT, reason=string("why (input_lost)"), held_s=number("how long the robot was held first", "s"),
+)  # fmt: skip

@@ -51,6 +51,7 @@ class FoxgloveLiveServer:
         name: str = "aiko",
         body_from_joints: bool = True,
         legacy_port: int | None = None,
+        client_publish: Any | None = None,
     ) -> None:
         try:
             import foxglove
@@ -63,7 +64,14 @@ class FoxgloveLiveServer:
         self._fg = foxglove
         self._context = foxglove.Context()
         try:
-            self._server = foxglove.start_server(name=name, host=host, port=port, context=self._context)
+            # client_publish: a ServerListener that takes what clients publish (aiko drive: the Teleop panel);
+            # Studio publishes JSON when the server lists it among its supported encodings
+            publish = {} if client_publish is None else {
+                "capabilities": [foxglove.Capability.ClientPublish],
+                "supported_encodings": ["json"],
+                "server_listener": client_publish,
+            }  # fmt: skip
+            self._server = foxglove.start_server(name=name, host=host, port=port, context=self._context, **publish)
         except Exception as exc:  # port in use, bad address: the SDK raises its own types
             raise AikoError(f"--foxglove: cannot serve on {host}:{port}: {exc}") from None
         self.host = host

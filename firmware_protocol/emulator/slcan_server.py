@@ -73,6 +73,7 @@ class SlcanPtyServer(can.Listener):
         tty.setraw(self._slave_fd)  # no echo, no CR/LF translation: the line discipline must not touch bytes
         self.slave_path = os.ttyname(self._slave_fd)
         self.channel_open = False
+        self.listen_only = False  # opened with "L": the adapter only listens (a frame to send is refused)
         self.bitrate: int | None = None
         self.frames_from_pc = 0
         self.frames_to_pc = 0
@@ -165,7 +166,7 @@ class SlcanPtyServer(can.Listener):
             return OK  # an empty line is how hosts flush the adapter's parser
         command = line[0:1]
         if command in (b"t", b"T", b"r", b"R"):
-            if not self.channel_open:
+            if not self.channel_open or self.listen_only:
                 return ERROR
             msg = parse_frame(line)
             if msg is None:
@@ -178,9 +179,10 @@ class SlcanPtyServer(can.Listener):
             return (b"Z" if msg.is_extended_id else b"z") + OK
         if command in (b"O", b"L") and len(line) == 1:
             self.channel_open = True
+            self.listen_only = command == b"L"
             return OK
         if command == b"C" and len(line) == 1:
-            self.channel_open = False
+            self.channel_open = self.listen_only = False
             return OK
         if line in _BITRATE_CODES:
             self.bitrate = _BITRATE_CODES[line]
@@ -195,6 +197,8 @@ class SlcanPtyServer(can.Listener):
             return b"NAIKO" + OK
         if line == b"F":
             return b"F00" + OK
-        if command == b"Z" and line[1:] in (b"0", b"1"):
-            return OK
+        if line == b"Z0":
+            return OK  # timestamps off: what this adapter always does
+        if line == b"Z1":
+            return ERROR  # timestamps on: not emulated, so refused rather than acknowledged and not done
         return self._garbage(line)

@@ -120,6 +120,8 @@ class ControlLoop:
             )
 
     def _send_references(self, t_s: float) -> None:
+        if not self.backend.streaming():
+            return
         refs = self.gait.references(t_s, self.latest_feedback)
         self.backend.write(refs)
         self._reference_updates += 1

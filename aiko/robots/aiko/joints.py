@@ -176,3 +176,8 @@ class JointInterface(Backend[RunContext, "JointReferences", "JointFeedback"]):
     def disabled_modules(self) -> list[int]:
         """Modules that were enabled and then disabled by something other than this run."""
         return []
+
+    def streaming(self) -> bool:
+        """False while the run holds its references back (``aiko drive`` after a lost input): the control loop then
+        neither sends nor logs them, and the modules' watchdog stops the robot."""
+        return True

@@ -81,6 +81,7 @@ class EmulatedController:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
+        proc.send_signal(signal.SIGCONT)  # a stopped (stalled) emulator could not act on the SIGTERM for 20 s
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=20)
