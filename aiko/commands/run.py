@@ -52,7 +52,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         const=8765,
         type=int,
         metavar="PORT",
-        help="serve the run live to Foxglove over its WebSocket protocol (default port 8765; 0 picks a free one)",
+        help="serve the run live to Foxglove over its WebSocket protocol, subprotocol foxglove.sdk.v1 (Foxglove 2.x, "
+        "Lichtblick >= 1.22; default port 8765; 0 picks a free one)",
+    )
+    run.add_argument(
+        "--foxglove-legacy",
+        nargs="?",
+        const=8766,
+        type=int,
+        metavar="PORT",
+        help="also serve the older foxglove.websocket.v1 subprotocol on PORT (default 8766), for Foxglove Studio 1.x, "
+        "Lichtblick before 1.22 and @foxglove/ws-protocol clients: a relay to the --foxglove server (implies it)",
     )
     run.add_argument(
         "--foxglove-host",
@@ -114,8 +124,12 @@ def _log_path(args: argparse.Namespace, experiment: Experiment) -> Path:
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
     check_live_outputs(args.live, args.live_screenshot)
-    if args.foxglove is not None and not 0 <= args.foxglove <= 65535:
-        raise AikoError(f"--foxglove PORT must be in 0..65535, got {args.foxglove}")
+    legacy = getattr(args, "foxglove_legacy", None)  # aiko drive shares these helpers and has no such option
+    if legacy is not None and args.foxglove is None:
+        args.foxglove = 8765  # the relay needs the SDK server behind it
+    for option, port in (("--foxglove", args.foxglove), ("--foxglove-legacy", legacy)):
+        if port is not None and not 0 <= port <= 65535:
+            raise AikoError(f"{option} PORT must be in 0..65535, got {port}")
     return out
 
 
@@ -143,8 +157,12 @@ def _live_views(args: argparse.Namespace, experiment: Experiment, backend: str, 
             host=args.foxglove_host,
             port=args.foxglove,
             body_from_joints=backend not in SIM_POSES,
+            legacy_port=getattr(args, "foxglove_legacy", None),
         )
         print(f"Foxglove live view: open a connection to {foxglove.url}", file=sys.stderr, flush=True)
+        if foxglove.legacy_url is not None:
+            print(f"Foxglove live view, foxglove.websocket.v1 (Foxglove Studio 1.x, Lichtblick < 1.22): open a "
+                  f"connection to {foxglove.legacy_url}", file=sys.stderr, flush=True)  # fmt: skip
     return dashboard, foxglove
 
 

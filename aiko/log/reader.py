@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from aiko.core.errors import AikoError
-from aiko.log.encoding import to_jsonable
+from aiko.log.encoding import Decoder, payload_decoder, to_jsonable
 from aiko.log.recorder import EVENTS_TOPIC, LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
 from aiko.log.salvage import (
     AttachmentRecord,
@@ -144,6 +144,7 @@ class LogReader:
         self._channels: dict[int, ChannelRecord] = {}
         self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         self._foreign: dict[str, list[int]] = {}  # log times of messages not in JSON (protobuf Foxglove views)
+        self._decoders: dict[int, Decoder | None] = {}  # channel id -> file message to in-memory payload
         self._load()
 
     @classmethod
@@ -163,7 +164,8 @@ class LogReader:
         reader.log_time_offset_ns = 0
         reader.duplicates = Duplicates()
         reader.metadata, reader.attachments, reader._schemas, reader._channels, reader._foreign = {}, {}, {}, {}, {}
-        reader._messages = {topic: [(t, to_jsonable(p)) for t, p in msgs] for topic, msgs in channels.items()}
+        reader._decoders = {}
+        reader._messages = {str(topic): [(t, to_jsonable(p)) for t, p in msgs] for topic, msgs in channels.items()}
         for t_ns, kind, fields in events:
             reader._messages.setdefault(EVENTS_TOPIC, []).append((t_ns, to_jsonable({"kind": kind, **fields})))
         return reader
@@ -234,6 +236,11 @@ class LogReader:
                 payload = json.loads(record.data)
             except (ValueError, RecursionError):
                 return f"an undecodable message on {channel.topic} at log time {record.log_time}"
+            if record.channel_id not in self._decoders:
+                self._decoders[record.channel_id] = payload_decoder(_schema_dict(self._schemas.get(channel.schema_id)))
+            decode = self._decoders[record.channel_id]
+            if decode is not None:  # declared vectors (objects per row) back to (k, n) lists, as written
+                payload = decode(payload)
             self._messages[channel.topic].append((record.log_time, payload))
         elif isinstance(record, MetadataRecord):
             try:

@@ -18,7 +18,14 @@ from aiko.core.errors import RunStopped
 from aiko.core.interfaces import Recorder
 from aiko.core.loop import PeriodicTask, ProgressCallback, TaskLoopResult
 from aiko.core.run import BackendSession, run_active
-from aiko.robots.aiko.joints import Gait, JointFeedback, JointInterface, JointStatus
+from aiko.robots.aiko.joints import (
+    FEEDBACK_CHANNEL,
+    REFERENCES_CHANNEL,
+    Gait,
+    JointFeedback,
+    JointInterface,
+    JointStatus,
+)
 
 
 @dataclass
@@ -80,7 +87,7 @@ class ControlLoop:
         feedback = self.backend.read()
         self.latest_feedback = feedback
         self._feedback_reads += 1
-        self.recorder.record("/joint_feedback", self.clock.now_ns(), feedback.as_payload())
+        self.recorder.record(FEEDBACK_CHANNEL, self.clock.now_ns(), feedback.as_payload())
         if not self.allow_degraded:
             self._stop_if_unsafe(feedback)
 
@@ -124,7 +131,7 @@ class ControlLoop:
         refs = self.gait.references(t_s, self.latest_feedback)
         self.backend.write(refs)
         self._reference_updates += 1
-        self.recorder.record("/references", self.clock.now_ns(), refs.as_payload())
+        self.recorder.record(REFERENCES_CHANNEL, self.clock.now_ns(), refs.as_payload())
 
     def _tracked_point(self) -> list[float] | None:
         poses = self.backend.link_poses()

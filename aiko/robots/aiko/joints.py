@@ -15,11 +15,47 @@ import numpy as np
 
 from aiko.core.clock import Clock
 from aiko.core.interfaces import Backend, Recorder
+from aiko.core.messages import Channel, Message, integers, number, numbers
 from aiko.robots.aiko.description import RobotDescription
 from aiko.robots.aiko.run_settings import RunSettings
 from firmware_protocol.status import JointStatus
 
-__all__ = ["Gait", "JointFeedback", "JointInterface", "JointReferences", "JointStatus", "RunContext"]
+__all__ = [
+    "FEEDBACK_CHANNEL",
+    "Gait",
+    "REFERENCES_CHANNEL",
+    "JointFeedback",
+    "JointInterface",
+    "JointReferences",
+    "JointStatus",
+    "RunContext",
+]
+
+_ANGLES = {
+    "t_s": number("run time of the sample", "s"),
+    "angle_h_rad": numbers("horizontal (yaw) joint angles, joint 1 (next to the head) first", "rad"),
+    "angle_v_rad": numbers("vertical (pitch) joint angles, joint 1 first", "rad"),
+    "rate_h_rad_s": numbers("horizontal joint rates", "rad/s"),
+    "rate_v_rad_s": numbers("vertical joint rates", "rad/s"),
+}
+REFERENCES_CHANNEL = Channel("/references", Message(
+    "aiko.JointReferences",
+    "The joint references sent to every joint module at the reference rate (10 Hz on Aiko); the rates are the "
+    "gait's feed-forward.",
+    _ANGLES,
+))  # fmt: skip
+FEEDBACK_CHANNEL = Channel("/joint_feedback", Message(
+    "aiko.JointFeedback",
+    "What the joint modules report, read at the feedback rate: measured angles and rates, status, effort.",
+    {
+        **_ANGLES,
+        "status": integers("status flags per module: 1 ENABLED, 2 FAULT, 4 WATCHDOG, 8 AT_LIMIT, 16 SATURATED "
+                           "(firmware_protocol.status.JointStatus)"),
+        "effort_h": numbers("horizontal motor effort where known: PWM duty -1..1 from the joint modules (can, hil), "
+                            "joint torque in N m from the simulators", optional=True),
+        "effort_v": numbers("vertical motor effort, as effort_h", optional=True),
+    },
+))  # fmt: skip
 
 
 @dataclass(frozen=True)

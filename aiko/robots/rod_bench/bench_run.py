@@ -44,16 +44,17 @@ from aiko.log.foxglove_views import views_or_none
 from aiko.robots.rod_bench.backends import bench_backend_info, create_bench_backend
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
 from aiko.robots.rod_bench.context import BenchContext
+from aiko.robots.rod_bench.messages import COMMAND_CHANNEL, OBSERVATION_CHANNEL
 from aiko.robots.rod_bench.mount import Mount
-from aiko.robots.rod_bench.rod_samples import ROD_STATE
+from aiko.robots.rod_bench.rod_samples import ROD_CHANNELS, ROD_STATE
 from aiko.robots.rod_bench.sensor_task import FinishedRun, SensorTask
 from aiko.robots.rod_bench.trajectory import BaseTrajectory
 from sim.cosserat.scenario import BaseMotion
 
 log = logging.getLogger(__name__)
 
-COMMAND = "/bench/command"
-OBSERVATION = "/bench/observation"
+COMMAND = COMMAND_CHANNEL
+OBSERVATION = OBSERVATION_CHANNEL
 SUMMARY_METADATA_NAME = "aiko.summary"
 BENCH_METADATA_NAME = "aiko.bench"
 
@@ -244,7 +245,7 @@ def _merge_side_records(
         if t_s <= duration_s + 1e-9:
             if "t_s" in payload:
                 payload = {**payload, "t_s": t_s}
-            recorder.record(channel, clock.stamp_ns(t_s), payload)
+            recorder.record(ROD_CHANNELS[channel], clock.stamp_ns(t_s), payload)
             n += 1
             if channel == ROD_STATE and t_s >= 0.0:
                 states.append((t_s, payload))

@@ -302,7 +302,7 @@ def test_a_run_that_fails_after_it_started_keeps_its_log_and_says_so(tmp_path, c
     import aiko.robots.aiko.run
 
     def fail(planned, recorder, **kwargs):
-        recorder.event("start", planned.clock.now_ns())
+        recorder.event("start", planned.clock.now_ns(), duration_s=1.0)
         raise RuntimeError("the plant diverged")
 
     monkeypatch.setattr(aiko.robots.aiko.run, "run_planned", fail)

@@ -19,16 +19,17 @@ from pathlib import Path
 def make_logs(directory: Path) -> list[bytes]:
     """Two small real logs (several zstd chunks, metadata, events), as the recorder writes them."""
     from aiko.log import McapRecorder
+    from tests.aiko.log._channels import SERIES, SLOW_SERIES
 
     logs = []
     for index, compression in enumerate(("zstd", "none")):
         path = directory / f"seed{index}.mcap"
         with McapRecorder(path, {"robot": "aiko", "run": index}, compression=compression, chunk_size_bytes=1024) as rec:
-            rec.event("start", 1_000)
+            rec.event("start", 1_000, duration_s=0.6)
             for k in range(60):
-                rec.record("/joint_feedback", 1_000 + k * 10_000_000, {"k": k, "angle_h_rad": [0.01 * k] * 4})
+                rec.record(SERIES, 1_000 + k * 10_000_000, {"k": k, "angle_h_rad": [0.01 * k] * 4})
                 if k % 10 == 0:
-                    rec.record("/references", 1_000 + k * 10_000_000, {"k": k // 10, "angle_h_rad": [0.1] * 4})
+                    rec.record(SLOW_SERIES, 1_000 + k * 10_000_000, {"k": k // 10, "angle_h_rad": [0.1] * 4})
             rec.event("stop", 1_000 + 60 * 10_000_000)
         logs.append(path.read_bytes())
     return logs

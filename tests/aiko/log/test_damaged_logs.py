@@ -13,6 +13,7 @@ from aiko.log import LogReader, McapRecorder, recover
 from aiko.log.reader import LogReadError
 from tests.aiko.log.fuzz_cases import check_case, damage, make_logs
 
+from ._channels import COUNTER, OTHER_COUNTER
 from ._cli import run_cli
 
 
@@ -39,8 +40,8 @@ def test_recover_and_info_never_crash_on_damaged_logs(logs, tmp_path_factory, se
 def _log_with_two_channels(path):
     with McapRecorder(path, chunk_size_bytes=512) as rec:
         for k in range(50):
-            rec.record("/a", 1_000 + k, {"k": k})
-            rec.record("/b", 1_000 + k, {"k": k})
+            rec.record(COUNTER, 1_000 + k, {"k": k})
+            rec.record(OTHER_COUNTER, 1_000 + k, {"k": k})
 
 
 def test_a_flipped_chunk_loses_that_chunk_only(tmp_path, capsys):
@@ -57,7 +58,7 @@ def test_a_flipped_chunk_loses_that_chunk_only(tmp_path, capsys):
     result = recover(bad, tmp_path / "fixed.mcap")
     assert result.was_truncated and result.error
     fixed = LogReader(result.output)
-    a, b = fixed.channel("/a")["k"], fixed.channel("/b")["k"]
+    a, b = fixed.channel("/test/counter")["k"], fixed.channel("/test/other")["k"]
     assert 0 < len(a) < 50 and list(a) == sorted(set(a))  # a gap where the chunk was, nothing invented
     assert set(a) <= set(range(50)) and set(b) <= set(range(50))
 

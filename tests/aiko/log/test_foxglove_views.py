@@ -5,9 +5,11 @@ import time
 import numpy as np
 from mcap.reader import make_reader
 
+from aiko.core.mocap import MOCAP_CHANNEL
 from aiko.log import LogReader, McapRecorder
 from aiko.log.foxglove_views import FoxgloveViews
 from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.joints import FEEDBACK_CHANNEL
 from aiko.robots.aiko.shape import body_drawing
 
 ROBOT = load_robot("experiments/robots/aiko.toml")
@@ -30,10 +32,11 @@ def test_a_run_log_has_frame_transforms_a_body_scene_and_joint_states_on_epoch_t
     path = tmp_path / "fg.mcap"
     t0 = time.monotonic_ns()
     with McapRecorder(path, foxglove_views=FoxgloveViews(BODY, tracked_link=6)) as rec:
-        rec.record("/mocap", t0, {"names": ["link6"], "position_m": [[1.0, 2.0, 0.05]],
-                                  "quaternion_wxyz": [[1.0, 0.0, 0.0, 0.0]], "occluded": [False]})  # fmt: skip
+        rec.record(MOCAP_CHANNEL, t0, {"names": ["link6"], "position_m": [[1.0, 2.0, 0.05]],
+                                       "quaternion_wxyz": [[1.0, 0.0, 0.0, 0.0]], "occluded": [False],
+                                       "capture_t_ns": t0, "latency_s": 0.0, "frame": 1, "source": "test"})  # fmt: skip
         for k in range(20):  # 100 Hz for 0.2 s
-            rec.record("/joint_feedback", t0 + k * 10_000_000, _feedback(k))
+            rec.record(FEEDBACK_CHANNEL, t0 + k * 10_000_000, _feedback(k))
     with open(path, "rb") as fh:
         reader = make_reader(fh)
         summary = reader.get_summary()
