@@ -129,7 +129,7 @@ def test_the_memory_recorder_refuses_what_the_log_refuses():
         memory.record("/test/poses", 2, {"t_s": 0.0})
     with pytest.raises(SchemaError, match="not declared"):
         memory.event("something_new", 3)
-    memory.event("deadline_missed", 4, task="feedback", count=2, gap_s=0.02, resume_t_s=0.1)
+    memory.event("deadline_missed", 4, task="feedback", count=2, gap_s=0.02, late_s=0.02, run_t_s=0.09, resume_t_s=0.1)
     assert memory.event_kinds() == ["deadline_missed"]
 
 
@@ -139,7 +139,7 @@ def test_every_event_kind_is_described_and_a_field_name_keeps_one_type():
     by_kind = {branch["if"]["properties"]["kind"]["const"]: branch["then"] for branch in schema["allOf"]}
     assert set(by_kind) == set(EVENT_KINDS)
     missed = by_kind["deadline_missed"]
-    assert set(missed["required"]) == {"kind", "task", "count", "gap_s", "resume_t_s"}
+    assert set(missed["required"]) == {"kind", "task", "count", "gap_s", "late_s", "run_t_s", "resume_t_s"}
     assert missed["properties"]["count"]["type"] == "integer" and missed["additionalProperties"] is False
     assert all(isinstance(t, str) for t in _types({k: v for k, v in schema.items() if k != "allOf"}))
     with pytest.raises(ValueError, match="one field name, one type"):
