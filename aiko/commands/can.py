@@ -307,8 +307,9 @@ def _open_tool_bus(interface: str, channel: str, bitrate: int):
             return SharedSlcanBus(channel=channel, bitrate=bitrate, sleep_after_open=0.0)
         if interface == "virtual":
             raise AikoError("--interface virtual is a bus inside one process: no module can hear it from here")
-        kwargs = {} if interface == "socketcan" else {"bitrate": bitrate}
-        return can.Bus(interface=interface, channel=channel, **kwargs)
+        if interface == "socketcan":  # the kernel's interface holds the bitrate
+            return can.Bus(interface=interface, channel=channel)
+        return can.Bus(interface=interface, channel=channel, bitrate=bitrate)
     except (can.CanError, OSError, ValueError, ImportError) as exc:
         raise HardwareError(f"cannot open CAN bus {interface}:{channel}: {exc}") from None
 

@@ -132,7 +132,7 @@ class TaskLoopResult:
     duration_s: float
     interrupted: bool
     deadlines_missed: int
-    timing: dict[str, dict] = field(default_factory=dict)  # task name -> TaskTiming.as_dict()
+    timing: dict[str, dict[str, float | int | None]] = field(default_factory=dict)  # task name -> TaskTiming.as_dict()
 
 
 class TaskLoop:

@@ -83,9 +83,9 @@ def _float_array(value: Any, where: str, ndim: int) -> np.ndarray:
 
 def _listed(array: np.ndarray) -> list[Any]:
     """A float array as nested lists, NaN and ±inf as None."""
-    if np.isfinite(array).all():
-        return array.tolist()
-    return np.where(np.isfinite(array), array, None).tolist()  # type: ignore[no-any-return]
+    listed = array.astype(object)  # Python floats, room for None
+    listed[~np.isfinite(array)] = None
+    return list(listed.tolist())
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ numpy arrays (also from logs written before schemas were declared), ``recover`` 
 killed, ``export_csv`` writes one CSV per channel. docs/viewers.md: which outside tools open the files.
 """
 
+from aiko.core.events import EVENTS_TOPIC
 from aiko.log.csv_export import export_csv
 from aiko.log.reader import ChannelArrays, ChannelInfo, Event, LogReader, LogReadError, read_log
-from aiko.log.recorder import EVENTS_TOPIC, LogOpenError, LogWriteError, McapRecorder
+from aiko.log.recorder import LogOpenError, LogWriteError, McapRecorder
 from aiko.log.recover import RecoveryResult, recover
 
 __all__ = [

@@ -73,7 +73,11 @@ def to_jsonable(value: Any, path: str = "payload") -> Any:
             raise PayloadError(f"{path}: complex arrays cannot be logged; split real and imaginary parts")
         if value.dtype.kind == "f":
             out = value.astype(np.float64, copy=False)
-            return out.tolist() if np.all(np.isfinite(out)) else np.where(np.isfinite(out), out, None).tolist()
+            if np.all(np.isfinite(out)):
+                return out.tolist()
+            listed = out.astype(object)  # NaN and ±inf as None (JSON null)
+            listed[~np.isfinite(out)] = None
+            return listed.tolist()
         if value.dtype.kind in "iub":
             return value.tolist()
         if value.dtype.kind in "US":

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from aiko.core.errors import AikoError
+from aiko.core.events import EVENTS_TOPIC
 from aiko.log.encoding import Decoder, payload_decoder, to_jsonable
-from aiko.log.recorder import EVENTS_TOPIC, LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
+from aiko.log.recorder import LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
 from aiko.log.salvage import (
     AttachmentRecord,
     ChannelRecord,

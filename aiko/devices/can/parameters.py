@@ -16,13 +16,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from aiko.core.errors import HardwareError
 from aiko.core.polling import poll_until
 from firmware_protocol.dbc import Parameter, ParameterResult
+
+if TYPE_CHECKING:
+    import can
 
 # The names of docs/can_protocol.md (what a person reads and types), by index.
 PARAMETER_NAMES: dict[Parameter, str] = {
@@ -142,11 +145,12 @@ def exchange(
 
 def refusal(node: int, parameter: Parameter, value: float, result: int) -> str:
     """One line on a refused write, with what the result means."""
-    why = {
+    explanations: dict[int, str] = {
         ParameterResult.LOCKED: " (it is enabled: parameters change only while a module is disabled)",
         ParameterResult.OUT_OF_RANGE: " (outside the module's range, or WatchdogPeriods x ReferencePeriodMs outside "
         "10..2000 ms)",
-    }.get(result, "")
+    }
+    why = explanations.get(result, "")
     return f"joint module {node} refused {parameter_name(parameter)} = {value:g}: {result_name(result)}{why}"
 
 
@@ -204,7 +208,7 @@ class BusParameterLink:
     """A ``ParameterLink`` for a tool on a python-can bus (``aiko can params``): no receive thread; replies are
     read while it waits. Frames other than the listed modules' parameter replies are ignored."""
 
-    def __init__(self, bus, nodes: Iterable[int]) -> None:
+    def __init__(self, bus: can.BusABC, nodes: Iterable[int]) -> None:
         from firmware_protocol.codec import default_codec
         from firmware_protocol.dbc import MessageKind
 
@@ -306,7 +310,9 @@ def write_parameters(
     return out
 
 
-def _outcome(node: int, parameter: Parameter, reply: tuple[int, float] | None, written: float | None = None):
+def _outcome(
+    node: int, parameter: Parameter, reply: tuple[int, float] | None, written: float | None = None
+) -> ParameterOutcome:
     if reply is None:
         return ParameterOutcome(node, parameter, None, None, written)
     return ParameterOutcome(node, parameter, reply[0], reply[1], written)

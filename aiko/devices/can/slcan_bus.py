@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
+from typing import Any
 
+import can
 import serial
 from can.exceptions import error_check
 from can.interfaces.slcan import slcanBus as SlcanBus
@@ -67,7 +70,7 @@ class BufferedSlcanBus(SlcanBus):
     _errors_logged = 0
     _last_error_log_s = -float("inf")
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.serialPortOrig.reset_input_buffer()
         self._buffer.clear()
@@ -105,7 +108,8 @@ class BufferedSlcanBus(SlcanBus):
         """What the port holds now (at least one byte, waiting up to the port's timeout); b"" after a failed read."""
         port = self.serialPortOrig
         try:
-            return port.read(max(1, port.in_waiting))
+            data: bytes = port.read(max(1, port.in_waiting))
+            return data
         except (serial.SerialException, OSError) as exc:
             self._read_failed(exc)
             return b""
@@ -126,7 +130,7 @@ class BufferedSlcanBus(SlcanBus):
 
     _batch: list[str] | None = None  # lines python-can formatted while send_batch collects them
 
-    def send_batch(self, msgs) -> None:
+    def send_batch(self, msgs: Iterable[can.Message]) -> None:
         """Several frames in one write to the port (python-can formats each; see ``CanJointDriver._send_all``)."""
         self._batch = []
         try:

@@ -38,7 +38,8 @@ class LoopResult:
     backend_summary: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     deadlines_missed: int = 0
-    task_timing: dict[str, dict] = field(default_factory=dict)  # per task: runs, missed, max gap, min spacing
+    # per task: runs, missed, max gap, min spacing (aiko.core.loop.TaskTiming)
+    task_timing: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
 
 class ControlLoop:

@@ -279,8 +279,9 @@ class CanBackend(JointInterface):
         if getattr(self, "_priority_raised", False):
             restore_normal_priority()
             self._priority_raised = False
-        if getattr(self, "_raised_threads", None) is not None:
-            self._raised_threads.restore()  # the MCAP writer goes on writing the summary at normal priority
+        raised = getattr(self, "_raised_threads", None)
+        if raised is not None:
+            raised.restore()  # the MCAP writer goes on writing the summary at normal priority
             self._raised_threads = None
         if self.driver is not None:
             self.deactivate()
