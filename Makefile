@@ -68,7 +68,7 @@ bench: $(STAMP)
 
 ## mutate: mutation testing (mutmut) of the codec, the gait, the emulator's safety logic and the LCP solver, each
 ## module against its own tests only; on demand, never in CI (docs/testing.md). One module: make mutate MUTATE=gait
-EMULATOR := firmware_protocol.emulator.emulator.xǁJointControllerEmulatorǁ
+EMULATOR := firmware_protocol.emulator.modules.xǁEmulatedModulesǁ
 MUTATE_codec    := tests/firmware_protocol/test_codec.py    firmware_protocol.codec.*
 MUTATE_gait     := tests/aiko/robots/aiko/test_gait.py                  aiko.robots.aiko.gait.*
 MUTATE_emulator := tests/firmware_protocol/test_emulator.py $(EMULATOR)_run_tick* $(EMULATOR)handle_frame* \

@@ -20,8 +20,9 @@ import time
 
 import can
 
+from firmware_protocol.emulator.config import EmulatorConfig, EmulatorConfigError
 from firmware_protocol.emulator.drive import DriveParams
-from firmware_protocol.emulator.emulator import EmulatorConfig, EmulatorConfigError, JointControllerEmulator
+from firmware_protocol.emulator.emulator import JointControllerEmulator
 from firmware_protocol.emulator.slcan_server import SlcanPtyServer
 
 DESCRIPTION = "Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus."

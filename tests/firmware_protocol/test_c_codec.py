@@ -151,7 +151,7 @@ def test_c_and_emulator_agree_on_sequence_and_parameter_write_rules(harness):
         ModuleState,
         ParameterResult,
     )
-    from firmware_protocol.emulator.emulator import parameter_write_result, sequence_verdict
+    from firmware_protocol.emulator.rules import parameter_write_result, sequence_verdict
 
     header = (PKG / "aiko_joint.h").read_text()
     defines = {m[1]: int(m[2], 0) for m in re.finditer(r"#define (AIKO_\w+) \(?(0x[0-9A-Fa-f]+|\d+)u?\)?", header)}
