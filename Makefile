@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-kernels lint lock bench clean mutate vicon-client
+.PHONY: run test test-kernels lint lock bench clean mutate vicon-client firmware
 
 # The exact versions CI tested (requirements/lock.txt, with hashes), then the project itself without resolving again.
 # pyproject.toml keeps the compatible ranges for installing the package into another environment. `make lock`
@@ -25,6 +25,20 @@ run: $(STAMP)
 ## vicon-client: the real Vicon SDK client (extra `vicon`) built against the system Boost, wheel cached (docs/vicon.md)
 vicon-client: $(STAMP)
 	scripts/install_vicon_client.sh $(BIN)/python
+
+## firmware: the joint modules' firmware (firmware_protocol/firmware/, an ATmega128 ELF, MIT) and the AVR simulator
+## harness that runs it (firmware_sim/, a separate GPL-3 program on Debian's simavr); the suite runs the protocol,
+## safety and HIL tests against it when both are built, and skips them, saying why, where the tools are missing
+FIRMWARE_PACKAGES := gcc-avr avr-libc simavr libsimavr-dev libelf-dev pkg-config
+firmware:
+	@missing=""; \
+	command -v avr-gcc >/dev/null 2>&1 || missing="$$missing gcc-avr avr-libc"; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	test -f /usr/include/simavr/sim_avr.h || missing="$$missing simavr libsimavr-dev"; \
+	test -f /usr/include/gelf.h || missing="$$missing libelf-dev"; \
+	if [ -n "$$missing" ]; then echo "make firmware needs Debian's packages:$$missing (apt-get install$$missing)"; exit 2; fi
+	$(MAKE) --no-print-directory -C firmware_protocol/firmware
+	$(MAKE) --no-print-directory -C firmware_sim
 
 ## test: the whole suite (what CI runs)
 TEST_ENV := QT_QPA_PLATFORM=offscreen MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
