@@ -17,15 +17,21 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import can
 
 from firmware_protocol.emulator.config import EmulatorConfig, EmulatorConfigError
 from firmware_protocol.emulator.drive import DriveParams
 from firmware_protocol.emulator.emulator import JointControllerEmulator
+from firmware_protocol.emulator.harness_client import DEFAULT_FIRMWARE, HarnessError
 from firmware_protocol.emulator.slcan_server import SlcanPtyServer
+from firmware_protocol.emulator.transport import BusTransport
 
-DESCRIPTION = "Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus."
+DESCRIPTION = (
+    "Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus: the Python model "
+    "of the firmware, or with --firmware the firmware itself in the AVR simulator."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +56,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reply-to-references", action="store_true", help="answer each accepted reference at once")
     p.add_argument("--rt-priority", type=int, default=0, metavar="P", help="SCHED_FIFO priority (Linux; 0 = off)")
     p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
+    p.add_argument(
+        "--firmware",
+        nargs="?",
+        const=str(DEFAULT_FIRMWARE),
+        metavar="ELF",
+        help="run the modules' real firmware (default ELF: firmware_protocol/firmware/build/, `make firmware`) on "
+        "simulated ATmega128 boards (the GPL harness firmware_sim/, $AIKO_AVR_HARNESS) instead of the Python model",
+    )
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
 
 
@@ -92,21 +106,30 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"aiko-emulator: {exc}\n")
         return 2
 
+    def modules_on(bus: can.BusABC) -> BusTransport:
+        """The Python modules, or the firmware in the AVR simulator, on ``bus``."""
+        if args.firmware is None:
+            return JointControllerEmulator(bus, config)
+        from firmware_protocol.emulator.firmware import FirmwareModules  # the harness process starts here
+
+        return BusTransport(bus, FirmwareModules(config, firmware=Path(args.firmware)))
+
     server = None
+    emulator: BusTransport | None = None
     opened: list[can.BusABC] = []  # shut down again if the start fails half-way
     problem: str | None = None
     try:
         if args.interface:
             bus = can.Bus(interface=args.interface, channel=args.channel)
             opened.append(bus)
-            emulator = JointControllerEmulator(bus, config)
+            emulator = modules_on(bus)
             print(f"{args.interface}: {args.channel}", flush=True)
         else:
             channel = f"aiko-emulator-{os.getpid()}"
             bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=False)
             bridge = can.Bus(interface="virtual", channel=channel, preserve_timestamps=False)
             opened += [bus, bridge]
-            emulator = JointControllerEmulator(bus, config)
+            emulator = modules_on(bus)
             server = SlcanPtyServer(bridge, on_garbage=emulator.count_serial_garbage)
             if args.link_path:
                 try:
@@ -118,11 +141,15 @@ def run(args: argparse.Namespace) -> int:
             if problem is None:
                 server.start()
                 print(f"slcan: {server.slave_path}", flush=True)
+    except (HarnessError, EmulatorConfigError) as exc:
+        problem = str(exc)
     except (can.CanError, OSError, ValueError, ImportError) as exc:
         problem = f"cannot open the bus: {exc}"
     if problem is not None:
         if server is not None:
             server.shutdown()
+        if emulator is not None:
+            emulator.close()  # the AVR simulator's process too
         for opened_bus in opened:
             opened_bus.shutdown()
         sys.stderr.write(f"aiko-emulator: {problem}\n")
@@ -149,11 +176,14 @@ def run(args: argparse.Namespace) -> int:
                 os.unlink(args.link_path)
         emulator.stop()
         emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
+        if args.firmware is not None:  # the firmware hears a frame only on the bus: one more period to receive it
+            emulator.modules.run_ticks(emulator.tick + 1)
         counters = emulator.counters()
         if server is not None:
             counters["slcan_frames_from_pc"] = server.frames_from_pc
             counters["slcan_frames_to_pc"] = server.frames_to_pc
         print(json.dumps(counters), flush=True)
+        emulator.close()
         bus.shutdown()
         if server is not None:
             server.bus.shutdown()

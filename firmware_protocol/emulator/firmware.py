@@ -27,7 +27,7 @@ import can
 import numpy as np
 
 from firmware_protocol.dbc import ModuleState, Parameter
-from firmware_protocol.emulator import harness_client
+from firmware_protocol.emulator import fast, harness_client
 from firmware_protocol.emulator.config import EmulatorConfig, EmulatorConfigError
 from firmware_protocol.emulator.drive import drive_substep, new_drive_state
 from firmware_protocol.emulator.harness_client import CPU_HZ, AvrHarness
@@ -47,27 +47,36 @@ BOOT_S = 0.01  # the modules are powered this long before the run's time 0 (they
 EEPROM_MAGIC = b"AJ"
 EEPROM_LAYOUT = 1
 
+AXIS_FIELDS = (
+    ("reference_q8", "i"), ("reference_rate_q16", "i"), ("rate_q16", "i"), ("duty", "h"), ("feedforward_q4", "i"),
+    ("previous_counts", "i"), ("limit_q8", "i"), ("kp_q12", "i"), ("error_max_counts", "i"), ("kd_q12", "i"),
+    ("rate_hi_max", "i"),
+)  # fmt: skip
+"""`jm_axis_t` (joint_module.h), packed, little-endian."""
 MODULE_FIELDS = (
     ("node", "B"), ("state", "B"), ("estop", "B"), ("fault", "B"), ("watchdog", "B"), ("sequence_valid", "B"),
     ("last_sequence", "B"), ("at_limit", "B"), ("saturated", "B"), ("tick", "I"), ("last_valid_tick", "I"),
     ("watchdog_trip_tick", "I"), ("accepted_references", "I"), ("ignored_while_disabled", "I"),
     ("watchdog_trips", "I"), ("parameter_writes_accepted", "I"), ("unknown_frames", "I"),
-    ("rejected", f"{len(REJECTION_REASONS)}I"), ("parameter", "12f"), ("reference_q8", "2i"),
-    ("reference_rate_q12", "2i"), ("rate_q12", "2i"), ("duty", "2h"),
+    ("rejected", f"{len(REJECTION_REASONS)}I"), ("parameter", "12f"),
 )  # fmt: skip
-"""`jm_t` (joint_module.h) up to ``duty``: packed, little-endian; tests check these offsets against the C."""
-MODULE_LAYOUT = struct.Struct("<" + "".join(code for _, code in MODULE_FIELDS))
+"""`jm_t` (joint_module.h) up to its two `jm_axis_t`, which follow: packed, little-endian; tests check the offsets
+against the C."""
+_AXIS_FORMAT = "".join(code for _, code in AXIS_FIELDS)
+MODULE_LAYOUT = struct.Struct("<" + "".join(code for _, code in MODULE_FIELDS) + 2 * _AXIS_FORMAT)
 BOARD_LAYOUT = struct.Struct("<BBBHH")  # main.c board_status_t: reset_cause, eeprom_ok, can_ok, overruns, rx_dropped
 MCP_STATS_LAYOUT = struct.Struct("<HHH")  # mcp2515.h mcp_stats_t: tx_dropped, rx_overflows, bus_errors
 
 
 def _unpack_module(raw: bytes) -> dict[str, Any]:
+    """`jm_t` as a dict; its axes as ``out["axis"][0]`` (H) and ``[1]`` (V)."""
     values = iter(MODULE_LAYOUT.unpack_from(raw))
     out: dict[str, Any] = {}
     for name, code in MODULE_FIELDS:
         count = int(code[:-1]) if len(code) > 1 else 1
         items = [next(values) for _ in range(count)]
         out[name] = items[0] if len(code) == 1 else items
+    out["axis"] = [{name: next(values) for name, _ in AXIS_FIELDS} for _ in range(2)]
     return out
 
 
@@ -157,6 +166,7 @@ class FirmwareModules:
         self.enabled_axis_ticks = 0
         self.resets = np.zeros(n, np.int64)
         self._limited = np.zeros(n, np.int64)  # H-bridge flags during the last period, bits per axis
+        self._runner = self._driven_runner(self.plant)
         self._pending: list[tuple[int, int, bytes]] = []
         self.frames_dropped = 0  # CAN FD frames: no classic CAN controller receives them
         self.firmware_path = Path(firmware) if firmware is not None else firmware_path()
@@ -185,6 +195,22 @@ class FirmwareModules:
             raise EmulatorConfigError(
                 f"the firmware of module(s) {silent} did not start (EEPROM or MCP2515 set-up failed): {boards}"
             )
+
+    def _driven_runner(self, plant: JointPlant):
+        """The plant's compiled period with given voltages (``run_driven_period``) and its current-limit flags; None
+        for a plant without it, or one that overrides ``advance``/``joint_state`` (it must see every sub-step)."""
+        runner = getattr(plant, "run_driven_period", None)
+        if runner is None:
+            return None
+        for klass in type(plant).__mro__:
+            if "run_driven_period" in vars(klass):
+                break
+            if "advance" in vars(klass) or "joint_state" in vars(klass):
+                return None
+        parameters = fast.module_parameters(self.config)
+        supply = self.config.drive.supply_v
+        limited = np.zeros((self.config.n_modules, 2), bool)
+        return lambda duty: runner(parameters, self.drive, limited, duty, supply), limited
 
     # ------------------------------------------------------------------ time
     @property
@@ -243,15 +269,20 @@ class FirmwareModules:
         crashed = np.flatnonzero(result.flags & harness_client.FLAG_CRASHED)
         if crashed.size:
             raise RuntimeError(f"the firmware of module(s) {[c.node_ids[r] for r in crashed]} stopped in the simulator")
-        sub_dt = self.dt_s / substeps
-        limited = np.zeros((c.n_modules, 2), bool)
-        for s in range(substeps):
-            self.effort = result.duty[:, s, :]
-            self.drive.voltage_v[...] = self.effort * c.drive.supply_v
-            angles, rates = self.plant.joint_state()
-            torques = drive_substep(c.drive, self.drive, angles, rates, sub_dt)
-            limited |= self.drive.current_limited
-            self.plant.advance(torques, sub_dt)
+        self.effort = result.duty[:, -1, :]
+        if self._runner is not None:
+            run, limited_out = self._runner
+            run(np.ascontiguousarray(result.duty))
+            limited = limited_out.copy()
+        else:
+            sub_dt = self.dt_s / substeps
+            limited = np.zeros((c.n_modules, 2), bool)
+            for s in range(substeps):
+                self.drive.voltage_v[...] = result.duty[:, s, :] * c.drive.supply_v
+                angles, rates = self.plant.joint_state()
+                torques = drive_substep(c.drive, self.drive, angles, rates, sub_dt)
+                limited |= self.drive.current_limited
+                self.plant.advance(torques, sub_dt)
         driven = ~self.brake
         self.current_limited_ticks += limited & driven
         self.enabled_axis_ticks += int(driven.sum())
@@ -293,7 +324,8 @@ class FirmwareModules:
         return np.array([m["parameter"][int(parameter) - 1] for m in self.read_modules()])
 
     def reference_rad(self) -> np.ndarray:
-        return np.array([m["reference_q8"] for m in self.read_modules()]) / 256.0 / COUNTS_PER_RAD
+        axes = [[a["reference_q8"] for a in m["axis"]] for m in self.read_modules()]
+        return np.array(axes) / 256.0 / COUNTS_PER_RAD
 
     def counters(self) -> dict[str, Any]:
         """The emulator's counters where the firmware keeps the same (its own RAM), and the harness's view."""

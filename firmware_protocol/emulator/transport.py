@@ -26,6 +26,10 @@ from firmware_protocol.emulator.plant import JointPlant
 
 log = logging.getLogger(__name__)
 
+# Ticks the real-time thread runs between two looks at the bus and at stop(): it catches up in batches this long
+# (20 ms of module time), so a frame waits at most that long behind a backlog and stop() returns soon.
+MAX_BATCH_TICKS = 20
+
 
 class ModuleSet(Protocol):
     """Joint modules as the transport sees them: frames in, time forward, frames out through ``emit``.
@@ -131,9 +135,10 @@ class BusTransport:
         self._thread.start()
 
     def stop(self) -> None:
+        """End the real-time thread; it finishes the batch of ticks it is in (at most `MAX_BATCH_TICKS`)."""
         if self._thread is not None:
             self._stop.set()
-            self._thread.join(timeout=5.0)
+            self._thread.join()
             self._thread = None
             sys.setswitchinterval(self._previous_switch_interval)
 
@@ -168,7 +173,7 @@ class BusTransport:
                     origin_ns += int((target - modules.tick - 1) * dt_s * 1e9)
                     target = modules.tick + 1
                 behind = target - modules.tick
-                modules.run_ticks(target)
+                modules.run_ticks(min(target, modules.tick + MAX_BATCH_TICKS))
             if behind > 1:
                 time.sleep(0)  # catching up: let other threads (the PC's sender) have the GIL between batches
 

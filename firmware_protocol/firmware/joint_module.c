@@ -14,8 +14,8 @@
 /* gain [V/rad] -> Q12 factor from an error in 1/16 count to a voltage in 1/16 PWM count */
 #define JM_KP_TO_Q12 (JM_RAD_PER_COUNT / JM_V_PER_PWM * 4096.0f)
 /* gain [V s/rad] -> Q12 factor from a rate in 1/256 count per tick to a voltage in 1/16 PWM count (>> 8) */
-/* gain [V s/rad] -> Q12 factor from a rate in 1/4096 count per tick to a voltage in 1/16 PWM count (>> 12) */
-#define JM_KD_TO_Q12 (JM_RAD_PER_COUNT / 4096.0f / JM_TICK_S / JM_V_PER_PWM * 16.0f * 4096.0f)
+/* gain [V s/rad] -> Q12 factor from a rate in 1/65536 count per tick to a voltage in 1/16 PWM count (>> 16) */
+#define JM_KD_TO_Q12 (JM_RAD_PER_COUNT / 65536.0f / JM_TICK_S / JM_V_PER_PWM * 16.0f * 65536.0f)
 #define JM_BACK_EMF_Q12 ((int32_t)(JM_BACK_EMF_V_S_PER_RAD * JM_KD_TO_Q12 + 0.5f))
 #define JM_DEG_TO_Q8 (256.0f * (float)JM_ENCODER_COUNTS_PER_REV / 360.0f)
 #define JM_AT_LIMIT_MARGIN_Q8 ((int32_t)(0.5f * JM_DEG_TO_Q8 + 0.5f)) /* 0.5 deg, as the emulator */
@@ -40,17 +40,33 @@ static inline __attribute__((always_inline)) int32_t rshift_round(int32_t x, uin
 
 static int32_t clamp32(int32_t x, int32_t lo, int32_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
-static int32_t div_round(int32_t n, int32_t d) { return (n >= 0 ? n + d / 2 : n - d / 2) / d; } /* d > 0 */
 
-int32_t jm_cdeg_to_q8(int16_t cdeg) { return div_round((int32_t)cdeg * 640, 9); } /* x 256 x 10000 / 36000 */
+/* x 256 x 10000 / 36000 = x 640 / 9 = x 71 + x 0.1111 (as x 7282 >> 16: within 0.6 of 1/256 count), with no
+ * division: a 32-bit division is a library call of ~600 cycles, four per reference */
+int32_t jm_cdeg_to_q8(int16_t cdeg) { return (int32_t)cdeg * 71 + rshift_round((int32_t)cdeg * 7282, 16); }
 
+/* counts x 3.6 (36000 cdeg per 10000 counts), rounded: 3 x counts + 0.6 x counts, the 0.6 as x 39322 >> 16 (off by
+ * < 0.04 within +-10000 counts; 36 x counts mod 10 is never 5, so a result is never that close to a half: exact,
+ * checked over the range by the host tests) and no 32-bit division (a library call of ~600 cycles) */
 int16_t jm_counts_to_cdeg(int32_t counts) {
-    int32_t cdeg = div_round(clamp32(counts, -100000L, 100000L) * 18, 5); /* x 36000 / 10000 */
+    int32_t c = clamp32(counts, -10000L, 10000L);
+    int32_t cdeg = 3 * c + rshift_round(c * 39322L, 16);
     return (int16_t)clamp32(cdeg, -AIKO_ANGLE_CDEG_MAX, AIKO_ANGLE_CDEG_MAX);
 }
 
-/* 0.25 deg/s -> 1/4096 count per tick: x 0.25 x 10000 / 360 / 1000 x 4096 = x 256 / 9 */
-static int32_t qdeg_s_to_q12(int16_t qdeg_s) { return div_round((int32_t)qdeg_s * 256, 9); }
+/* 0.25 deg/s -> 1/65536 count per tick: x 0.25 x 10000 / 360 / 1000 x 65536 = x 4096 / 9 = x 455 + x 0.1111 */
+static int32_t qdeg_s_to_q16(int16_t qdeg_s) {
+    return (int32_t)qdeg_s * 455 + rshift_round((int32_t)qdeg_s * 7282, 16);
+}
+
+/* x * k >> 16, rounded, for |x| up to 2^23 and k up to 2^20: as (x >> 8) * k + (x & 0xFF) * k >> 8, then >> 8,
+ * with x >> 8 clamped to +-hi_max so that no product leaves int32 (byte shifts only: see the header) */
+static inline __attribute__((always_inline)) int32_t mul_q16(int32_t x, int32_t k, int32_t hi_max) {
+    int32_t hi = x >> 8;
+    if (hi > hi_max) hi = hi_max;
+    if (hi < -hi_max) hi = -hi_max;
+    return rshift_round(hi * k + rshift_round((x & 0xFF) * k, 8), 8);
+}
 
 int32_t jm_pot_to_counts(uint16_t adc) {
     float deg = ((float)adc + 0.5f) * (JM_POT_SPAN_DEG / 1023.0f) - 0.5f * JM_POT_SPAN_DEG; /* mid-step */
@@ -66,20 +82,21 @@ static void derive(jm_t *jm, uint8_t index) {
         case AIKO_PARAM_KP_V: {
             uint8_t axis = index == AIKO_PARAM_KP_H ? 0u : 1u;
             int32_t k = (int32_t)(p[index - 1u] * JM_KP_TO_Q12 + 0.5f);
-            jm->kp_q12[axis] = k > 0 ? k : 1;
-            jm->error_max_counts[axis] = (INT32_MAX - (1L << 22)) / jm->kp_q12[axis];
+            jm->axis[axis].kp_q12 = k > 0 ? k : 1;
+            jm->axis[axis].error_max_counts = (INT32_MAX - (1L << 22)) / jm->axis[axis].kp_q12;
             break;
         }
         case AIKO_PARAM_KD_H:
         case AIKO_PARAM_KD_V: {
             uint8_t axis = index == AIKO_PARAM_KD_H ? 0u : 1u;
             int32_t k = (int32_t)(p[index - 1u] * JM_KD_TO_Q12 + 0.5f);
-            jm->kd_q12[axis] = k;
+            jm->axis[axis].kd_q12 = k;
+            jm->axis[axis].rate_hi_max = k > 0 ? (INT32_MAX - (1L << 21)) / k : INT32_MAX;
             break;
         }
         case AIKO_PARAM_LIMIT_H_DEG:
         case AIKO_PARAM_LIMIT_V_DEG:
-            jm->limit_q8[index - AIKO_PARAM_LIMIT_H_DEG] = (int32_t)(p[index - 1u] * JM_DEG_TO_Q8 + 0.5f);
+            jm->axis[index - AIKO_PARAM_LIMIT_H_DEG].limit_q8 = (int32_t)(p[index - 1u] * JM_DEG_TO_Q8 + 0.5f);
             break;
         case AIKO_PARAM_WATCHDOG_PERIODS:
         case AIKO_PARAM_REFERENCE_PERIOD_MS: {
@@ -132,8 +149,8 @@ void jm_init(jm_t *jm, uint8_t node, const float values[JM_PARAMETER_COUNT], con
     }
     for (i = 1u; i <= JM_PARAMETER_COUNT; i++) derive(jm, i);
     for (i = 0u; i < 2u; i++) {
-        jm->previous_counts[i] = counts[i];
-        jm->reference_q8[i] = counts[i] * 256;
+        jm->axis[i].previous_counts = counts[i];
+        jm->axis[i].reference_q8 = counts[i] * 256;
     }
 }
 
@@ -225,10 +242,14 @@ static void on_reference(jm_t *jm, const jm_frame_t *frame) {
     angle[0] = ref.angle_h_cdeg;
     angle[1] = ref.angle_v_cdeg;
     for (axis = 0u; axis < 2u; axis++) {
-        jm->reference_q8[axis] = clamp32(jm_cdeg_to_q8(angle[axis]), -jm->limit_q8[axis], jm->limit_q8[axis]);
+        jm_axis_t *a = &jm->axis[axis];
+        a->reference_q8 = clamp32(jm_cdeg_to_q8(angle[axis]), -a->limit_q8, a->limit_q8);
     }
-    jm->reference_rate_q12[0] = qdeg_s_to_q12(ref.rate_h_qdeg_s);
-    jm->reference_rate_q12[1] = qdeg_s_to_q12(ref.rate_v_qdeg_s);
+    jm->axis[0].reference_rate_q16 = qdeg_s_to_q16(ref.rate_h_qdeg_s);
+    jm->axis[1].reference_rate_q16 = qdeg_s_to_q16(ref.rate_v_qdeg_s);
+    for (axis = 0u; axis < 2u; axis++) { /* the back-EMF feed-forward, once per reference */
+        jm->axis[axis].feedforward_q4 = mul_q16(jm->axis[axis].reference_rate_q16, JM_BACK_EMF_Q12, INT32_MAX);
+    }
     jm->last_valid_tick = jm->tick;
     jm->accepted_references++;
 }
@@ -250,10 +271,12 @@ static void apply_command(jm_t *jm, uint8_t command, const int32_t counts[2]) {
             jm->watchdog = 0u;
             jm->state = AIKO_STATE_ENABLED;
             for (axis = 0u; axis < 2u; axis++) { /* hold where it is: enabling never jumps */
-                jm->reference_q8[axis] = counts[axis] * 256;
-                jm->previous_counts[axis] = counts[axis];
-                jm->reference_rate_q12[axis] = 0;
-                jm->rate_q12[axis] = 0;
+                jm_axis_t *a = &jm->axis[axis];
+                a->reference_q8 = counts[axis] * 256;
+                a->previous_counts = counts[axis];
+                a->reference_rate_q16 = 0;
+                a->feedforward_q4 = 0;
+                a->rate_q16 = 0;
             }
             jm->last_valid_tick = jm->tick;
             jm->sequence_valid = 0u;
@@ -285,7 +308,7 @@ static void on_command(jm_t *jm, const jm_frame_t *frame, const int32_t counts[2
 void jm_emergency_stop(jm_t *jm) {
     jm->estop = 1u;
     jm->state = AIKO_STATE_ESTOP;
-    jm->duty[0] = jm->duty[1] = 0;
+    jm->axis[0].duty = jm->axis[1].duty = 0;
 }
 
 static void on_estop(jm_t *jm, const jm_frame_t *frame) {
@@ -327,35 +350,32 @@ void jm_on_frame(jm_t *jm, const jm_frame_t *frame, const int32_t counts[2]) {
 }
 
 /* ------------------------------------------------------------------ the tick */
-static int32_t axis_demand_q4(jm_t *jm, uint8_t axis, int32_t counts) {
-    int32_t limit = jm->limit_q8[axis];
-    int32_t reference = clamp32(jm->reference_q8[axis], -limit, limit);
-    int32_t rate = jm->reference_rate_q12[axis];
-    int32_t raw, error, whole, diff, p_term, d_term, ff_term;
+static int32_t axis_demand_q4(jm_axis_t *a, int32_t counts) {
+    int32_t limit = a->limit_q8;
+    int32_t reference = clamp32(a->reference_q8, -limit, limit);
+    int32_t rate = a->reference_rate_q16;
+    int32_t feedforward = a->feedforward_q4;
     int32_t position = counts * 256;
+    int32_t raw, error, whole, p_term, d_term;
     if ((reference >= limit && rate > 0) || (reference <= -limit && rate < 0)) {
         rate = 0; /* at a limit, a feed-forward pointing outwards would hold the joint beyond it */
+        feedforward = 0;
     }
-    /* rate: 1/4096 count per tick; |raw - rate| <= 2 x 15 x 4096, times alpha (Q16) < 2^31 */
-    raw = clamp32(counts - jm->previous_counts[axis], -JM_RAW_STEP_MAX, JM_RAW_STEP_MAX) * 4096;
-    jm->rate_q12[axis] += rshift_round(JM_RATE_ALPHA_Q16 * (raw - jm->rate_q12[axis]), 16);
-    jm->previous_counts[axis] = counts;
+    /* rate estimate: the encoder's difference (1/65536 count per tick) through the first-order filter */
+    raw = clamp32(counts - a->previous_counts, -JM_RAW_STEP_MAX, JM_RAW_STEP_MAX) * 65536L;
+    a->rate_q16 += mul_q16(raw - a->rate_q16, JM_RATE_ALPHA_Q16, INT32_MAX);
+    a->previous_counts = counts;
 
     /* P: (error in 1/256 count) x (Q12 gain) >> 16 = 1/16 PWM count, as whole counts and the rest, so that no
      * product leaves int32 for any gain in the writable range: e = 256 whole + rest, 0 <= rest < 256 */
     error = reference - position;
     whole = error >> 8;
-    if (whole > jm->error_max_counts[axis]) whole = jm->error_max_counts[axis];
-    if (whole < -jm->error_max_counts[axis]) whole = -jm->error_max_counts[axis];
-    p_term = rshift_round(whole * jm->kp_q12[axis] + rshift_round((error & 0xFF) * jm->kp_q12[axis], 8), 8);
-    /* D: (rate difference in 1/4096 count per tick) x (Q12 gain) >> 12, split the same way */
-    diff = rate - jm->rate_q12[axis];
-    d_term = rshift_round((diff >> 8) * jm->kd_q12[axis] + rshift_round((diff & 0xFF) * jm->kd_q12[axis], 8), 4);
-    ff_term = rshift_round(rate * JM_BACK_EMF_Q12, 12);
-    if (position < 0 ? -position >= limit - JM_AT_LIMIT_MARGIN_Q8 : position >= limit - JM_AT_LIMIT_MARGIN_Q8) {
-        jm->at_limit |= (uint8_t)(1u << axis);
-    }
-    return p_term + d_term + ff_term;
+    if (whole > a->error_max_counts) whole = a->error_max_counts;
+    if (whole < -a->error_max_counts) whole = -a->error_max_counts;
+    p_term = rshift_round(whole * a->kp_q12 + rshift_round((error & 0xFF) * a->kp_q12, 8), 8);
+    /* D: (rate difference in 1/65536 count per tick) x (Q12 gain) >> 16 */
+    d_term = mul_q16(rate - a->rate_q16, a->kd_q12, a->rate_hi_max);
+    return p_term + d_term + feedforward;
 }
 
 static void send_feedback(const jm_t *jm, const int32_t counts[2]) {
@@ -366,8 +386,11 @@ static void send_feedback(const jm_t *jm, const int32_t counts[2]) {
     uint8_t i;
     fb.angle_h_cdeg = jm_counts_to_cdeg(counts[0]);
     fb.angle_v_cdeg = jm_counts_to_cdeg(counts[1]);
-    fb.effort_h_pct = (int8_t)div_round(jm->duty[0], JM_PWM_TOP / 100);
-    fb.effort_v_pct = (int8_t)div_round(jm->duty[1], JM_PWM_TOP / 100);
+#if JM_PWM_TOP != 800
+#error "the effort in percent is the duty >> 3: 800 PWM counts = 100 %"
+#endif
+    fb.effort_h_pct = (int8_t)rshift_round(jm->axis[0].duty, 3);
+    fb.effort_v_pct = (int8_t)rshift_round(jm->axis[1].duty, 3);
     fb.status = (uint8_t)((jm->state == AIKO_STATE_ENABLED ? AIKO_STATUS_ENABLED : 0u) |
                           ((jm->fault || jm->estop) ? AIKO_STATUS_FAULT : 0u) |
                           (jm->watchdog ? AIKO_STATUS_WATCHDOG : 0u) | (jm->at_limit ? AIKO_STATUS_AT_LIMIT : 0u) |
@@ -379,7 +402,7 @@ static void send_feedback(const jm_t *jm, const int32_t counts[2]) {
     jm_send(&out);
     for (i = 0u; i < JM_REJECT_COUNT; i++) rejected = (uint16_t)(rejected + (uint16_t)jm->rejected[i]);
     for (i = 0u; i < 2u; i++) {
-        int32_t r = rshift_round(jm->rate_q12[i] * 45, 8); /* 1/4096 count per ms -> 0.05 deg/s: x 45 / 256 */
+        int32_t r = rshift_round(jm->axis[i].rate_q16 * 45, 12); /* 1/65536 count per ms -> 0.05 deg/s: x 45/4096 */
         r = clamp32(r, -32767, 32767);
         if (i == 0u) rates.rate_h_20mdeg_s = (int16_t)r;
         else rates.rate_v_20mdeg_s = (int16_t)r;
@@ -419,11 +442,16 @@ uint8_t jm_tick(jm_t *jm, const int32_t counts[2], uint8_t current_limited) {
     jm->at_limit = 0u;
     jm->saturated_demand = 0u;
     for (axis = 0u; axis < 2u; axis++) {
-        int32_t demand = axis_demand_q4(jm, axis, counts[axis]);
+        jm_axis_t *a = &jm->axis[axis];
+        int32_t position = counts[axis] * 256;
+        int32_t demand = axis_demand_q4(a, counts[axis]);
         if (demand > JM_DEMAND_SUPPLY_Q4 || demand < -JM_DEMAND_SUPPLY_Q4) {
             jm->saturated_demand |= (uint8_t)(1u << axis);
         }
-        jm->duty[axis] = enabled ? (int16_t)clamp32(rshift_round(demand, 4), -JM_PWM_TOP, JM_PWM_TOP) : 0;
+        if ((position < 0 ? -position : position) >= a->limit_q8 - JM_AT_LIMIT_MARGIN_Q8) {
+            jm->at_limit |= (uint8_t)(1u << axis);
+        }
+        a->duty = enabled ? (int16_t)clamp32(rshift_round(demand, 4), -JM_PWM_TOP, JM_PWM_TOP) : 0;
     }
     jm->enabled_this_tick = enabled;
     if (jm->feedback_divisor != 0u && jm->feedback_phase == 0u) send_feedback(jm, counts);

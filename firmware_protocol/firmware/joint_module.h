@@ -10,7 +10,7 @@
  *
  * Fixed point (why: a float PD on two axes costs ~3000 cycles per tick on the AVR; this one ~600):
  *   angle      int32 in 1/256 encoder count ("q8 counts"; 1 count = 0.036 deg)
- *   rate       int32 in 1/4096 count per tick (estimate and reference)
+ *   rate       int32 in 1/65536 count per tick (estimate and reference; 9.6e-6 rad/s)
  *   voltage    PWM counts (JM_PWM_TOP = the 12 V supply) in 1/16 count inside the controller
  *   gains      Q12 factors from error to voltage, derived from the float parameters when they are written
  * -Os turns 32-bit shifts into loops of 6 cycles per bit, except whole bytes: the tick shifts by 8, 12 and 16 only.
@@ -53,8 +53,25 @@ typedef struct {
     uint8_t data[8];
 } jm_frame_t;
 
+/* One axis: what the controller uses every tick, within a pointer's 64-byte reach (the AVR's LDD/STD
+ * displacement: fields further away cost an address computation at every access). */
+typedef struct __attribute__((packed)) {
+    int32_t reference_q8; /* as accepted (clamped to the limits then) */
+    int32_t reference_rate_q16;
+    int32_t rate_q16; /* the rate estimate */
+    int16_t duty;     /* applied this tick, -JM_PWM_TOP..JM_PWM_TOP */
+    /* derived from the reference and the parameters */
+    int32_t feedforward_q4; /* the back-EMF feed-forward of the reference rate, per reference */
+    int32_t previous_counts;
+    int32_t limit_q8;
+    int32_t kp_q12;
+    int32_t error_max_counts; /* beyond it the P term stops growing (no int32 overflow): >= 90 deg, >= 7.8 kV */
+    int32_t kd_q12;
+    int32_t rate_hi_max; /* beyond (x 256) the D term stops growing (no int32 overflow): >= 900 deg/s */
+} jm_axis_t;
+
 /* The module. Packed, so that the host build and the AVR build have the same layout: the simulator harness reads
- * the fields up to `duty` from the AVR's RAM (a debugger's view, firmware_protocol/emulator/firmware.py
+ * the fields up to `axis` from the AVR's RAM (a debugger's view, firmware_protocol/emulator/firmware.py
  * MODULE_LAYOUT, checked against offsetof by the tests). */
 typedef struct __attribute__((packed)) {
     uint8_t node;
@@ -76,16 +93,8 @@ typedef struct __attribute__((packed)) {
     uint32_t unknown_frames;
     uint32_t rejected[JM_REJECT_COUNT];
     float parameter[JM_PARAMETER_COUNT]; /* parameter i at [i - 1], as written (read back exactly) */
-    int32_t reference_q8[2];             /* as accepted (clamped to the limits then) */
-    int32_t reference_rate_q12[2];
-    int32_t rate_q12[2];
-    int16_t duty[2]; /* applied this tick, -JM_PWM_TOP..JM_PWM_TOP */
+    jm_axis_t axis[2]; /* H, V */
     /* derived from the parameters; private */
-    int32_t previous_counts[2];
-    int32_t kp_q12[2];
-    int32_t kd_q12[2];
-    int32_t error_max_counts[2]; /* beyond it the P term stops growing (no int32 overflow): >= 90 deg, >= 7.8 kV */
-    int32_t limit_q8[2];
     uint16_t watchdog_limit_ticks; /* trip when more ticks than this have passed without a valid reference */
     uint16_t feedback_divisor;     /* ticks between feedback frames; 0 = none */
     uint16_t feedback_phase;       /* tick % feedback_divisor, kept incrementally (a 32-bit % costs ~600 cycles) */

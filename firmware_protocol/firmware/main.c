@@ -54,10 +54,10 @@ static void brake_both(void) {
     OCR1B = 0u;
 }
 
-static void apply_duty(const int16_t duty[2]) {
-    uint16_t magnitude_h = (uint16_t)(duty[0] < 0 ? -duty[0] : duty[0]);
-    uint16_t magnitude_v = (uint16_t)(duty[1] < 0 ? -duty[1] : duty[1]);
-    uint8_t direction = (uint8_t)((duty[0] < 0 ? (1u << PA0) : 0u) | (duty[1] < 0 ? (1u << PA1) : 0u));
+static void apply_duty(int16_t duty_h, int16_t duty_v) {
+    uint16_t magnitude_h = (uint16_t)(duty_h < 0 ? -duty_h : duty_h);
+    uint16_t magnitude_v = (uint16_t)(duty_v < 0 ? -duty_v : duty_v);
+    uint8_t direction = (uint8_t)((duty_h < 0 ? (1u << PA0) : 0u) | (duty_v < 0 ? (1u << PA1) : 0u));
     PORTA = (uint8_t)((PORTA & ~((1u << PA0) | (1u << PA1))) | direction);
     OCR1A = magnitude_h;
     OCR1B = magnitude_v;
@@ -68,7 +68,7 @@ static void apply_duty(const int16_t duty[2]) {
 static void drive_update(uint8_t enabled) {
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
         if (enabled && g_module.state == AIKO_STATE_ENABLED && estops_queued == 0u) {
-            apply_duty((const int16_t *)g_module.duty);
+            apply_duty(g_module.axis[0].duty, g_module.axis[1].duty);
         } else {
             brake_both();
         }

@@ -72,4 +72,8 @@ def load(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     lib.jm_tick.restype = ctypes.c_uint8
     lib.shim_offset.argtypes = [ctypes.c_char_p]
+    lib.shim_axis_offset.argtypes = [ctypes.c_char_p]
+    lib.jm_counts_to_cdeg.restype = ctypes.c_int16
+    lib.jm_counts_to_cdeg.argtypes = [ctypes.c_int32]
+    lib.jm_cdeg_to_q8.argtypes = [ctypes.c_int16]
     return lib

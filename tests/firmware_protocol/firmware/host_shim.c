@@ -31,7 +31,17 @@ int shim_offset(const char *name) {
     OFFSET(node); OFFSET(state); OFFSET(estop); OFFSET(fault); OFFSET(watchdog); OFFSET(sequence_valid);
     OFFSET(last_sequence); OFFSET(at_limit); OFFSET(saturated); OFFSET(tick); OFFSET(last_valid_tick);
     OFFSET(watchdog_trip_tick); OFFSET(accepted_references); OFFSET(ignored_while_disabled); OFFSET(watchdog_trips);
-    OFFSET(parameter_writes_accepted); OFFSET(unknown_frames); OFFSET(rejected); OFFSET(parameter);
-    OFFSET(reference_q8); OFFSET(reference_rate_q12); OFFSET(rate_q12); OFFSET(duty);
+    OFFSET(parameter_writes_accepted); OFFSET(unknown_frames); OFFSET(rejected); OFFSET(parameter); OFFSET(axis);
     return -1;
 }
+
+#define AXIS_OFFSET(field) \
+    if (strcmp(name, #field) == 0) return (int)offsetof(jm_axis_t, field)
+int shim_axis_offset(const char *name) {
+    AXIS_OFFSET(reference_q8); AXIS_OFFSET(reference_rate_q16); AXIS_OFFSET(rate_q16); AXIS_OFFSET(duty);
+    AXIS_OFFSET(feedforward_q4); AXIS_OFFSET(previous_counts); AXIS_OFFSET(limit_q8); AXIS_OFFSET(kp_q12);
+    AXIS_OFFSET(error_max_counts); AXIS_OFFSET(kd_q12); AXIS_OFFSET(rate_hi_max);
+    return -1;
+}
+
+unsigned shim_axis_size(void) { return (unsigned)sizeof(jm_axis_t); }

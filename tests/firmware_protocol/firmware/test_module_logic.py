@@ -15,7 +15,13 @@ from firmware_protocol.codec import default_codec
 from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, ModuleState, ParameterResult
 from firmware_protocol.emulator import EmulatorConfig, IndependentInertiaPlant
 from firmware_protocol.emulator.controller import ControllerGains, controller_update, new_controller_state
-from firmware_protocol.emulator.firmware import COUNTS_PER_RAD, MODULE_FIELDS, MODULE_LAYOUT, parameter_values
+from firmware_protocol.emulator.firmware import (
+    AXIS_FIELDS,
+    COUNTS_PER_RAD,
+    MODULE_FIELDS,
+    MODULE_LAYOUT,
+    parameter_values,
+)
 from firmware_protocol.emulator.modules import EmulatedModules
 from firmware_protocol.emulator.rules import REJECTION_REASONS
 from tests.firmware_protocol.firmware.host_module import HostModule, build_library, load
@@ -34,8 +40,23 @@ def test_the_harness_reads_the_module_with_the_c_layout(library):
     for name, code in MODULE_FIELDS:
         assert library.shim_offset(name.encode()) == offset, name
         offset += struct.calcsize("<" + code)
-    assert offset == MODULE_LAYOUT.size
-    assert library.shim_module_size() > MODULE_LAYOUT.size  # the derived (private) fields follow
+    assert library.shim_offset(b"axis") == offset
+    axis_offset = 0
+    for name, code in AXIS_FIELDS:
+        assert library.shim_axis_offset(name.encode()) == axis_offset, name
+        axis_offset += struct.calcsize("<" + code)
+    assert axis_offset == library.shim_axis_size()
+    assert offset + 2 * axis_offset == MODULE_LAYOUT.size
+    assert library.shim_module_size() > MODULE_LAYOUT.size  # the module's private fields follow
+
+
+def test_angles_convert_as_the_python_codec_rounds_them(library):
+    """Feedback: counts (0.036 deg) to centidegrees, rounded, no division; references: centidegrees to 1/256 count
+    within 0.6 of the exact quotient (2e-5 deg)."""
+    for counts in range(-10000, 10001):
+        assert library.jm_counts_to_cdeg(counts) == max(-18000, min(18000, round(counts * 3.6))), counts
+    for cdeg in range(-18000, 18001, 7):
+        assert abs(library.jm_cdeg_to_q8(cdeg) - cdeg * 640 / 9) <= 0.6, cdeg
 
 
 class Pair:
@@ -87,7 +108,7 @@ class Pair:
         last = c["last_sequence"] if c["sequence_valid"] else -1
         assert last == py.last_sequence[0]
         if py.state[0] == ModuleState.ENABLED:  # Enable holds the encoder's count (0.036 deg), the emulator its float
-            reference = np.array(c["reference_q8"]) / 256 / COUNTS_PER_RAD
+            reference = np.array([a["reference_q8"] for a in c["axis"]]) / 256 / COUNTS_PER_RAD
             np.testing.assert_allclose(reference, py.reference_rad[0], atol=0.5 / COUNTS_PER_RAD + 1e-6)
         assert [f[0] for f in self.c_frames] == [f[0] for f in self.py_frames]
         for (frame_id, c_data), (_, py_data) in zip(self.c_frames, self.py_frames, strict=True):
@@ -240,8 +261,8 @@ def test_the_fixed_point_controller_matches_the_float_one(
 ):
     """Same quantised measurement on both sides, so only the arithmetic differs: the firmware's duty (1/800 of the
     supply) stays within 2 PWM counts (30 mV) of the float controller's voltage clipped to the supply, plus what the
-    rate estimate's resolution (1/4096 count per tick = 1.5e-4 rad/s, rounded twice) makes of it through kd: up to
-    10 counts more at kd = 500 V s/rad, 0.1 at the default 6."""
+    rate estimate's resolution (1/65536 count per tick = 9.6e-6 rad/s, rounded twice) makes of it through kd: up to
+    0.7 counts more at kd = 500 V s/rad."""
     kp, kd = gains
     values = parameter_values(EmulatorConfig())
     values[0], values[1] = np.float32(kp), np.float32(kd)
@@ -264,9 +285,9 @@ def test_the_fixed_point_controller_matches_the_float_one(
     for step in steps:
         counts += step
         _, _ = module.tick((counts, 0))
-        duty = module.state()["duty"][0] / 800
+        duty = module.state()["axis"][0]["duty"] / 800
         demand = controller_update(g, state, np.array([[counts * rad_per_count, 0.0]]), reference, rate, 3.48, 1e-3)
         expected = float(np.clip(demand[0, 0] / 12.0, -1.0, 1.0))
-        rate_lsb_rad_s = 1 / COUNTS_PER_RAD / 4096 / 1e-3
+        rate_lsb_rad_s = 1 / COUNTS_PER_RAD / 65536 / 1e-3
         tolerance_counts = 2 + 2 * rate_lsb_rad_s * (kd + 3.48) / (12.0 / 800)
         assert duty == pytest.approx(expected, abs=tolerance_counts / 800), (counts, demand[0, 0])
