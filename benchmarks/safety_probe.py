@@ -1,6 +1,6 @@
 """Safety probes from outside: separate processes, slcan on a pseudo-terminal, as a lab would find them.
 
-    python benchmarks/safety_probe.py [--probe estop|stray|stall|all] [--random-frames 1000]
+    python benchmarks/safety_probe.py [--probe estop|stray|stall|all] [--random-frames 1000] [--firmware]
 
 Every probe starts ``python -m firmware_protocol.emulator`` (ten emulated modules serving slcan on a pty) and a real
 ``aiko run experiments/sidewinding.toml --backend can --interface slcan --channel PTY`` in its own process, then:
@@ -16,6 +16,9 @@ Every probe starts ``python -m firmware_protocol.emulator`` (ten emulated module
   random Disable makes the run stop by itself, which tests/aiko/robots/aiko/test_run_stops.py checks.)
 - ``stall``: SIGSTOPs the run for 1.5 s, SIGCONTs it (with a 2 s module watchdog so that the stall does not trip
   it) and reports the smallest interval between two logged references and the ``deadline_missed`` events.
+
+``--firmware``: the modules are the firmware itself on simulated ATmega128 boards (``--firmware`` of the
+emulator, `make firmware`), the same probes from outside.
 
 Prints one JSON object.
 """
@@ -39,9 +42,12 @@ ENV = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHO
 EXPERIMENT = REPO / "experiments" / "sidewinding.toml"
 
 
+EMULATOR = [sys.executable, "-m", "firmware_protocol.emulator"]
+
+
 def start_emulator() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "firmware_protocol.emulator"],
+        EMULATOR,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -264,8 +270,11 @@ def main() -> int:
     parser.add_argument("--probe", choices=("estop", "stray", "stall", "all"), default="all")
     parser.add_argument("--random-frames", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--firmware", action="store_true", help="the firmware in the AVR simulator, not the Python one")
     args = parser.parse_args()
-    results: dict = {"load_average_1min": os.getloadavg()[0]}
+    if args.firmware:
+        EMULATOR.append("--firmware")
+    results: dict = {"load_average_1min": os.getloadavg()[0], "modules": "firmware" if args.firmware else "python"}
     with tempfile.TemporaryDirectory() as tmp:
         if args.probe in ("estop", "all"):
             results["estop"] = probe_estop(Path(tmp))

@@ -176,8 +176,8 @@ def run(args: argparse.Namespace) -> int:
                 os.unlink(args.link_path)
         emulator.stop()
         emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
-        if args.firmware is not None:  # the firmware hears a frame only on the bus: one more period to receive it
-            emulator.modules.run_ticks(emulator.tick + 1)
+        if args.firmware is not None:  # the firmware hears a frame only from the bus: 3 ms to receive the last ones
+            emulator.modules.run_ticks(emulator.tick + 3)
         counters = emulator.counters()
         if server is not None:
             counters["slcan_frames_from_pc"] = server.frames_from_pc

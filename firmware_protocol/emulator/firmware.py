@@ -44,6 +44,7 @@ AVCC_MV = 5000
 TICK_HZ = 1000.0
 HEARTBEAT_HZ = 1.0
 BOOT_S = 0.01  # the modules are powered this long before the run's time 0 (they boot in ~2.5 ms)
+SETTLE_TICKS = 2
 EEPROM_MAGIC = b"AJ"
 EEPROM_LAYOUT = 1
 
@@ -141,7 +142,11 @@ class FirmwareModules:
         *,
         firmware: Path | None = None,
         harness: Path | None = None,
+        plant_in_harness: bool | None = None,
     ) -> None:
+        """``plant_in_harness``: the harness integrates the drives and the plant itself, a whole period or more per
+        request, instead of one exchange per period (the default for an `IndependentInertiaPlant`, which it has
+        transcribed; other plants, or subclasses that watch their sub-steps, go through the pipe)."""
         self.config = c = config or EmulatorConfig()
         check_config(c)
         n = c.n_modules
@@ -168,6 +173,7 @@ class FirmwareModules:
         self._limited = np.zeros(n, np.int64)  # H-bridge flags during the last period, bits per axis
         self._runner = self._driven_runner(self.plant)
         self._pending: list[tuple[int, int, bytes]] = []
+        self._closed: tuple[list, list, dict] | None = None  # the last state read, once the harness has ended
         self.frames_dropped = 0  # CAN FD frames: no classic CAN controller receives them
         self.firmware_path = Path(firmware) if firmware is not None else firmware_path()
         measurement = self._measurement()
@@ -180,6 +186,14 @@ class FirmwareModules:
         )
         self._boot_cycles = round(BOOT_S * CPU_HZ)
         self._power_up(measurement)
+        if plant_in_harness is None:
+            plant_in_harness = type(self.plant) is IndependentInertiaPlant
+        elif plant_in_harness and type(self.plant) is not IndependentInertiaPlant:
+            self.close()
+            raise EmulatorConfigError("plant_in_harness: the harness has only the independent-inertia plant")
+        self.plant_in_harness = plant_in_harness
+        if plant_in_harness:
+            self._hand_the_plant_to_the_harness()
 
     def _power_up(self, measurement: np.ndarray) -> None:
         """Power the modules before time 0, the plant at rest, as a lab switches the robot on before a run: a
@@ -188,6 +202,7 @@ class FirmwareModules:
         self.harness.step(
             self._boot_cycles, 1, self._position_q8(measurement), pot_millivolts(measurement), np.zeros(n, np.int64), []
         )
+        self.harness.stats(restart=True)  # the cycle budget counts from the run, not from the boot
         boards = self.read_boards()
         silent = [self.config.node_ids[i] for i, b in enumerate(boards) if not (b["eeprom_ok"] and b["can_ok"])]
         if silent:
@@ -195,6 +210,59 @@ class FirmwareModules:
             raise EmulatorConfigError(
                 f"the firmware of module(s) {silent} did not start (EEPROM or MCP2515 set-up failed): {boards}"
             )
+
+    def _hand_the_plant_to_the_harness(self) -> None:
+        c, plant = self.config, self.plant
+        prm = fast.module_parameters(c)  # the drive's constants with the Python model's own expressions
+        parameters = [
+            prm[fast.P_SUBSTEP_DT], prm[fast.P_HALF_FREE_PLAY], prm[fast.P_CONTACT_STIFFNESS],
+            prm[fast.P_CONTACT_DAMPING], prm[fast.P_SUPPLY], prm[fast.P_RESISTANCE], prm[fast.P_BACK_EMF],
+            prm[fast.P_CURRENT_LIMIT], prm[fast.P_TORQUE_PER_AMP], prm[fast.P_GEAR_VISCOUS],
+            prm[fast.P_REFLECTED_INERTIA], plant.params.inertia_kg_m2, plant.params.damping_nm_s_rad,
+            plant.params.limit_h_rad, plant.params.limit_v_rad,
+        ]  # fmt: skip
+        d = self.drive
+        states = np.stack([d.gear_angle_rad, d.gear_rate_rad_s, plant.angles_rad, plant.rates_rad_s], axis=-1)
+        self.harness.set_plant(parameters, c.physics_substeps, c.sensor == "joint", states)
+
+    def _run_in_harness(self, target: int) -> None:
+        """Whole periods in one request: the harness runs the cores, the bus, the drives and the plant."""
+        c = self.config
+        while self.tick < target:
+            ticks = min(target - self.tick, 1000)  # at most a second per reply
+            end_cycle = self._boot_cycles + round((self.tick + ticks) * self.dt_s * CPU_HZ)
+            frames, self._pending = self._pending, []
+            result = self.harness.run(end_cycle, frames)
+            self._emit_frames(result.frames)
+            state = result.state
+            self.drive.gear_angle_rad[...] = state[:, :, 0]
+            self.drive.gear_rate_rad_s[...] = state[:, :, 1]
+            self.plant.angles_rad[...] = state[:, :, 2]
+            self.plant.rates_rad_s[...] = state[:, :, 3]
+            self.effort = result.duty
+            self.drive.voltage_v[...] = result.duty * c.drive.supply_v
+            self.drive.current_limited[:, 0] = (result.limited & 1) != 0
+            self.drive.current_limited[:, 1] = (result.limited & 2) != 0
+            self.current_limited_ticks[...] = result.limited_periods
+            self.enabled_axis_ticks = result.driven_axis_periods
+            self._take_flags(result.flags)
+            self.tick += ticks
+
+    def _emit_frames(self, frames: np.ndarray) -> None:
+        for record in frames:
+            time_s = (int(record["cycle"]) - self._boot_cycles) / CPU_HZ
+            self.emit(int(record["id"]), bytes(record["data"][: record["dlc"]]), time_s)
+
+    def _take_flags(self, flags: np.ndarray) -> None:
+        c = self.config
+        self.brake[:, 0] = (flags & harness_client.FLAG_BRAKE_H) != 0
+        self.brake[:, 1] = (flags & harness_client.FLAG_BRAKE_V) != 0
+        for row in np.flatnonzero(flags & harness_client.FLAG_RESET):
+            self.resets[row] += 1
+            log.warning("module %d was reset at t=%.4f s (hardware watchdog?)", c.node_ids[row], self.time_s)
+        crashed = np.flatnonzero(flags & harness_client.FLAG_CRASHED)
+        if crashed.size:
+            raise RuntimeError(f"the firmware of module(s) {[c.node_ids[r] for r in crashed]} stopped in the simulator")
 
     def _driven_runner(self, plant: JointPlant):
         """The plant's compiled period with given voltages (``run_driven_period``) and its current-limit flags; None
@@ -245,6 +313,9 @@ class FirmwareModules:
 
     # ------------------------------------------------------------------ periods
     def run_ticks(self, target: int) -> None:
+        if self.plant_in_harness:
+            self._run_in_harness(target)
+            return
         while self.tick < target:
             self._run_period()
 
@@ -258,17 +329,8 @@ class FirmwareModules:
         result = self.harness.step(
             end_cycle, substeps, self._position_q8(predicted), pot_millivolts(measurement), self._limited, frames
         )
-        for record in result.frames:
-            time_s = (int(record["cycle"]) - self._boot_cycles) / CPU_HZ
-            self.emit(int(record["id"]), bytes(record["data"][: record["dlc"]]), time_s)
-        self.brake[:, 0] = (result.flags & harness_client.FLAG_BRAKE_H) != 0
-        self.brake[:, 1] = (result.flags & harness_client.FLAG_BRAKE_V) != 0
-        for row in np.flatnonzero(result.flags & harness_client.FLAG_RESET):
-            self.resets[row] += 1
-            log.warning("module %d was reset at t=%.4f s (hardware watchdog?)", c.node_ids[row], self.time_s)
-        crashed = np.flatnonzero(result.flags & harness_client.FLAG_CRASHED)
-        if crashed.size:
-            raise RuntimeError(f"the firmware of module(s) {[c.node_ids[r] for r in crashed]} stopped in the simulator")
+        self._emit_frames(result.frames)
+        self._take_flags(result.flags)
         self.effort = result.duty[:, -1, :]
         if self._runner is not None:
             run, limited_out = self._runner
@@ -292,6 +354,8 @@ class FirmwareModules:
     # ------------------------------------------------------------------ the firmware's own view
     def read_modules(self) -> list[dict[str, Any]]:
         """Each module's state as the firmware holds it (read from its RAM, as a debugger would)."""
+        if self._closed is not None:
+            return self._closed[0]
         s = self.harness.symbols
         return [
             _unpack_module(self.harness.peek(i, s.module_address, MODULE_LAYOUT.size))
@@ -299,6 +363,8 @@ class FirmwareModules:
         ]
 
     def read_boards(self) -> list[dict[str, int]]:
+        if self._closed is not None:
+            return self._closed[1]
         s = self.harness.symbols
         out = []
         for i in range(self.config.n_modules):
@@ -331,7 +397,7 @@ class FirmwareModules:
         """The emulator's counters where the firmware keeps the same (its own RAM), and the harness's view."""
         modules = self.read_modules()
         boards = self.read_boards()
-        stats = self.harness.stats()
+        stats = self._closed[2] if self._closed is not None else self.harness.stats()
         out = {
             "accepted_references": [m["accepted_references"] for m in modules],
             "ignored_while_disabled": [m["ignored_while_disabled"] for m in modules],
@@ -356,11 +422,24 @@ class FirmwareModules:
             "max_awake_cycles_per_ms": [m["max_awake_cycles_per_ms"] for m in stats["modules"]],
             "encoder_edges": [m["encoder_edges"] for m in stats["modules"]],
             "bus_frames": stats["bus_frames"],
-            "bus_load": stats["bus_busy_cycles"] / max(1, max(total)),
+            "bus_load": stats["bus_busy_cycles"] / max(1, max(total)),  # since time 0
             "arbitration_losses": stats["arbitration_losses"],
             "fd_frames_dropped": self.frames_dropped,
         }
         return out
 
+    def settle(self) -> None:
+        """Run 2 ms: the PC's frames reach the bus at the next period, take up to 0.13 ms each and are handled by
+        the receive interrupt and the main loop within tens of microseconds."""
+        self.run_ticks(self.tick + SETTLE_TICKS)
+
     def close(self) -> None:
-        self.harness.close()
+        """End the harness; what the firmware held then stays readable (`read_modules`, `counters`)."""
+        if self._closed is None:
+            try:
+                self._closed = (self.read_modules(), self.read_boards(), self.harness.stats())
+            except harness_client.HarnessError as exc:  # the harness is gone already: nothing left to read
+                log.warning("the firmware's last state could not be read: %s", exc)
+                raise
+            finally:
+                self.harness.close()

@@ -23,6 +23,7 @@ ID_REMOTE = 0x4000_0000
 FLAG_BRAKE_H, FLAG_BRAKE_V, FLAG_RESET, FLAG_CRASHED = 0x01, 0x02, 0x04, 0x08
 
 _HEADER = struct.Struct("<BI")
+_RUN_MODULE = np.dtype([("state", "<f8", (2, 4)), ("flags", "u1"), ("limited", "u1"), ("duty_ppm", "<i4", 2)])
 _FRAME_IN = np.dtype([("id", "<u4"), ("dlc", "u1"), ("pad", "u1"), ("data", "u1", 8)])
 FRAME_OUT = np.dtype([("cycle", "<u8"), ("id", "<u4"), ("dlc", "u1"), ("module", "u1"), ("data", "u1", 8)])
 _STATS_MODULE = np.dtype(
@@ -63,6 +64,18 @@ class StepResult:
     duty: np.ndarray  # (n, substeps, 2) signed duty averaged over each sub-step, -1..1
     flags: np.ndarray  # (n,) FLAG_* bits
     frames: np.ndarray  # FRAME_OUT records: what the modules sent, in bus order
+
+
+@dataclass
+class RunResult:
+    cycle: int
+    state: np.ndarray  # (n, 2, 4): gear angle, gear rate, joint angle, joint rate per axis
+    flags: np.ndarray  # (n,) FLAG_* bits
+    limited: np.ndarray  # (n,) current limit in the last sub-step, bits per axis
+    duty: np.ndarray  # (n, 2) of the last sub-step
+    driven_axis_periods: int  # controller periods x axes not braked, since the plant was set
+    limited_periods: np.ndarray  # (n, 2) of those, current-limited in a sub-step
+    frames: np.ndarray  # FRAME_OUT records
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,17 @@ class AvrHarness:
             raise HarnessError(f"the AVR simulator harness refused {opcode.decode()}: {body.decode(errors='replace')}")
         return body
 
+    @staticmethod
+    def _frame_block(frames: list[tuple[int, int, bytes]]) -> bytes:
+        if not frames:
+            return b""
+        block = np.zeros(len(frames), _FRAME_IN)
+        for i, (frame_id, dlc, data) in enumerate(frames):
+            block[i]["id"] = frame_id
+            block[i]["dlc"] = dlc
+            block[i]["data"][: len(data)] = np.frombuffer(data[:8], np.uint8)
+        return block.tobytes()
+
     def _read(self, size: int) -> bytes:
         chunks, got = [], 0
         while got < size:
@@ -156,13 +180,7 @@ class AvrHarness:
         values[:, 2:4] = pot_mv
         values[:, 4] = current_limited
         payload = self._step_head.pack(end_cycle, substeps, *values.ravel().tolist(), len(frames))
-        if frames:
-            frame_block = np.zeros(len(frames), _FRAME_IN)
-            for i, (frame_id, dlc, data) in enumerate(frames):
-                frame_block[i]["id"] = frame_id
-                frame_block[i]["dlc"] = dlc
-                frame_block[i]["data"][: len(data)] = np.frombuffer(data, np.uint8)
-            payload += frame_block.tobytes()
+        payload += self._frame_block(frames)
         body = self._request(b"S", payload)
         reply = self._step_replies.get(substeps)
         if reply is None:
@@ -176,6 +194,30 @@ class AvrHarness:
         out = np.frombuffer(body, FRAME_OUT, fields[-1], reply.size)
         return StepResult(self.cycle, duty, per_module[:, -1], out)
 
+    def set_plant(
+        self, parameters: list[float], substeps_per_period: int, sensor_joint: bool, states: np.ndarray
+    ) -> None:
+        """From now on the harness integrates the drives and an independent inertia per axis itself (request 'K',
+        ``firmware_sim/src/plant.h``): ``parameters`` in its order, ``states`` (n, 2, 4) gear angle, gear rate,
+        joint angle, joint rate per axis."""
+        payload = struct.pack("<16d", *parameters, 0.0) + struct.pack("<IB", substeps_per_period, int(sensor_joint))
+        self._request(b"K", payload + np.ascontiguousarray(states, "<f8").tobytes())
+
+    def run(self, end_cycle: int, frames: list[tuple[int, int, bytes]]) -> RunResult:
+        """Run to ``end_cycle`` on the harness's own plant (after `set_plant`); ``frames`` as in `step`."""
+        payload = struct.pack("<QH", end_cycle, len(frames)) + self._frame_block(frames)
+        body = self._request(b"R", payload)
+        n = self.n_modules
+        (self.cycle,) = struct.unpack_from("<Q", body)
+        modules = np.frombuffer(body, _RUN_MODULE, n, 8)
+        offset = 8 + n * _RUN_MODULE.itemsize
+        (driven,) = struct.unpack_from("<Q", body, offset)
+        limited = np.frombuffer(body, "<u4", 4 * n, offset + 8).reshape(n, 4)[:, :2].astype(np.int64)
+        (n_frames,) = struct.unpack_from("<H", body, offset + 8 + 16 * n)
+        out = np.frombuffer(body, FRAME_OUT, n_frames, offset + 10 + 16 * n)
+        return RunResult(self.cycle, modules["state"].copy(), modules["flags"].copy(), modules["limited"].copy(),
+                         modules["duty_ppm"] * 1e-6, int(driven), limited, out)  # fmt: skip
+
     def peek(self, module: int, address: int, size: int) -> bytes:
         """Bytes of a module's SRAM (a debugger's view: the firmware does not notice)."""
         return self._request(b"P", struct.pack("<BHH", module, address, size))
@@ -184,8 +226,9 @@ class AvrHarness:
         """Write an I/O register of a module as its CPU would (fault injection)."""
         self._request(b"W", struct.pack("<BHB", module, address, value))
 
-    def stats(self) -> dict:
-        body = self._request(b"T")
+    def stats(self, *, restart: bool = False) -> dict:
+        """The harness's counters per module and of the bus; ``restart``: count afresh from now on."""
+        body = self._request(b"T", b"\x01" if restart else b"")
         modules = np.frombuffer(body, _STATS_MODULE, self.n_modules)
         busy, frames, losses = struct.unpack_from("<QII", body, self.n_modules * _STATS_MODULE.itemsize)
         return {

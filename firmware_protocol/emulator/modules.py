@@ -532,6 +532,9 @@ class EmulatedModules:
         self._send(MessageKind.PARAMETER_REPLY, row, {"Index": index, "Result": int(result), "Value": value})
 
     # --------------------------------------------------------------- status
+    def settle(self) -> None:
+        """Nothing to wait for: these modules act on a frame in ``handle_frame``."""
+
     def close(self) -> None:
         """Nothing to release: the modules live in this process."""
 

@@ -52,6 +52,10 @@ class ModuleSet(Protocol):
 
     def counters(self) -> dict[str, Any]: ...
 
+    def settle(self) -> None:
+        """Let the frames handed over so far act (a real module hears them only when the bus delivers them)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -97,6 +101,13 @@ class BusTransport:
         with self._lock:
             self.poll_bus()
             self.modules.run_ticks(math.floor(t_s * self.config.controller_rate_hz + 1e-6))
+
+    def settle(self) -> None:
+        """Lockstep: hand the frames waiting on the bus to the modules and let them act (see `ModuleSet.settle`):
+        how a run makes sure its last DISABLE or an e-stop reached the modules before it goes on."""
+        with self._lock:
+            self.poll_bus()
+            self.modules.settle()
 
     def poll_bus(self) -> int:
         """Handle every frame waiting on the bus (non-blocking); returns how many."""

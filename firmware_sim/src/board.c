@@ -266,6 +266,7 @@ int board_init(board_t *b, int index, const void *firmware, const uint8_t *eepro
     }
     b->adc_in = avr_io_getirq(avr, AVR_IOCTL_ADC_GETIRQ, ADC_IRQ_ADC0);
     mcp_model_reset(&b->mcp);
+    b->braked_in_period = 3;
     no_level_polling(avr);
     running = b;
     show_inputs(b);
@@ -376,11 +377,16 @@ void board_take_duty(board_t *b, int32_t duty_ppm[2]) {
     b->step_start = b->avr->cycle;
 }
 
-uint8_t board_flags(board_t *b) {
+uint8_t board_brakes(const board_t *b) {
     const uint8_t *d = b->avr->data;
-    uint8_t flags = 0;
-    if (!(d[R_DDRA] & (1u << PIN_BRAKE_H)) || (d[R_PORTA] & (1u << PIN_BRAKE_H))) flags |= HARNESS_FLAG_BRAKE_H;
-    if (!(d[R_DDRA] & (2u << PIN_BRAKE_H)) || (d[R_PORTA] & (2u << PIN_BRAKE_H))) flags |= HARNESS_FLAG_BRAKE_V;
+    uint8_t brakes = 0;
+    if (!(d[R_DDRA] & (1u << PIN_BRAKE_H)) || (d[R_PORTA] & (1u << PIN_BRAKE_H))) brakes |= 1u;
+    if (!(d[R_DDRA] & (2u << PIN_BRAKE_H)) || (d[R_PORTA] & (2u << PIN_BRAKE_H))) brakes |= 2u;
+    return brakes;
+}
+
+uint8_t board_flags(board_t *b) {
+    uint8_t flags = board_brakes(b); /* HARNESS_FLAG_BRAKE_H, _V are bits 0 and 1 */
     if (b->reset_seen) flags |= HARNESS_FLAG_RESET;
     if (b->crashed) flags |= HARNESS_FLAG_CRASHED;
     b->reset_seen = 0;

@@ -43,6 +43,7 @@ typedef struct board {
     unsigned edge_count[2], edge_next[2];
     uint16_t pot_mv[2];
     uint8_t current_limited;
+    uint8_t limited_in_period, braked_in_period; /* internal plant: OR / AND over a controller period's sub-steps */
     /* H-bridges: signed duty (1e-6) now, and its integral since the step's start */
     int32_t duty_ppm[2];
     int64_t duty_integral[2];
@@ -52,7 +53,7 @@ typedef struct board {
     unsigned n_wrapped;
     void (*core_reset)(avr_t *avr);
     /* statistics */
-    uint64_t awake_cycles, window;
+    uint64_t awake_cycles, window, stats_since;
     uint32_t window_awake, max_window_awake;
     uint32_t edges, resets;
     uint8_t reset_seen, crashed;
@@ -73,6 +74,8 @@ void board_run_until(board_t *b, uint64_t cycle);
 void board_take_duty(board_t *b, int32_t duty_ppm[2]);
 /* HARNESS_FLAG_*: the brakes now, and whether the core was reset or stopped since the last call. */
 uint8_t board_flags(board_t *b);
+/* The brakes now: bit 0 H, bit 1 V. */
+uint8_t board_brakes(const board_t *b);
 /* The MCP2515's /INT after the bus changed its flags. */
 void board_update_can_int(board_t *b);
 

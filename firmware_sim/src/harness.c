@@ -15,6 +15,7 @@
  * every other controller and to the PC side at its end of frame, when every core has reached that cycle.
  */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -28,6 +29,7 @@
 
 #include "board.h"
 #include "can_frame.h"
+#include "plant.h"
 #include "protocol.h"
 
 #define MAX_MODULES 16
@@ -46,6 +48,12 @@ typedef struct {
 } in_flight_t;
 
 static board_t boards[MAX_MODULES];
+/* the internal plant (request 'K'): off until configured */
+static int plant_on;
+static plant_params_t plant;
+static plant_state_t plant_states[MAX_MODULES];
+static uint32_t substeps_per_period;
+static uint64_t limited_periods[MAX_MODULES][2], driven_axis_periods;
 static int n_modules;
 static elf_firmware_t firmware;
 static uint64_t now_cycle;
@@ -56,7 +64,7 @@ static struct {
 } pc;
 static in_flight_t flight;
 static uint64_t bus_idle_at, bus_busy_cycles;
-static uint32_t bus_frames, arbitration_losses;
+static uint32_t bus_frames, arbitration_losses, pc_dropped;
 static int protocol_out; /* the real stdout; fd 1 goes to stderr so that nothing else can corrupt the protocol */
 
 /* output frames of the current step */
@@ -245,6 +253,24 @@ static void run_until(uint64_t end) {
     }
 }
 
+/* A frame from the PC (HARNESS_FRAME_IN) at its adapter's queue, ready now; a full queue drops it, counted. */
+static void queue_pc_frame(const uint8_t *f) {
+    uint32_t id = get_u32(f);
+    can_frame_t *frame;
+    if (pc.count == PC_QUEUE) {
+        pc_dropped++;
+        return;
+    }
+    frame = &pc.frame[(pc.head + pc.count) % PC_QUEUE];
+    frame->extended = (id & HARNESS_ID_EXTENDED) != 0u;
+    frame->remote = (id & HARNESS_ID_REMOTE) != 0u;
+    frame->id = id & 0x1FFFFFFFu;
+    frame->dlc = f[4];
+    memcpy(frame->data, f + 6, 8);
+    pc.request[(pc.head + pc.count) % PC_QUEUE] = now_cycle;
+    pc.count++;
+}
+
 /* ------------------------------------------------------------------ commands */
 static void command_init(const uint8_t *p, uint32_t length, const char *elf_path) {
     const unsigned per_module = HARNESS_EEPROM_BYTES + 8 + 4;
@@ -290,20 +316,7 @@ static void command_step(const uint8_t *p, uint32_t length) {
         uint16_t pot[2] = {get_u16(q + 8), get_u16(q + 10)};
         board_begin_step(&boards[m], end, position, pot, q[12]);
     }
-    for (i = 0; i < n_frames; i++) {
-        const uint8_t *f = p + 9 + n_modules * per_module + 2 + i * HARNESS_FRAME_IN;
-        uint32_t id = get_u32(f);
-        can_frame_t *frame;
-        if (pc.count == PC_QUEUE) return reply_error("step: the PC adapter's queue is full");
-        frame = &pc.frame[(pc.head + pc.count) % PC_QUEUE];
-        frame->extended = (id & HARNESS_ID_EXTENDED) != 0u;
-        frame->remote = (id & HARNESS_ID_REMOTE) != 0u;
-        frame->id = id & 0x1FFFFFFFu;
-        frame->dlc = f[4];
-        memcpy(frame->data, f + 6, 8);
-        pc.request[(pc.head + pc.count) % PC_QUEUE] = now_cycle;
-        pc.count++;
-    }
+    for (i = 0; i < n_frames; i++) queue_pc_frame(p + 9 + n_modules * per_module + 2 + i * HARNESS_FRAME_IN);
     size = 8u + (size_t)n_modules * (8u * n_sub + 1u) + 2u;
     if (size > payload_capacity) {
         payload = realloc(payload, size);
@@ -330,6 +343,154 @@ static void command_step(const uint8_t *p, uint32_t length) {
     reply_two(payload, size, out_frames, out_count * HARNESS_FRAME_OUT);
 }
 
+/* ------------------------------------------------------------------ the internal plant */
+static double get_f64(const uint8_t *p) { double v; memcpy(&v, p, 8); return v; }
+
+static int32_t position_q8(double angle_rad) { return (int32_t)llround(angle_rad * 10000.0 / (2.0 * M_PI) * 256.0); }
+
+static uint16_t pot_mv(double angle_rad) { /* board.h: 0 V at -150 deg, AVCC at +150 deg */
+    double fraction = (angle_rad * 180.0 / M_PI + 150.0) / 300.0;
+    double mv = nearbyint(fraction * 5000.0);
+    return (uint16_t)(mv < 0.0 ? 0.0 : (mv > 5000.0 ? 5000.0 : mv));
+}
+
+static void command_plant(const uint8_t *p, uint32_t length) {
+    const unsigned head = 16 * 8 + 4 + 1, per_module = 8 * 8;
+    int m, a;
+    if (!n_modules) return reply_error("plant before init");
+    if (length != head + n_modules * per_module) return reply_error("plant: bad length");
+    plant.substep_s = get_f64(p);
+    plant.half_free_play_rad = get_f64(p + 8);
+    plant.contact_stiffness = get_f64(p + 16);
+    plant.contact_damping = get_f64(p + 24);
+    plant.supply_v = get_f64(p + 32);
+    plant.resistance_ohm = get_f64(p + 40);
+    plant.back_emf_v_s = get_f64(p + 48);
+    plant.current_limit_a = get_f64(p + 56);
+    plant.torque_per_amp = get_f64(p + 64);
+    plant.gear_viscous = get_f64(p + 72);
+    plant.reflected_inertia = get_f64(p + 80);
+    plant.inertia = get_f64(p + 88);
+    plant.damping = get_f64(p + 96);
+    plant.limit_rad[0] = get_f64(p + 104);
+    plant.limit_rad[1] = get_f64(p + 112);
+    /* p + 120: reserved (0) */
+    substeps_per_period = get_u32(p + 128);
+    plant.sensor_joint = p[132];
+    if (substeps_per_period < 1 || !(plant.substep_s > 0.0)) return reply_error("plant: bad sub-step");
+    for (m = 0; m < n_modules; m++) {
+        const uint8_t *q = p + head + m * per_module;
+        for (a = 0; a < 2; a++) {
+            plant_states[m].gear_angle[a] = get_f64(q + 32 * a);
+            plant_states[m].gear_rate[a] = get_f64(q + 32 * a + 8);
+            plant_states[m].joint_angle[a] = get_f64(q + 32 * a + 16);
+            plant_states[m].joint_rate[a] = get_f64(q + 32 * a + 24);
+        }
+        plant_states[m].limited = 0;
+    }
+    plant_on = 1;
+    reply(0, NULL, 0);
+}
+
+/* 'R': run to t_end on the internal plant, one physics sub-step after the other: per sub-step, the encoders move
+ * along the measured angle's prediction (angle + rate x dt), the cores and the bus run, and the drives and joints
+ * integrate the sub-step with its average duty. */
+static void command_run(const uint8_t *p, uint32_t length) {
+    uint64_t end;
+    unsigned n_frames, i;
+    int m, a;
+    static uint8_t *payload;
+    static size_t payload_capacity;
+    static uint32_t substep_index;
+    size_t size, per_module = 8 * 4 * 2 + 1 + 1 + 8;
+    static int32_t last_duty[MAX_MODULES][2];
+    uint64_t substep_cycles;
+    if (!plant_on) return reply_error("run: no plant (request 'K')");
+    if (length < 10) return reply_error("run: bad length");
+    end = get_u64(p);
+    n_frames = get_u16(p + 8);
+    if (length != 10u + n_frames * HARNESS_FRAME_IN) return reply_error("run: bad length");
+    substep_cycles = (uint64_t)llround(plant.substep_s * 16e6);
+    if (end <= now_cycle || (end - now_cycle) % substep_cycles != 0) {
+        return reply_error("run: time must go forward by whole sub-steps");
+    }
+    for (i = 0; i < n_frames; i++) queue_pc_frame(p + 10 + i * HARNESS_FRAME_IN);
+    out_count = 0;
+    bus_process(now_cycle);
+    while (now_cycle < end) {
+        uint64_t next = now_cycle + substep_cycles;
+        for (m = 0; m < n_modules; m++) {
+            plant_state_t *s = &plant_states[m];
+            int32_t position[2];
+            uint16_t pot[2];
+            for (a = 0; a < 2; a++) {
+                double angle = plant_measured_angle(&plant, s, a);
+                position[a] = position_q8(angle + plant_measured_rate(&plant, s, a) * plant.substep_s);
+                pot[a] = pot_mv(angle);
+            }
+            board_begin_step(&boards[m], next, position, pot, s->limited);
+        }
+        run_until(next);
+        for (m = 0; m < n_modules; m++) {
+            int32_t duty_ppm[2];
+            double duty[2];
+            uint8_t flags;
+            board_take_duty(&boards[m], duty_ppm);
+            last_duty[m][0] = duty_ppm[0];
+            last_duty[m][1] = duty_ppm[1];
+            duty[0] = duty_ppm[0] * 1e-6;
+            duty[1] = duty_ppm[1] * 1e-6;
+            plant_substep(&plant, &plant_states[m], duty);
+            boards[m].limited_in_period |= plant_states[m].limited;
+            flags = board_brakes(&boards[m]);
+            boards[m].braked_in_period &= flags;
+        }
+        if (++substep_index >= substeps_per_period) { /* a controller period's worth: the current-limit counts */
+            substep_index = 0;
+            for (m = 0; m < n_modules; m++) {
+                for (a = 0; a < 2; a++) {
+                    int driven = !(boards[m].braked_in_period & (1u << a));
+                    if (driven && (boards[m].limited_in_period & (1u << a))) limited_periods[m][a]++;
+                    driven_axis_periods += (uint64_t)driven;
+                }
+                boards[m].limited_in_period = 0;
+                boards[m].braked_in_period = 3;
+            }
+        }
+    }
+    size = 8u + (size_t)n_modules * per_module + 8u + (size_t)n_modules * 16u + 2u;
+    if (size > payload_capacity) {
+        payload = realloc(payload, size);
+        payload_capacity = size;
+        if (!payload) die("out of memory");
+    }
+    memcpy(payload, &now_cycle, 8);
+    for (m = 0; m < n_modules; m++) {
+        uint8_t *q = payload + 8 + m * per_module;
+        for (a = 0; a < 2; a++) {
+            memcpy(q + 32 * a, &plant_states[m].gear_angle[a], 8);
+            memcpy(q + 32 * a + 8, &plant_states[m].gear_rate[a], 8);
+            memcpy(q + 32 * a + 16, &plant_states[m].joint_angle[a], 8);
+            memcpy(q + 32 * a + 24, &plant_states[m].joint_rate[a], 8);
+        }
+        q[64] = board_flags(&boards[m]);
+        q[65] = plant_states[m].limited;
+        memcpy(q + 66, last_duty[m], 8);
+    }
+    {
+        uint8_t *q = payload + 8 + n_modules * per_module;
+        uint16_t count = (uint16_t)out_count;
+        memcpy(q, &driven_axis_periods, 8);
+        for (m = 0; m < n_modules; m++) {
+            uint32_t limited[2] = {(uint32_t)limited_periods[m][0], (uint32_t)limited_periods[m][1]};
+            memcpy(q + 8 + 16 * m, limited, 8);
+            memset(q + 16 + 16 * m, 0, 8);
+        }
+        memcpy(q + 8 + 16 * n_modules, &count, 2);
+    }
+    reply_two(payload, size, out_frames, out_count * HARNESS_FRAME_OUT);
+}
+
 static void command_peek(const uint8_t *p, uint32_t length) {
     uint16_t address, size;
     if (length != 5 || p[0] >= n_modules) return reply_error("peek: bad request");
@@ -351,13 +512,13 @@ static void command_poke(const uint8_t *p, uint32_t length) {
     reply(0, NULL, 0);
 }
 
-static void command_stats(void) {
+static void command_stats(const uint8_t *p, uint32_t length) {
     uint8_t payload[MAX_MODULES * 36 + 16];
     size_t o = 0;
     int m;
     for (m = 0; m < n_modules; m++) {
         board_t *b = &boards[m];
-        uint64_t total = b->avr->cycle;
+        uint64_t total = b->avr->cycle - b->stats_since;
         uint32_t max_window = b->window_awake > b->max_window_awake ? b->window_awake : b->max_window_awake;
         memcpy(payload + o, &b->awake_cycles, 8);
         memcpy(payload + o + 8, &total, 8);
@@ -372,6 +533,19 @@ static void command_stats(void) {
     memcpy(payload + o + 8, &bus_frames, 4);
     memcpy(payload + o + 12, &arbitration_losses, 4);
     reply(0, payload, (uint32_t)(o + 16));
+    if (length == 1 && p[0] == 1) { /* start counting afresh (after the power-up, say) */
+        for (m = 0; m < n_modules; m++) {
+            board_t *b = &boards[m];
+            b->awake_cycles = 0;
+            b->stats_since = b->avr->cycle;
+            b->window_awake = b->max_window_awake = 0;
+            b->window = b->avr->cycle / BOARD_CYCLES_PER_MS;
+            b->edges = 0;
+            b->mcp.frames_sent = b->mcp.frames_received = 0;
+        }
+        bus_busy_cycles = 0;
+        bus_frames = arbitration_losses = 0;
+    }
 }
 
 int main(int argc, char **argv) {
@@ -402,9 +576,11 @@ int main(int argc, char **argv) {
         switch (header[0]) {
             case 'I': command_init(payload, length, argv[1]); break;
             case 'S': command_step(payload, length); break;
+            case 'K': command_plant(payload, length); break;
+            case 'R': command_run(payload, length); break;
             case 'P': command_peek(payload, length); break;
             case 'W': command_poke(payload, length); break;
-            case 'T': command_stats(); break;
+            case 'T': command_stats(payload, length); break;
             case 'Q': reply(0, NULL, 0); return 0;
             default: reply_error("unknown request");
         }

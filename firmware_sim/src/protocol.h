@@ -20,6 +20,16 @@
  *                 parts of the step, 1e-6 of full: the plant's physics sub-steps), u8 flags (bit 0/1 brake H/V at
  *                 t_now, bit 2 a reset happened, bit 3 the core stopped);
  *                 u16 n_frames; frames the modules sent, in bus order, each HARNESS_FRAME_OUT
+ * 'K' plant    f64 substep_s, half_free_play_rad, contact_stiffness, contact_damping, supply_v, resistance_ohm,
+ *              back_emf_v_s, current_limit_a, torque_per_amp, gear_viscous, reflected_inertia, inertia, damping,
+ *              limit_h_rad, limit_v_rad, 0.0; u32 substeps_per_period; u8 sensor_joint; per module f64 gear angle,
+ *              gear rate, joint angle, joint rate of axis H then V  -> (empty): the drives and joints run here
+ *              from now on (plant.h: the Python emulator's drive and independent-inertia plant)
+ * 'R' run      u64 t_end (whole sub-steps ahead); u16 n_frames; frames (the PC's, at the step's start)
+ *              -> u64 t_now; per module: f64 gear angle, gear rate, joint angle, joint rate (H, then V), u8 flags,
+ *                 u8 current limit in the last sub-step (bits), i32 duty_ppm[2] of the last sub-step;
+ *                 u64 driven axis-periods; per module u32 limited periods[2] (driven and current-limited), u64 0;
+ *                 u16 n_frames; frames the modules sent, HARNESS_FRAME_OUT each
  * 'P' peek     u8 module, u16 address, u16 length  -> the bytes of the module's SRAM
  * 'W' poke     u8 module, u16 address, u8 value    -> (empty): an I/O register write, as the CPU would do it
  *              (fault injection in tests, e.g. stopping the tick timer)

@@ -5,9 +5,13 @@ enable confirmation, streaming); what differs is the bus and how it is heard (th
 simulated clock (the default) the emulator is stepped in lockstep; with ``--realtime`` it runs in its own thread on
 the wall clock and the driver listens with a python-can ``Notifier``, exactly as against hardware.
 
+The modules behind the bus are the Python model of the firmware (`[hil] modules = "python"`, the default) or the
+firmware itself, the ELF of firmware_protocol/firmware/ running on simulated ATmega128 boards in the AVR simulator
+harness (`modules = "firmware"`; `make firmware` builds both): the same plants, the same driver, the same log.
+
 Experiment table (validated when the file is loaded):
-  [hil]  plant, feedback_rate_hz, controller_rate_hz, free_play_deg, torque_limit_nm, reference_hold, sensor,
-         reply_to_references
+  [hil]  modules, plant, feedback_rate_hz, controller_rate_hz, free_play_deg, torque_limit_nm, reference_hold,
+         sensor, reply_to_references
 """
 
 from __future__ import annotations
@@ -41,11 +45,14 @@ from aiko.robots.aiko.joints import RunContext
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
+    EmulatorConfigError,
     IndependentInertiaParams,
     IndependentInertiaPlant,
     JointControllerEmulator,
     JointPlant,
 )
+from firmware_protocol.emulator.harness_client import HarnessError
+from firmware_protocol.emulator.transport import BusTransport
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +112,7 @@ if _snake3d_available():
 
 @dataclass(frozen=True)
 class HilSection:
+    modules: str = "python"  # "python": the Python model of the firmware; "firmware": the ELF in the AVR simulator
     plant: str = "inertia"
     feedback_rate_hz: float = 100.0
     controller_rate_hz: float = 1000.0
@@ -117,6 +125,7 @@ class HilSection:
 
 def parse_hil_section(table: Table) -> HilSection:
     section = HilSection(
+        modules=table.string("modules", HilSection.modules, choices=("python", "firmware")),
         plant=table.string("plant", HilSection.plant, choices=sorted(_HIL_PLANTS)),
         feedback_rate_hz=table.number("feedback_rate_hz", HilSection.feedback_rate_hz, min=1.0, max=1000.0),
         controller_rate_hz=table.number("controller_rate_hz", HilSection.controller_rate_hz, min=200.0, max=5000.0),
@@ -153,7 +162,7 @@ class LockstepReceive:
 
     use_notifier = False
 
-    def __init__(self, emulator: JointControllerEmulator, pump: Callable[[], None]) -> None:
+    def __init__(self, emulator: BusTransport, pump: Callable[[], None]) -> None:
         self.emulator = emulator
         self.pump = pump
 
@@ -172,8 +181,9 @@ class LockstepReceive:
         """The emulator runs inside ``advance_to``."""
 
     def drain(self, frames_sent: int) -> None:
-        """The modules handle what was sent at this instant (the DISABLE, the e-stop) before the run goes on."""
-        self.emulator.poll_bus()
+        """The modules handle what was sent at this instant (the DISABLE, the e-stop) before the run goes on (the
+        firmware in the AVR simulator hears it from its bus: 2 ms of its time)."""
+        self.emulator.settle()
         self.pump()
 
 
@@ -181,7 +191,7 @@ class RealtimeEmulatorReceive(WallClockReceive):
     """HIL with ``--realtime``: the emulator in its own thread on the wall clock, the driver's Notifier, exactly as
     against hardware."""
 
-    def __init__(self, emulator: JointControllerEmulator) -> None:
+    def __init__(self, emulator: BusTransport) -> None:
         self.emulator = emulator
 
     def start(self) -> None:
@@ -199,7 +209,7 @@ class HilBackend(CanBackend):
 
     def __init__(self) -> None:
         super().__init__()
-        self.emulator: JointControllerEmulator | None = None
+        self.emulator: BusTransport | None = None
         self._emulator_bus: can.BusABC | None = None
 
     def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
@@ -240,16 +250,32 @@ class HilBackend(CanBackend):
                 hil.plant,
             )
         self._emulator_bus = LockstepVirtualBus(channel=channel, preserve_timestamps=True)
-        self.emulator = JointControllerEmulator(
-            self._emulator_bus, config, plant, timestamp_offset_s=self._timestamp_offset_s
-        )
+        if hil.modules == "firmware":
+            self.emulator = self._firmware_modules(ctx, config, plant)
+        else:
+            self.emulator = JointControllerEmulator(
+                self._emulator_bus, config, plant, timestamp_offset_s=self._timestamp_offset_s
+            )
         self.hil_plant = hil.plant
+        self.hil_modules = hil.modules
         self.receive_mode = (
             RealtimeEmulatorReceive(self.emulator)
             if ctx.realtime
             else LockstepReceive(self.emulator, lambda: self._require().pump())
         )
         return LockstepVirtualBus(channel=channel, preserve_timestamps=True)
+
+    def _firmware_modules(self, ctx: RunContext, config: EmulatorConfig, plant: JointPlant) -> BusTransport:
+        """The firmware on simulated boards (the harness process starts here); what it cannot do is a config error."""
+        from firmware_protocol.emulator.firmware import FirmwareModules  # lazy: only runs that ask for it
+
+        try:
+            modules = FirmwareModules(config, plant)
+        except (EmulatorConfigError, HarnessError) as exc:
+            self._emulator_bus.shutdown()
+            self._emulator_bus = None
+            raise ConfigError(f'{ctx.source}: hil.modules = "firmware": {exc}') from None
+        return BusTransport(self._emulator_bus, modules, timestamp_offset_s=self._timestamp_offset_s)
 
     def link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
         return self.emulator.plant.link_poses() if self.emulator is not None else None
@@ -262,6 +288,7 @@ class HilBackend(CanBackend):
             out.pop("ref_to_feedback_latency_p99_ms", None)
         if self.emulator is not None:
             out["hil_mode"] = "lockstep" if lockstep else "realtime"
+            out["hil_modules"] = self.hil_modules
             out["hil_plant"] = self.hil_plant
             out["emulator"] = self.emulator.counters()
             out["controller_ticks"] = self.emulator.tick  # of the emulated modules
@@ -274,7 +301,7 @@ class HilBackend(CanBackend):
     def close(self) -> None:
         super().close()
         if self.emulator is not None:
-            self.emulator.stop()
+            self.emulator.close()  # the real-time thread, and the AVR simulator's process behind firmware modules
         if self._emulator_bus is not None:
             self._emulator_bus.shutdown()
             self._emulator_bus = None
