@@ -160,6 +160,9 @@ def run(args: argparse.Namespace) -> int:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
         except (AttributeError, OSError) as exc:
             sys.stderr.write(f"aiko-emulator: real-time priority refused ({exc}); running without\n")
+        else:
+            if args.firmware is not None:  # the AVR simulator's process as well: it does the modules' work
+                emulator.modules.harness.set_realtime_priority(args.rt_priority)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -218,6 +218,11 @@ class AvrHarness:
         return RunResult(self.cycle, modules["state"].copy(), modules["flags"].copy(), modules["limited"].copy(),
                          modules["duty_ppm"] * 1e-6, int(driven), limited, out)  # fmt: skip
 
+    def set_realtime_priority(self, priority: int) -> None:
+        """SCHED_FIFO for the harness process too (it was started before the caller raised its own): on a loaded
+        machine the ten simulated cores must not wait behind other processes. Raises OSError if refused."""
+        os.sched_setscheduler(self._process.pid, os.SCHED_FIFO, os.sched_param(priority))
+
     def peek(self, module: int, address: int, size: int) -> bytes:
         """Bytes of a module's SRAM (a debugger's view: the firmware does not notice)."""
         return self._request(b"P", struct.pack("<BHH", module, address, size))

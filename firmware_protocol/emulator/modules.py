@@ -425,6 +425,10 @@ class EmulatedModules:
         elif command is Command.DISABLE:
             if self.state[row] == ModuleState.ENABLED:
                 self.state[row] = ModuleState.DISABLED
+                # the drive brakes in the frame handler, as the firmware does (and as for an e-stop), not a tick later
+                self.drive.voltage_v[row] = 0.0
+                self.drive.brake[row] = True
+                self.effort[row] = 0.0
         elif command is Command.ENABLE:
             if self.estop[row] or self.fault[row]:
                 return  # needs CLEAR_FAULTS first

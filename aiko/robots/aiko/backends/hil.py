@@ -20,6 +20,7 @@ import importlib.util
 import itertools
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -195,6 +196,12 @@ class RealtimeEmulatorReceive(WallClockReceive):
         self.emulator = emulator
 
     def start(self) -> None:
+        harness = getattr(self.emulator.modules, "harness", None)  # the firmware's AVR simulator process
+        if harness is not None and os.sched_getscheduler(0) == os.SCHED_FIFO:  # the run's priority, for it too
+            try:
+                harness.set_realtime_priority(os.sched_getparam(0).sched_priority)
+            except OSError as exc:
+                log.warning("the AVR simulator's real-time priority was refused (%s)", exc)
         self.emulator.start()
 
     def drain(self, frames_sent: int) -> None:
