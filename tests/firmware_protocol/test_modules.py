@@ -235,6 +235,20 @@ def test_a_disable_stops_the_drive_of_its_target_only(rig):
     assert r.emu.counters()["rejected"]["unknown_command"] == [0, 1]
 
 
+def test_a_disable_brakes_when_it_is_received_not_a_tick_later(rig):
+    """As an e-stop does: the frame handler brakes the drive (the firmware in its main loop, the Python model when
+    it handles the frame), so no duty of the disabled controller is applied after the frame arrived."""
+    r = rig(EmulatorConfig(node_ids=(1,)))
+    r.command(Command.ENABLE)
+    r.reference_all(20.0)
+    r.step_to(0.05)
+    assert not r.braked().any() and r.voltage().any()
+    r.command(Command.DISABLE)
+    r.step_to(r.emu.time_s + r.latency_s)  # the Python model: the frame handled, no tick run
+    assert r.braked().all() and not r.voltage().any()
+    assert r.states() == [ModuleState.DISABLED]
+
+
 # ---------------------------------------------------------------- bad traffic
 def test_bad_traffic_is_rejected_counted_and_never_actuated(rig):
     r = rig(EmulatorConfig(node_ids=(1, 2)))
