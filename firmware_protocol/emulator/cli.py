@@ -15,7 +15,6 @@ import math
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -27,6 +26,8 @@ from firmware_protocol.emulator.emulator import JointControllerEmulator
 from firmware_protocol.emulator.harness_client import DEFAULT_FIRMWARE, HarnessError
 from firmware_protocol.emulator.slcan_server import SlcanPtyServer
 from firmware_protocol.emulator.transport import BusTransport
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 DESCRIPTION = (
     "Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus: the Python model "
@@ -106,6 +107,23 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"aiko-emulator: {exc}\n")
         return 2
 
+    # The handler only records the signal and takes no lock: an Event.set() there (as before) deadlocks when the
+    # signal is handled while the main thread holds that Event's own lock on its way out of wait(), which became
+    # likely once the firmware's thread kept the GIL busy (`aiko emulate can --firmware` then ignored SIGTERM). The
+    # run's loop notices within 0.1 s. Installed before the modules start, so that a signal during a slow start
+    # (the AVR simulator's) also ends the process cleanly.
+    signalled: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: signalled.append(signum)) for sig in STOP_SIGNALS}
+    try:
+        return serve(args, config, signalled)
+    finally:
+        for sig, handler in previous.items():  # as they were (main() is also called in-process)
+            signal.signal(sig, handler)
+
+
+def serve(args: argparse.Namespace, config: EmulatorConfig, signalled: list[int]) -> int:
+    """Run the modules until ``signalled`` holds a signal, ``--duration`` has passed or the modules fail."""
+
     def modules_on(bus: can.BusABC) -> BusTransport:
         """The Python modules, or the firmware in the AVR simulator, on ``bus``."""
         if args.firmware is None:
@@ -163,13 +181,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             if args.firmware is not None:  # the AVR simulator's process as well: it does the modules' work
                 emulator.modules.harness.set_realtime_priority(args.rt_priority)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     emulator.start()
     started = time.monotonic()
+    status = 0
     try:
-        while not stop.wait(0.1):
+        while not signalled and emulator.failure is None:
+            time.sleep(0.1)
             if args.duration is not None and time.monotonic() - started >= args.duration:
                 break
     finally:
@@ -178,16 +195,26 @@ def run(args: argparse.Namespace) -> int:
             if args.link_path and os.path.islink(args.link_path):
                 os.unlink(args.link_path)
         emulator.stop()
-        emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
-        if args.firmware is not None:  # the firmware hears a frame only from the bus: 3 ms to receive the last ones
-            emulator.modules.run_ticks(emulator.tick + 3)
-        counters = emulator.counters()
-        if server is not None:
-            counters["slcan_frames_from_pc"] = server.frames_from_pc
-            counters["slcan_frames_to_pc"] = server.frames_to_pc
-        print(json.dumps(counters), flush=True)
-        emulator.close()
-        bus.shutdown()
-        if server is not None:
-            server.bus.shutdown()
-    return 0
+        try:
+            if emulator.failure is not None:
+                raise emulator.failure
+            emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
+            if args.firmware is not None:  # the firmware hears a frame only from the bus: 3 ms for the last ones
+                emulator.modules.run_ticks(emulator.tick + 3)
+            counters = emulator.counters()
+            if server is not None:
+                counters["slcan_frames_from_pc"] = server.frames_from_pc
+                counters["slcan_frames_to_pc"] = server.frames_to_pc
+            print(json.dumps(counters), flush=True)
+        except HarnessError as exc:
+            sys.stderr.write(f"aiko-emulator: {exc}\n")
+            status = 1
+        finally:
+            try:
+                emulator.close()  # ends the harness process and reaps it, whatever it answered
+            except HarnessError:
+                status = 1
+            bus.shutdown()
+            if server is not None:
+                server.bus.shutdown()
+    return status

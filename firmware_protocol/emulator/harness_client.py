@@ -105,9 +105,13 @@ class AvrHarness:
         if not Path(firmware).is_file():
             raise HarnessError(f"no firmware at {firmware}: run `make firmware`")
         self.n_modules = len(eeproms)
+        # its own session: a terminal's Ctrl-C (SIGINT to the foreground process group) reaches only the Python
+        # side, which then ends the harness itself (`close`) after reading the modules' last state; if the Python
+        # side is killed, the harness reads the end of its input and exits
         self._process = subprocess.Popen(
-            [str(program), str(firmware)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
-        )
+            [str(program), str(firmware)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+            start_new_session=True,
+        )  # fmt: skip
         self._in = self._process.stdin
         self._out = self._process.stdout
         n = self.n_modules

@@ -73,6 +73,7 @@ class BusTransport:
         self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.failure: Exception | None = None  # why the real-time thread ended on its own, if it did
         modules.emit = self._emit
 
     # ------------------------------------------------------------------ time
@@ -165,6 +166,13 @@ class BusTransport:
         self.close()
 
     def _realtime_loop(self) -> None:
+        try:
+            self._pace()
+        except Exception as exc:  # e.g. the AVR simulator's process died: say so, and let the owner end the run
+            log.error("the emulated modules stopped: %s", exc)
+            self.failure = exc
+
+    def _pace(self) -> None:
         modules = self.modules
         dt_s = modules.dt_s
         origin_ns = time.monotonic_ns() - int(modules.time_s * 1e9)

@@ -1,10 +1,12 @@
 """The emulator as a separate process speaking slcan on a pty, driven through python-can's slcan interface."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import can
 import pytest
@@ -109,3 +111,84 @@ def test_emulator_cli_bad_link_is_one_line(tmp_path, capsys):
     assert main(["--link", str(tmp_path / "no" / "such" / "dir" / "tty"), "--duration", "0.1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("aiko-emulator: cannot create --link"), err
+
+
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (the AVR simulator harness, for --firmware)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    """True once ``pid`` has exited and been reaped (a zombie still counts as left over)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                time.sleep(0.05)
+                continue
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the process", "Ctrl-C (SIGINT to its process group)"])
+def test_emulator_process_ends_cleanly_when_signalled(modules, how):
+    """A device emulator ends on SIGTERM or a terminal's Ctrl-C after serving a PC: exit 0, its counters printed,
+    no traceback, the harness process reaped. The bound is a hang detector (60 s), not a speed claim."""
+    cmd = [sys.executable, "-m", "firmware_protocol.emulator", "--nodes", "1-10"]
+    cmd += ["--firmware"] if modules == "firmware" else []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        first = proc.stdout.readline().strip()
+        assert first.startswith("slcan: /dev/"), first + proc.stderr.read()
+        helpers = _children(proc.pid)
+        assert len(helpers) == (1 if modules == "firmware" else 0), helpers
+        bus = can.Bus(interface="slcan", channel=first.split(": ", 1)[1], bitrate=1_000_000)
+        try:
+            heard = 0
+            deadline = time.monotonic() + 30.0
+            while heard < 20 and time.monotonic() < deadline:  # heartbeats and feedback: the modules are running
+                heard += bus.recv(timeout=0.1) is not None
+            assert heard >= 20
+        finally:
+            bus.shutdown()
+        if how.startswith("SIGTERM"):
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the harness gets it too
+        out, err = proc.communicate(timeout=60.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    counters = json.loads(out.strip().splitlines()[-1])
+    assert counters["state"] == ["DISABLED"] * 10
+    assert all(_gone(pid, within_s=10.0) for pid in helpers)
+
+
+def test_emulator_process_says_so_when_the_avr_simulator_dies(modules):
+    """The harness killed under a running `aiko emulate can --firmware`: one line on stderr, exit 1, no hang."""
+    if modules != "firmware":
+        pytest.skip("the Python model has no simulator process")
+    cmd = [sys.executable, "-m", "firmware_protocol.emulator", "--nodes", "1-2", "--firmware"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline().strip()
+        assert first.startswith("slcan: /dev/"), first
+        (harness,) = _children(proc.pid)
+        os.kill(harness, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, (out, err)
+    assert "Traceback" not in err, err
+    assert "aiko-emulator: the AVR simulator harness" in err, err
+    assert _gone(harness, within_s=10.0)

@@ -165,3 +165,22 @@ def test_the_stepping_interface_refuses_what_it_cannot_do(firmware):
         harness.run(harness.cycle, [])
     assert math.isfinite(transport.modules.time_s)  # the session stays usable
     transport.step_to(0.01)
+
+
+def test_the_harness_runs_apart_and_takes_the_callers_real_time_priority(firmware):
+    """The harness is its own session (a terminal's Ctrl-C reaches only the Python side, which ends it after
+    reading the modules' last state) and takes SCHED_FIFO when the caller has it (`--rt-priority`, a real-time HIL
+    run): the ten simulated cores must not wait behind other processes."""
+    import os
+
+    transport, _ = firmware(EmulatorConfig(node_ids=(1,)))
+    harness = transport.modules.harness
+    pid = harness._process.pid
+    assert os.getsid(pid) == pid != os.getsid(0)
+    try:
+        harness.set_realtime_priority(1)
+    except PermissionError as exc:
+        pytest.skip(f"SCHED_FIFO not allowed here: {exc}")
+    assert os.sched_getscheduler(pid) == os.SCHED_FIFO and os.sched_getparam(pid).sched_priority == 1
+    transport.step_to(0.01)  # still serving
+    os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
