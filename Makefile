@@ -29,11 +29,12 @@ vicon-client: $(STAMP)
 ## firmware: the joint modules' firmware (firmware_protocol/firmware/, an ATmega128 ELF, MIT) and the AVR simulator
 ## harness that runs it (firmware_sim/, a separate GPL-3 program on Debian's simavr); the suite runs the protocol,
 ## safety and HIL tests against it when both are built, and skips them, saying why, where the tools are missing
-FIRMWARE_PACKAGES := gcc-avr avr-libc simavr libsimavr-dev libelf-dev pkg-config
+FIRMWARE_PACKAGES := gcc-avr avr-libc simavr libsimavr-dev libelf-dev pkg-config gcc libc6-dev
 firmware:
 	@missing=""; \
 	command -v avr-gcc >/dev/null 2>&1 || missing="$$missing gcc-avr avr-libc"; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
 	test -f /usr/include/simavr/sim_avr.h || missing="$$missing simavr libsimavr-dev"; \
 	test -f /usr/include/gelf.h || missing="$$missing libelf-dev"; \
 	if [ -n "$$missing" ]; then echo "make firmware needs Debian's packages:$$missing (apt-get install$$missing)"; exit 2; fi

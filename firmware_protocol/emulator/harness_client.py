@@ -47,7 +47,7 @@ def harness_path() -> Path:
 
 def missing_tools() -> str | None:
     """Why the firmware cannot be built and run here (None if it can): the Debian packages it needs."""
-    needed = {"avr-gcc": "gcc-avr avr-libc", "pkg-config": "pkg-config"}
+    needed = {"avr-gcc": "gcc-avr avr-libc", "pkg-config": "pkg-config", "cc": "gcc libc6-dev"}  # cc: the harness
     missing = [package for tool, package in needed.items() if shutil.which(tool) is None]
     if not Path("/usr/include/simavr/sim_avr.h").is_file():
         missing.append("simavr libsimavr-dev")
