@@ -31,6 +31,7 @@ from firmware_protocol.emulator import fast, harness_client
 from firmware_protocol.emulator.config import EmulatorConfig, EmulatorConfigError
 from firmware_protocol.emulator.drive import drive_substep, new_drive_state
 from firmware_protocol.emulator.harness_client import CPU_HZ, AvrHarness
+from firmware_protocol.emulator.modules import Emit
 from firmware_protocol.emulator.plant import IndependentInertiaParams, IndependentInertiaPlant, JointPlant
 from firmware_protocol.emulator.rules import REJECTION_REASONS
 
@@ -159,7 +160,7 @@ class FirmwareModules:
                 f"plant.joint_state() returned shapes {np.shape(angles)}, {np.shape(rates)}; "
                 f"expected ({n}, 2) for {n} modules (node_ids {c.node_ids})"
             )
-        self.emit = _nowhere
+        self.emit: Emit = _nowhere
         self.dt_s = 1.0 / c.controller_rate_hz
         self.tick = 0
         self.drive = new_drive_state(n)
@@ -213,6 +214,7 @@ class FirmwareModules:
 
     def _hand_the_plant_to_the_harness(self) -> None:
         c, plant = self.config, self.plant
+        assert isinstance(plant, IndependentInertiaPlant)  # checked in __init__: the only plant the harness has
         prm = fast.module_parameters(c)  # the drive's constants with the Python model's own expressions
         parameters = [
             prm[fast.P_SUBSTEP_DT], prm[fast.P_HALF_FREE_PLAY], prm[fast.P_CONTACT_STIFFNESS],
@@ -237,8 +239,10 @@ class FirmwareModules:
             state = result.state
             self.drive.gear_angle_rad[...] = state[:, :, 0]
             self.drive.gear_rate_rad_s[...] = state[:, :, 1]
-            self.plant.angles_rad[...] = state[:, :, 2]
-            self.plant.rates_rad_s[...] = state[:, :, 3]
+            plant = self.plant
+            assert isinstance(plant, IndependentInertiaPlant)  # plant_in_harness: checked in __init__
+            plant.angles_rad[...] = state[:, :, 2]
+            plant.rates_rad_s[...] = state[:, :, 3]
             self.effort = result.duty
             self.drive.voltage_v[...] = result.duty * c.drive.supply_v
             self.drive.current_limited[:, 0] = (result.limited & 1) != 0

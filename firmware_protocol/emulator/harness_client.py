@@ -112,6 +112,7 @@ class AvrHarness:
             [str(program), str(firmware)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
             start_new_session=True,
         )  # fmt: skip
+        assert self._process.stdin is not None and self._process.stdout is not None  # both are pipes
         self._in = self._process.stdin
         self._out = self._process.stdout
         n = self.n_modules
@@ -241,7 +242,7 @@ class AvrHarness:
         modules = np.frombuffer(body, _STATS_MODULE, self.n_modules)
         busy, frames, losses = struct.unpack_from("<QII", body, self.n_modules * _STATS_MODULE.itemsize)
         return {
-            "modules": [{name: int(row[name]) for name in _STATS_MODULE.names} for row in modules],
+            "modules": [{name: int(row[name]) for name in _STATS_MODULE.names or ()} for row in modules],
             "bus_busy_cycles": busy,
             "bus_frames": frames,
             "arbitration_losses": losses,

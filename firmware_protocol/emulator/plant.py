@@ -86,7 +86,7 @@ class IndependentInertiaPlant:
         self.rates_rad_s = np.zeros((n_joints, 2))
         self._limits = np.array([self.params.limit_h_rad, self.params.limit_v_rad])
 
-    physics_dt_s = None  # any step: the emulator's sub-step
+    physics_dt_s: float | None = None  # any step: the emulator's sub-step
 
     def link_poses(self) -> None:
         return None  # joint space only: no bodies

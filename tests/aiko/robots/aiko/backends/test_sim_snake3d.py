@@ -83,6 +83,8 @@ def test_bad_sim_settings_name_the_key(override, message):
 def test_obstacles_from_the_sim_table():
     summary, recorder = run(0.3, **{"sim.obstacles": [[0.0, 0.2, 0.05], [0.3, -0.2, 0.05]], "sim.mu_obstacle": 0.3})
     contacts = recorder.channels["/sim/contacts"][-1][1]
-    assert np.shape(contacts["obstacle_normal_n"]) == (11, 2)
+    # the declared /sim/contacts schema (aiko.core.messages): per link, the forces from each of the two posts
+    assert len(contacts["obstacle_forces"]) == 11
+    assert all(np.shape(link["normal_n"]) == (2,) for link in contacts["obstacle_forces"])
     with pytest.raises(ConfigError, match=r"sim.obstacles\[0\]"):
         load_experiment(SIDEWINDING, {"sim.obstacles": [[0.0, 0.2]]})
