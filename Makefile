@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-kernels lint typecheck typecheck-baseline format docs lock bench clean mutate vicon-client ur-rtde-examples
+.PHONY: run test test-kernels lint typecheck typecheck-baseline format docs lock bench clean mutate vicon-client ur-rtde-examples firmware
 
 # The exact versions CI tested (requirements/lock.txt, with hashes), then the project itself without resolving again.
 # pyproject.toml keeps the compatible ranges for installing the package into another environment. `make lock`
@@ -32,6 +32,21 @@ run: $(STAMP)
 ## vicon-client: the real Vicon SDK client (extra `vicon`) built against the system Boost, wheel cached (docs/vicon.md)
 vicon-client: $(STAMP)
 	scripts/install_vicon_client.sh $(BIN)/python
+
+## firmware: the joint modules' firmware (firmware_protocol/firmware/, an ATmega128 ELF, MIT) and the AVR simulator
+## harness that runs it (firmware_sim/, a separate GPL-3 program on Debian's simavr); the suite runs the protocol,
+## safety and HIL tests against it when both are built, and skips them, saying why, where the tools are missing
+FIRMWARE_PACKAGES := gcc-avr avr-libc simavr libsimavr-dev libelf-dev pkg-config gcc libc6-dev
+firmware:
+	@missing=""; \
+	command -v avr-gcc >/dev/null 2>&1 || missing="$$missing gcc-avr avr-libc"; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	test -f /usr/include/simavr/sim_avr.h || missing="$$missing simavr libsimavr-dev"; \
+	test -f /usr/include/gelf.h || missing="$$missing libelf-dev"; \
+	if [ -n "$$missing" ]; then echo "make firmware needs Debian's packages:$$missing (apt-get install$$missing)"; exit 2; fi
+	$(MAKE) --no-print-directory -C firmware_protocol/firmware
+	$(MAKE) --no-print-directory -C firmware_sim
 
 ## ur-rtde-examples: ur_rtde's own example programs (its PyPI sdist, hash-checked) for the vendor-examples test
 ## (docs/ur3.md); kept in ~/.cache/aiko, never in the repository
@@ -80,7 +95,7 @@ bench: $(STAMP)
 
 ## mutate: mutation testing (mutmut) of the codec, the gait, the emulator's safety logic and the LCP solver, each
 ## module against its own tests only; on demand, never in CI (docs/testing.md). One module: make mutate MUTATE=gait
-EMULATOR := firmware_protocol.emulator.emulator.xǁJointControllerEmulatorǁ
+EMULATOR := firmware_protocol.emulator.modules.xǁEmulatedModulesǁ
 MUTATE_codec    := tests/firmware_protocol/test_codec.py    firmware_protocol.codec.*
 MUTATE_gait     := tests/aiko/robots/aiko/test_gait.py                  aiko.robots.aiko.gait.*
 MUTATE_emulator := tests/firmware_protocol/test_emulator.py $(EMULATOR)_run_tick* $(EMULATOR)handle_frame* \

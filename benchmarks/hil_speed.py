@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import aiko.robots.aiko.backends.hil  # noqa: E402,F401  (registers [can] and [hil])
-import firmware_protocol.emulator.emulator as emulator_module  # noqa: E402
+import firmware_protocol.emulator.modules as emulator_module  # noqa: E402
 from aiko.core.recording import MemoryRecorder  # noqa: E402
 from aiko.robots.aiko.backends.hil import HilBackend  # noqa: E402
 from aiko.robots.aiko.experiment import load_experiment  # noqa: E402

@@ -1,7 +1,7 @@
 """Safety probes from outside: separate processes, slcan on a pseudo-terminal, as a lab would find them.
 
     python benchmarks/safety_probe.py --probe PROBE [--repeat N] [--duration S] [--beside busy,suite]
-                                      [--jsonl TRIALS.jsonl] [--random-frames 1000]
+                                      [--jsonl TRIALS.jsonl] [--random-frames 1000] [--firmware]
 
 Every trial starts ``aiko emulate can`` (ten emulated modules serving slcan on a pty; ``--rt-priority`` 30 by
 default: the modules are separate hardware, which the PC's load never slows) and a real
@@ -53,8 +53,11 @@ AIKO = [sys.executable, "-m", "aiko.cli"]
 
 
 # ------------------------------------------------------------------------------------------------ processes
+EMULATOR_EXTRA: list[str] = []  # --firmware: the firmware on simulated ATmega128 boards instead of the Python model
+
+
 def start_emulator(rt_priority: int) -> tuple[subprocess.Popen, str]:
-    cmd = [*AIKO, "emulate", "can", "--rt-priority", str(rt_priority)]
+    cmd = [*AIKO, "emulate", "can", "--rt-priority", str(rt_priority), *EMULATOR_EXTRA]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
     first = proc.stdout.readline().strip()
     if not first.startswith("slcan: "):
@@ -599,11 +602,16 @@ def main() -> int:
     parser.add_argument("--stall-at", type=float, default=10.0, help="stall after this many s of streaming")
     parser.add_argument("--beside", default="", help="load beside the probe: busy, suite or busy,suite")
     parser.add_argument("--emulator-rt-priority", type=int, default=30)
+    parser.add_argument(
+        "--firmware", action="store_true", help="the modules are the firmware in the AVR simulator (make firmware)"
+    )
     parser.add_argument("--jsonl", type=Path, help="append each trial to this file as it ends")
     parser.add_argument("--keep-failed", type=Path, metavar="DIR", help="keep the logs of runs that stopped here")
     parser.add_argument("--random-frames", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args()
+    if args.firmware:
+        EMULATOR_EXTRA.append("--firmware")
     beside = Beside({w for w in args.beside.split(",") if w})
     trials: list[dict] = []
     started = time.monotonic()

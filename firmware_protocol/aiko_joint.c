@@ -135,12 +135,16 @@ int8_t aiko_encode_parameter_request(const aiko_parameter_request_t *msg, uint8_
 }
 
 int8_t aiko_decode_parameter_request(const uint8_t *data, uint8_t dlc, aiko_parameter_request_t *msg) {
+    uint32_t magnitude;
     if (dlc != AIKO_DLC_PARAMETER) return AIKO_ERR_DLC;
     msg->index = data[0];
     msg->write = (uint8_t)(data[1] & 0x01u);
     msg->value = get_f32(&data[4]);
+    magnitude = ((uint32_t)data[4] | ((uint32_t)data[5] << 8) | ((uint32_t)data[6] << 16) | ((uint32_t)data[7] << 24)) &
+                0x7FFFFFFFul;
+    if (magnitude > AIKO_VALUE_MAGNITUDE_MAX_BITS) return AIKO_ERR_RANGE; /* NaN, infinite, beyond the DBC range */
     /* bits the DBC does not define (byte 1 bits 1..7, bytes 2..3) must be 0: a stray frame rarely passes */
-    if ((data[1] & 0xFEu) != 0u || data[2] != 0u || data[3] != 0u) return AIKO_ERR_RANGE;
+    if ((data[1] & 0xFEu) != 0u || data[2] != 0u || data[3] != 0u) return AIKO_ERR_RESERVED;
     return AIKO_OK;
 }
 

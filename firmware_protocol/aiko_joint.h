@@ -88,11 +88,17 @@ extern "C" {
 #define AIKO_STATUS_SATURATED (1u << 4)
 #define AIKO_STATUS_ESTOP (1u << 5)
 
-/* Return codes of the decode functions (encode functions return the DLC or AIKO_ERR_RANGE). */
+/* Return codes of the decode functions (encode functions return the DLC or AIKO_ERR_RANGE); a decoder checks, in
+ * this order, the DLC, the DBC ranges of the signals, then the rest (key, reserved bits), as the Python codec. */
 #define AIKO_OK 0
 #define AIKO_ERR_DLC (-1)
 #define AIKO_ERR_RANGE (-2)
 #define AIKO_ERR_KEY (-3)
+#define AIKO_ERR_RESERVED (-4) /* a bit the DBC does not define is set (ParameterRequest) */
+
+/* The DBC's range of a float32 Value, [-3.4e38, 3.4e38], as the bits of |Value|: the largest float32 inside it.
+ * NaN and the infinities are outside. */
+#define AIKO_VALUE_MAGNITUDE_MAX_BITS 0x7F7FC99Eul
 
 typedef struct {
     int16_t angle_h_cdeg;

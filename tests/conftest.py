@@ -33,3 +33,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     selected = [item for item in items if item.nodeid.startswith(keep)]
     config.hook.pytest_deselected(items=[item for item in items if not item.nodeid.startswith(keep)])
     items[:] = selected
+
+
+@pytest.fixture(params=["python", "firmware"])
+def modules(request: pytest.FixtureRequest) -> str:
+    """The joint modules a test runs against: ``"python"``, the Python model of their firmware
+    (firmware_protocol.emulator.modules), or ``"firmware"``, the firmware itself (firmware_protocol/firmware/)
+    on simulated ATmega128 boards in the AVR simulator harness; skipped, saying why, where it cannot be built."""
+    if request.param == "firmware":
+        from tests.firmware_build import require_firmware
+
+        require_firmware()
+    return request.param

@@ -11,10 +11,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def start_emulator(*extra: str) -> tuple[subprocess.Popen, str]:
-    """Start `python -m firmware_protocol.emulator` (slcan by default); returns the process and its pty path."""
+def start_emulator(*extra: str, modules: str = "python") -> tuple[subprocess.Popen, str]:
+    """Start `python -m firmware_protocol.emulator` (slcan by default); returns the process and its pty path.
+    ``modules="firmware"``: the firmware in the AVR simulator (``--firmware``) instead of the Python modules."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "firmware_protocol.emulator", *extra]
+    if modules == "firmware":
+        cmd.append("--firmware")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     first = proc.stdout.readline().strip()
     assert first.startswith("slcan: "), first

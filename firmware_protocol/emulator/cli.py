@@ -17,14 +17,23 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import can
 
+from firmware_protocol.emulator.config import EmulatorConfig, EmulatorConfigError
 from firmware_protocol.emulator.drive import DriveParams
-from firmware_protocol.emulator.emulator import EmulatorConfig, EmulatorConfigError, JointControllerEmulator
+from firmware_protocol.emulator.emulator import JointControllerEmulator
+from firmware_protocol.emulator.harness_client import DEFAULT_FIRMWARE, HarnessError
 from firmware_protocol.emulator.slcan_server import SlcanPtyServer
+from firmware_protocol.emulator.transport import BusTransport
 
-DESCRIPTION = "Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus."
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+DESCRIPTION = (
+    "Emulated Aiko joint modules (ATmega128 firmware) on slcan over a pty, or on a python-can bus: the Python model "
+    "of the firmware, or with --firmware the firmware itself in the AVR simulator."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +64,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="SCHED_FIFO priority of every thread on the frame path (Linux; 0 = off)",
     )
     p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
+    p.add_argument(
+        "--firmware",
+        nargs="?",
+        const=str(DEFAULT_FIRMWARE),
+        metavar="ELF",
+        help="run the modules' real firmware (default ELF: firmware_protocol/firmware/build/, `make firmware`) on "
+        "simulated ATmega128 boards (the GPL harness firmware_sim/, $AIKO_AVR_HARNESS) instead of the Python model",
+    )
     p.add_argument(
         "--duplicate",
         default="",
@@ -88,7 +105,12 @@ def _start_duplicates(
             twin_bus = can.Bus(interface="virtual", channel=bus.channel_id, preserve_timestamps=False)
         opened.append(twin_bus)
         duplicates.append(JointControllerEmulator(twin_bus, dataclasses.replace(config, node_ids=nodes)))
-    timer = threading.Timer(args.duplicate_delay, lambda: [d.start() for d in duplicates])
+
+    def power_up() -> None:
+        for duplicate in duplicates:
+            duplicate.start()
+
+    timer = threading.Timer(args.duplicate_delay, power_up)
     timer.daemon = True
     timer.start()
     return duplicates, timer
@@ -136,10 +158,28 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"aiko-emulator: {exc}\n")
         return 2
 
-    # Before any thread starts (the slcan reader, the Notifier that writes frames to the pty, the modules' thread):
-    # each inherits the policy of the thread that starts it. Set after them, as it once was, only this main thread
-    # (which just waits for a signal) ran at SCHED_FIFO, and the PC's frames reached the modules up to 40 ms late
-    # on a loaded machine (issue 26).
+    # The handler only records the signal and takes no lock: an Event.set() there (as before) deadlocks when the
+    # signal is handled while the main thread holds that Event's own lock on its way out of wait(), which became
+    # likely once the firmware's thread kept the GIL busy (`aiko emulate can --firmware` then ignored SIGTERM). The
+    # run's loop notices within 0.1 s. Installed before the modules start, so that a signal during a slow start
+    # (the AVR simulator's) also ends the process cleanly.
+    signalled: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: signalled.append(signum)) for sig in STOP_SIGNALS}
+    try:
+        return serve(args, config, signalled)
+    finally:
+        for sig, handler in previous.items():  # as they were (main() is also called in-process)
+            signal.signal(sig, handler)
+
+
+def serve(args: argparse.Namespace, config: EmulatorConfig, signalled: list[int]) -> int:
+    """Run the modules until ``signalled`` holds a signal, ``--duration`` has passed or the modules fail."""
+    duplicate_nodes = parse_nodes(args.duplicate) if args.duplicate else ()  # checked by run()
+
+    # Before any thread starts (the slcan reader, the Notifier that writes frames to the pty, the modules' thread,
+    # the AVR simulator's process): each inherits the policy of the thread that starts it. Set after them, as it
+    # once was, only this main thread (which just waits for a signal) ran at SCHED_FIFO, and the PC's frames reached
+    # the modules up to 40 ms late on a loaded machine (issue 26).
     if not 0 <= args.rt_priority <= 99:
         sys.stderr.write(f"aiko-emulator: --rt-priority {args.rt_priority}: allowed 0 (off) .. 99\n")
         return 2
@@ -148,21 +188,31 @@ def run(args: argparse.Namespace) -> int:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
         except (AttributeError, OSError) as exc:
             sys.stderr.write(f"aiko-emulator: real-time priority refused ({exc}); running without\n")
+
+    def modules_on(bus: can.BusABC) -> BusTransport:
+        """The Python modules, or the firmware in the AVR simulator, on ``bus``."""
+        if args.firmware is None:
+            return JointControllerEmulator(bus, config)
+        from firmware_protocol.emulator.firmware import FirmwareModules  # the harness process starts here
+
+        return BusTransport(bus, FirmwareModules(config, firmware=Path(args.firmware)))
+
     server = None
+    emulator: BusTransport | None = None
     opened: list[can.BusABC] = []  # shut down again if the start fails half-way
     problem: str | None = None
     try:
         if args.interface:
             bus = can.Bus(interface=args.interface, channel=args.channel)
             opened.append(bus)
-            emulator = JointControllerEmulator(bus, config)
+            emulator = modules_on(bus)
             print(f"{args.interface}: {args.channel}", flush=True)
         else:
             channel = f"aiko-emulator-{os.getpid()}"
             bus = can.Bus(interface="virtual", channel=channel, preserve_timestamps=False)
             bridge = can.Bus(interface="virtual", channel=channel, preserve_timestamps=False)
             opened += [bus, bridge]
-            emulator = JointControllerEmulator(bus, config)
+            emulator = modules_on(bus)
             server = SlcanPtyServer(bridge, on_garbage=emulator.count_serial_garbage)
             if args.link_path:
                 try:
@@ -174,24 +224,28 @@ def run(args: argparse.Namespace) -> int:
             if problem is None:
                 server.start()
                 print(f"slcan: {server.slave_path}", flush=True)
+    except (HarnessError, EmulatorConfigError) as exc:
+        problem = str(exc)
     except (can.CanError, OSError, ValueError, ImportError) as exc:
         problem = f"cannot open the bus: {exc}"
     if problem is not None:
         if server is not None:
             server.shutdown()
+        if emulator is not None:
+            emulator.close()  # the AVR simulator's process too
         for opened_bus in opened:
             opened_bus.shutdown()
         sys.stderr.write(f"aiko-emulator: {problem}\n")
         return 2
+    assert emulator is not None  # set whenever there was no problem
 
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     emulator.start()
     duplicates, power_up = _start_duplicates(args, config, duplicate_nodes, bus, opened)
     started = time.monotonic()
+    status = 0
     try:
-        while not stop.wait(0.1):
+        while not signalled and emulator.failure is None:
+            time.sleep(0.1)
             if args.duration is not None and time.monotonic() - started >= args.duration:
                 break
     finally:
@@ -204,16 +258,29 @@ def run(args: argparse.Namespace) -> int:
             if duplicate._thread is not None:
                 duplicate.stop()
         emulator.stop()
-        emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
-        counters = emulator.counters()
-        if server is not None:
-            counters["slcan_frames_from_pc"] = server.frames_from_pc
-            counters["slcan_frames_to_pc"] = server.frames_to_pc
-            counters["slcan_frames_dropped_to_pc"] = server.frames_dropped_to_pc
-        print(json.dumps(counters), flush=True)
-        for opened_bus in opened[1:] if server is None else opened[2:]:
-            opened_bus.shutdown()  # the duplicates' bus ends
-        bus.shutdown()
-        if server is not None:
-            server.bus.shutdown()
-    return 0
+        try:
+            if emulator.failure is not None:
+                raise emulator.failure
+            emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
+            if args.firmware is not None:  # the firmware hears a frame only from the bus: 3 ms for the last ones
+                emulator.modules.run_ticks(emulator.tick + 3)
+            counters = emulator.counters()
+            if server is not None:
+                counters["slcan_frames_from_pc"] = server.frames_from_pc
+                counters["slcan_frames_to_pc"] = server.frames_to_pc
+                counters["slcan_frames_dropped_to_pc"] = server.frames_dropped_to_pc
+            print(json.dumps(counters), flush=True)
+        except HarnessError as exc:
+            sys.stderr.write(f"aiko-emulator: {exc}\n")
+            status = 1
+        finally:
+            try:
+                emulator.close()  # ends the harness process and reaps it, whatever it answered
+            except HarnessError:
+                status = 1
+            for opened_bus in opened[1:] if server is None else opened[2:]:
+                opened_bus.shutdown()  # the duplicates' bus ends
+            bus.shutdown()
+            if server is not None:
+                server.bus.shutdown()
+    return status

@@ -255,3 +255,34 @@ def run_ticks_inertia(
             inertia_advance(angles, rates, m.torques_nm, limits, inertia, damping, dt)
         end_tick(m)
     return n_ticks, EVENT_NONE
+
+
+@njit(cache=True)
+def run_driven_period_inertia(
+    prm, gear_angle, gear_rate, voltage, brake, current_limited, limited, duty, supply, angles, rates, limits,
+    inertia, damping,
+):  # fmt: skip
+    """One controller period of the drives and `IndependentInertiaPlant` with the voltages given per sub-step (the
+    firmware in the AVR simulator commands them: ``duty`` (n, substeps, 2), -1..1 of ``supply``), as the
+    readable loop of `firmware.FirmwareModules` (``drive.drive_substep``, ``plant.advance``); the current limit of
+    any sub-step is collected in ``limited``. The arrays come one by one (a call with the 31-array `ModuleArrays`
+    costs ~1 ms of type checks, once per period here); the tuple the drive step needs is built inside."""
+    n = angles.shape[0]
+    dt = prm[P_SUBSTEP_DT]
+    z1, z2, b1, b2 = np.zeros(n), np.zeros((n, 2)), np.zeros(n, np.bool_), np.zeros((n, 2), np.bool_)
+    i1, i2 = np.zeros(n, np.int64), np.zeros((n, 2), np.int64)
+    m = ModuleArrays(
+        i1, b1, z1, i1, z1, z1, z1, z2, z2, z1, z2, z2, z2, z2, z2, gear_angle, gear_rate, voltage, brake,
+        current_limited, z2, b2, b2, i2, np.zeros(1, np.int64), z2, b1, b1, np.zeros((n, 2), np.bool_),
+        np.zeros((n, 2)), limited,
+    )  # fmt: skip
+    for r in range(n):
+        for a in range(2):
+            limited[r, a] = False
+            brake[r, a] = False
+    for s in range(duty.shape[1]):
+        for r in range(n):
+            for a in range(2):
+                voltage[r, a] = duty[r, s, a] * supply
+        drive_substep(prm, m, angles, rates)
+        inertia_advance(angles, rates, m.torques_nm, limits, inertia, damping, dt)

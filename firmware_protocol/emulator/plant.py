@@ -4,6 +4,9 @@ The default plant gives every axis its own inertia (fast, no simulator needed). 
 HIL by implementing `JointPlant`: it receives the joint torques the emulated motors apply through gears and
 the free play, and returns joint angles and rates; the emulator never needs to know what is behind it.
 
+A plant may also offer ``run_driven_period(parameters, drive, limited, duty, supply_v)``: one controller period with
+the voltages of its sub-steps given (the firmware in the AVR simulator commands them), compiled.
+
 Optionally a plant with a compiled step also offers ``run_module_ticks(n_ticks, tick0, resume, parameters, arrays,
 feedback_divisor, heartbeat_divisor) -> (ticks done, event, error or None)``: whole controller ticks of the modules
 and the plant in one compiled call (`firmware_protocol.emulator.fast`, whose helpers it calls for the modules'
@@ -20,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from firmware_protocol.emulator import fast
+from firmware_protocol.emulator.drive import DriveState
 
 
 @runtime_checkable
@@ -82,7 +86,7 @@ class IndependentInertiaPlant:
         self.rates_rad_s = np.zeros((n_joints, 2))
         self._limits = np.array([self.params.limit_h_rad, self.params.limit_v_rad])
 
-    physics_dt_s = None  # any step: the emulator's sub-step
+    physics_dt_s: float | None = None  # any step: the emulator's sub-step
 
     def link_poses(self) -> None:
         return None  # joint space only: no bodies
@@ -103,6 +107,18 @@ class IndependentInertiaPlant:
             n_ticks, tick0, resume, parameters, arrays, feedback_divisor, heartbeat_divisor,
             self.angles_rad, self.rates_rad_s, self._limits, p.inertia_kg_m2, p.damping_nm_s_rad,
         ), None  # fmt: skip
+
+    def run_driven_period(
+        self, parameters: np.ndarray, drive: DriveState, limited: np.ndarray, duty: np.ndarray, supply_v: float
+    ) -> None:
+        """Compiled: one controller period of the drives and this plant with the sub-steps' duty given (the
+        firmware's; `fast.run_driven_period_inertia`)."""
+        p = self.params
+        fast.run_driven_period_inertia(
+            parameters, drive.gear_angle_rad, drive.gear_rate_rad_s, drive.voltage_v, drive.brake,
+            drive.current_limited, limited, duty, supply_v, self.angles_rad, self.rates_rad_s, self._limits,
+            p.inertia_kg_m2, p.damping_nm_s_rad,
+        )  # fmt: skip
 
     def solver_summary(self) -> dict[str, Any]:
         return {}

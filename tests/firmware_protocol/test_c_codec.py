@@ -10,6 +10,7 @@ import pytest
 
 from firmware_protocol.codec import default_codec
 from firmware_protocol.dbc import ESTOP_KEY, MessageKind, load_database
+from firmware_protocol.errors import SignalRangeError
 from firmware_protocol.vectors import VECTORS_PATH, build_vectors, load_vectors
 
 PKG = Path(__file__).resolve().parents[2] / "firmware_protocol"
@@ -151,7 +152,7 @@ def test_c_and_emulator_agree_on_sequence_and_parameter_write_rules(harness):
         ModuleState,
         ParameterResult,
     )
-    from firmware_protocol.emulator.emulator import parameter_write_result, sequence_verdict
+    from firmware_protocol.emulator.rules import parameter_write_result, sequence_verdict
 
     header = (PKG / "aiko_joint.h").read_text()
     defines = {m[1]: int(m[2], 0) for m in re.finditer(r"#define (AIKO_\w+) \(?(0x[0-9A-Fa-f]+|\d+)u?\)?", header)}
@@ -185,8 +186,21 @@ def test_c_and_emulator_agree_on_sequence_and_parameter_write_rules(harness):
         assert int(got) == parameter_write_result(*case), case
 
 
-def test_c_rejects_parameter_requests_with_reserved_bits_set(harness):
+def test_c_rejects_parameter_requests_with_reserved_bits_set_or_a_value_outside_the_dbc_range(harness):
+    """Checked in the Python codec's order: the Value's DBC range (NaN, infinite: AIKO_ERR_RANGE = -2) before the
+    bits the DBC leaves undefined (AIKO_ERR_RESERVED = -4)."""
     lines = ["ParameterRequest 0701000000004040 7 1 3", "ParameterRequest 0703000000004040 7 1 3"]
-    lines += ["ParameterRequest 0701000100004040 7 1 3"]
+    lines += ["ParameterRequest 0701000100004040 7 1 3", "ParameterRequest 070100000000C07F 7 1 3"]
+    lines += ["ParameterRequest 070300000000807F 7 1 3", "ParameterRequest 070100009EC97F7F 7 1 3"]
+    lines += ["ParameterRequest 070100009FC97F7F 7 1 3"]
     out = subprocess.run([str(harness)], input="\n".join(lines) + "\n", capture_output=True, text=True, check=True)
-    assert [int(line.split()[1]) for line in out.stdout.splitlines()] == [0, -2, -2]
+    assert [int(line.split()[1]) for line in out.stdout.splitlines()] == [0, -4, -4, -2, -2, 0, -2]
+    codec = default_codec()
+    for line, rc in zip(lines, [0, -4, -4, -2, -2, 0, -2], strict=True):  # the Python codec's verdict on the Value
+        data = bytes.fromhex(line.split()[1])
+        in_range = True
+        try:
+            codec.decode(0x601, data)
+        except SignalRangeError:
+            in_range = False
+        assert in_range == (rc != -2), line

@@ -560,7 +560,7 @@ def test_a_watchdog_trip_is_counted_once_logged_and_leaves_disabled_modules_brak
     r.send(MessageKind.COMMAND, 0, {"Command": int(Command.ENABLE), "TargetNode": 1})
     r.step_to(0.001)
     trip_tick_s = 0.3 + r.emu.dt_s  # enabled at t = 0 (frames are handled before the ticks), 3 × 0.1 s, next tick
-    with caplog.at_level("WARNING", logger="firmware_protocol.emulator.emulator"):
+    with caplog.at_level("WARNING", logger="firmware_protocol.emulator.modules"):
         while not r.emu.watchdog[0]:
             r.step_to(r.emu.time_s + r.emu.dt_s)
             assert r.emu.drive.brake[1].all() and not r.emu.drive.voltage_v[1].any()

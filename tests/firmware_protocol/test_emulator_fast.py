@@ -9,7 +9,7 @@ import pytest
 from firmware_protocol.codec import default_codec
 from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, Parameter
 from firmware_protocol.emulator import EmulatorConfig, IndependentInertiaPlant, JointControllerEmulator
-from firmware_protocol.emulator.emulator import compiled_runner
+from firmware_protocol.emulator.modules import compiled_runner
 
 CODEC = default_codec()
 _channels = itertools.count()

@@ -1,10 +1,12 @@
 """The emulator as a separate process speaking slcan on a pty, driven through python-can's slcan interface."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import can
 import pytest
@@ -59,8 +61,6 @@ def test_a_pc_that_does_not_read_makes_the_adapter_drop_frames_not_stop_listenin
     """Nobody reads the pty (a frozen PC, a tool that left the channel open and exited): its buffer fills and the
     frames toward the PC are dropped, as an adapter's overflow drops them, while the PC's own frames are still
     handled; whoever opens the port next finds at most a buffer of stale frames, not minutes of them."""
-    import os
-
     bus = can.Bus(interface="virtual", channel="test-slcan-overflow")
     peer = can.Bus(interface="virtual", channel="test-slcan-overflow")
     server = SlcanPtyServer(bus)
@@ -99,9 +99,10 @@ def test_a_pc_that_does_not_read_makes_the_adapter_drop_frames_not_stop_listenin
 
 
 @pytest.fixture
-def emulator_process():
+def emulator_process(modules):
     cmd = [sys.executable, "-m", "firmware_protocol.emulator", "--nodes", "1-3", "--feedback-rate", "50"]
     cmd += ["--watchdog-periods", "20"]  # about the slcan path, not the watchdog: robust on a loaded machine
+    cmd += ["--firmware"] if modules == "firmware" else []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield proc
     if proc.poll() is None:
@@ -153,9 +154,88 @@ def test_emulator_cli_bad_link_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and err.startswith("aiko-emulator: cannot create --link"), err
 
 
-def _fifo_granted() -> bool:
-    import os
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (the AVR simulator harness, for --firmware)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
 
+
+def _gone(pid: int, within_s: float) -> bool:
+    """True once ``pid`` has exited and been reaped (a zombie still counts as left over)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                time.sleep(0.05)
+                continue
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the process", "Ctrl-C (SIGINT to its process group)"])
+def test_emulator_process_ends_cleanly_when_signalled(modules, how):
+    """A device emulator ends on SIGTERM or a terminal's Ctrl-C after serving a PC: exit 0, its counters printed,
+    no traceback, the harness process reaped. The bound is a hang detector (60 s), not a speed claim."""
+    cmd = [sys.executable, "-m", "firmware_protocol.emulator", "--nodes", "1-10"]
+    cmd += ["--firmware"] if modules == "firmware" else []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        first = proc.stdout.readline().strip()
+        assert first.startswith("slcan: /dev/"), first + proc.stderr.read()
+        helpers = _children(proc.pid)
+        assert len(helpers) == (1 if modules == "firmware" else 0), helpers
+        bus = can.Bus(interface="slcan", channel=first.split(": ", 1)[1], bitrate=1_000_000)
+        try:
+            heard = 0
+            deadline = time.monotonic() + 30.0
+            while heard < 20 and time.monotonic() < deadline:  # heartbeats and feedback: the modules are running
+                heard += bus.recv(timeout=0.1) is not None
+            assert heard >= 20
+        finally:
+            bus.shutdown()
+        if how.startswith("SIGTERM"):
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the harness gets it too
+        out, err = proc.communicate(timeout=60.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    counters = json.loads(out.strip().splitlines()[-1])
+    assert counters["state"] == ["DISABLED"] * 10
+    assert all(_gone(pid, within_s=10.0) for pid in helpers)
+
+
+def test_emulator_process_says_so_when_the_avr_simulator_dies(modules):
+    """The harness killed under a running `aiko emulate can --firmware`: one line on stderr, exit 1, no hang."""
+    if modules != "firmware":
+        pytest.skip("the Python model has no simulator process")
+    cmd = [sys.executable, "-m", "firmware_protocol.emulator", "--nodes", "1-2", "--firmware"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline().strip()
+        assert first.startswith("slcan: /dev/"), first
+        (harness,) = _children(proc.pid)
+        os.kill(harness, signal.SIGKILL)
+        out, err = proc.communicate(timeout=60.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, (out, err)
+    assert "Traceback" not in err, err
+    assert "aiko-emulator: the AVR simulator harness" in err, err
+    assert _gone(harness, within_s=10.0)
+
+
+def _fifo_granted() -> bool:
     try:
         fifo = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
         probe = subprocess.run([sys.executable, "-c", fifo])
@@ -165,14 +245,13 @@ def _fifo_granted() -> bool:
 
 
 @pytest.mark.skipif(not _fifo_granted(), reason="SCHED_FIFO is not granted to this user (no CAP_SYS_NICE/rtprio)")
-def test_rt_priority_raises_every_thread_on_the_frame_path():
+def test_rt_priority_raises_every_thread_on_the_frame_path(modules):
     """`aiko emulate can --rt-priority P`: the slcan reader, the Notifier that writes the modules' frames to the pty and
     the modules' own thread all run at SCHED_FIFO P, not only the main thread (issue 26: they started first and
-    stayed at normal priority; the PC's frames reached the modules up to 40 ms late)."""
-    import os
-    from pathlib import Path
-
+    stayed at normal priority; the PC's frames reached the modules up to 40 ms late). With --firmware the AVR
+    simulator's process, which does the modules' work, runs at P as well."""
     cmd = [sys.executable, "-m", "aiko.cli", "emulate", "can", "--rt-priority", "7", "--nodes", "1-2"]
+    cmd += ["--firmware"] if modules == "firmware" else []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().startswith("slcan: ")
@@ -180,12 +259,14 @@ def test_rt_priority_raises_every_thread_on_the_frame_path():
         give_up = time.monotonic() + 60.0  # liveness only: the fourth thread starts right after the first line
         while len(list(tasks.iterdir())) < 4 and time.monotonic() < give_up:
             time.sleep(0.05)
-        policies = {int(t.name): (os.sched_getscheduler(int(t.name)), os.sched_getparam(int(t.name)).sched_priority)
-                    for t in tasks.iterdir()}  # fmt: skip
+        helpers = _children(proc.pid)
+        threads = [int(t.name) for pid in [proc.pid, *helpers] for t in Path(f"/proc/{pid}/task").iterdir()]
+        policies = {tid: (os.sched_getscheduler(tid), os.sched_getparam(tid).sched_priority) for tid in threads}
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=20)
-    assert len(policies) >= 4, policies  # main, slcan reader, Notifier, the modules' thread
+        proc.communicate(timeout=60)
+    assert len(helpers) == (1 if modules == "firmware" else 0), helpers
+    assert len(policies) >= 4 + len(helpers), policies  # main, slcan reader, Notifier, modules' thread (+ harness)
     assert set(policies.values()) == {(os.SCHED_FIFO, 7)}, policies
 
 

@@ -5,9 +5,13 @@ enable confirmation, streaming); what differs is the bus and how it is heard (th
 simulated clock (the default) the emulator is stepped in lockstep; with ``--realtime`` it runs in its own thread on
 the wall clock and the driver listens with a python-can ``Notifier``, exactly as against hardware.
 
+The modules behind the bus are the Python model of the firmware (`[hil] modules = "python"`, the default) or the
+firmware itself, the ELF of firmware_protocol/firmware/ running on simulated ATmega128 boards in the AVR simulator
+harness (`modules = "firmware"`; `make firmware` builds both): the same plants, the same driver, the same log.
+
 Experiment table (validated when the file is loaded):
-  [hil]  plant, feedback_rate_hz, controller_rate_hz, free_play_deg, torque_limit_nm, reference_hold, sensor,
-         reply_to_references
+  [hil]  modules, plant, feedback_rate_hz, controller_rate_hz, free_play_deg, torque_limit_nm, reference_hold,
+         sensor, reply_to_references
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import importlib.util
 import itertools
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -38,11 +43,14 @@ from aiko.robots.aiko.joints import RunContext
 from firmware_protocol.emulator import (
     DriveParams,
     EmulatorConfig,
+    EmulatorConfigError,
     IndependentInertiaParams,
     IndependentInertiaPlant,
     JointControllerEmulator,
     JointPlant,
 )
+from firmware_protocol.emulator.harness_client import HarnessError
+from firmware_protocol.emulator.transport import BusTransport
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +110,7 @@ if _snake3d_available():
 
 @dataclass(frozen=True)
 class HilSection:
+    modules: str = "python"  # "python": the Python model of the firmware; "firmware": the ELF in the AVR simulator
     plant: str = "inertia"
     feedback_rate_hz: float | None = None  # default: the robot description's [modules] feedback_rate_hz
     controller_rate_hz: float = 1000.0
@@ -114,6 +123,7 @@ class HilSection:
 
 def parse_hil_section(table: Table) -> HilSection:
     section = HilSection(
+        modules=table.string("modules", HilSection.modules, choices=("python", "firmware")),
         plant=table.string("plant", HilSection.plant, choices=sorted(_HIL_PLANTS)),
         feedback_rate_hz=table.number("feedback_rate_hz", None, min=1.0, max=1000.0),
         controller_rate_hz=table.number("controller_rate_hz", HilSection.controller_rate_hz, min=200.0, max=5000.0),
@@ -150,7 +160,7 @@ class LockstepReceive:
 
     use_notifier = False
 
-    def __init__(self, emulator: JointControllerEmulator, pump: Callable[[], object]) -> None:
+    def __init__(self, emulator: BusTransport, pump: Callable[[], object]) -> None:
         self.emulator = emulator
         self.pump = pump
 
@@ -169,8 +179,9 @@ class LockstepReceive:
         """The emulator runs inside ``advance_to``."""
 
     def drain(self, frames_sent: int) -> None:
-        """The modules handle what was sent at this instant (the DISABLE, the e-stop) before the run goes on."""
-        self.emulator.poll_bus()
+        """The modules handle what was sent at this instant (the DISABLE, the e-stop) before the run goes on (the
+        firmware in the AVR simulator hears it from its bus: 2 ms of its time)."""
+        self.emulator.settle()
         self.pump()
 
 
@@ -178,10 +189,16 @@ class RealtimeEmulatorReceive(WallClockReceive):
     """HIL with ``--realtime``: the emulator in its own thread on the wall clock, the driver's Notifier, exactly as
     against hardware."""
 
-    def __init__(self, emulator: JointControllerEmulator) -> None:
+    def __init__(self, emulator: BusTransport) -> None:
         self.emulator = emulator
 
     def start(self) -> None:
+        harness = getattr(self.emulator.modules, "harness", None)  # the firmware's AVR simulator process
+        if harness is not None and os.sched_getscheduler(0) == os.SCHED_FIFO:  # the run's priority, for it too
+            try:
+                harness.set_realtime_priority(os.sched_getparam(0).sched_priority)
+            except OSError as exc:
+                log.warning("the AVR simulator's real-time priority was refused (%s)", exc)
         self.emulator.start()
 
     def drain(self, frames_sent: int) -> None:
@@ -196,7 +213,7 @@ class HilBackend(CanBackend):
 
     def __init__(self) -> None:
         super().__init__()
-        self.emulator: JointControllerEmulator | None = None
+        self.emulator: BusTransport | None = None
         self._emulator_bus: can.BusABC | None = None
 
     def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
@@ -239,16 +256,34 @@ class HilBackend(CanBackend):
                 hil.plant,
             )
         self._emulator_bus = LockstepVirtualBus(channel=channel, preserve_timestamps=True)
-        self.emulator = JointControllerEmulator(
-            self._emulator_bus, config, plant, timestamp_offset_s=self._timestamp_offset_s
-        )
+        if hil.modules == "firmware":
+            self.emulator = self._firmware_modules(ctx, config, plant)
+        else:
+            self.emulator = JointControllerEmulator(
+                self._emulator_bus, config, plant, timestamp_offset_s=self._timestamp_offset_s
+            )
         self.hil_plant = hil.plant
+        self.hil_modules = hil.modules
         self.receive_mode = (
             RealtimeEmulatorReceive(self.emulator)
             if ctx.realtime
             else LockstepReceive(self.emulator, lambda: self._require().pump())
         )
         return LockstepVirtualBus(channel=channel, preserve_timestamps=True)
+
+    def _firmware_modules(self, ctx: RunContext, config: EmulatorConfig, plant: JointPlant) -> BusTransport:
+        """The firmware on simulated boards (the harness process starts here); what it cannot do is a config error."""
+        from firmware_protocol.emulator.firmware import FirmwareModules  # lazy: only runs that ask for it
+
+        bus = self._emulator_bus
+        assert bus is not None  # opened by _open_bus, which calls this
+        try:
+            modules = FirmwareModules(config, plant)
+        except (EmulatorConfigError, HarnessError) as exc:
+            bus.shutdown()
+            self._emulator_bus = None
+            raise ConfigError(f'{ctx.source}: hil.modules = "firmware": {exc}') from None
+        return BusTransport(bus, modules, timestamp_offset_s=self._timestamp_offset_s)
 
     def link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
         return self.emulator.plant.link_poses() if self.emulator is not None else None
@@ -261,6 +296,7 @@ class HilBackend(CanBackend):
             out.pop("ref_to_feedback_latency_p99_ms", None)
         if self.emulator is not None:
             out["hil_mode"] = "lockstep" if lockstep else "realtime"
+            out["hil_modules"] = self.hil_modules
             out["hil_plant"] = self.hil_plant
             out["emulator"] = self.emulator.counters()
             out["controller_ticks"] = self.emulator.tick  # of the emulated modules
@@ -273,7 +309,7 @@ class HilBackend(CanBackend):
     def close(self) -> None:
         super().close()
         if self.emulator is not None:
-            self.emulator.stop()
+            self.emulator.close()  # the real-time thread, and the AVR simulator's process behind firmware modules
         if self._emulator_bus is not None:
             self._emulator_bus.shutdown()
             self._emulator_bus = None

@@ -54,8 +54,8 @@ def test_confirmation_reads_the_estop_flag_of_feedback_and_heartbeat(estop):
     assert can_estop.parse_slcan_line(b"t7") is None and can_estop.parse_slcan_line(b"t70Z4zz") is None
 
 
-def test_estop_over_slcan_confirms_every_module_and_leaves_the_channel_open(capsys):
-    proc, pty = start_emulator()
+def test_estop_over_slcan_confirms_every_module_and_leaves_the_channel_open(capsys, modules):
+    proc, pty = start_emulator(modules=modules)
     other = None
     try:
         other = BufferedSlcanBus(channel=pty, bitrate=1_000_000)  # another process's open channel
@@ -78,8 +78,8 @@ def test_estop_over_slcan_confirms_every_module_and_leaves_the_channel_open(caps
     assert counters["rejected_total"] == 0
 
 
-def test_estop_names_the_modules_that_do_not_confirm(capsys):
-    proc, pty = start_emulator("--nodes", "1-4")
+def test_estop_names_the_modules_that_do_not_confirm(capsys, modules):
+    proc, pty = start_emulator("--nodes", "1-4", modules=modules)
     try:
         argv = ["can", "estop", "--interface", "slcan", "--channel", pty, "--timeout", "0.5"]
         assert main(argv) == 1
@@ -112,16 +112,17 @@ def test_virtual_bus_is_process_local():
         can_estop.emergency_stop("virtual", "x")
 
 
-def test_estop_from_another_process_stops_a_running_aiko_run(tmp_path):
+def test_estop_from_another_process_stops_a_running_aiko_run(tmp_path, modules):
     """The lab's case: `aiko run` streams over slcan, someone runs `aiko can estop` from another shell."""
     from aiko.log import LogReader
 
-    proc, pty = start_emulator()
+    proc, pty = start_emulator(modules=modules)
     log = tmp_path / "run.mcap"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     run_cmd = [_PY, "-m", "aiko.cli", "run", str(REPO / "experiments" / "sidewinding.toml"), "--backend", "can"]
     run_cmd += ["--interface", "slcan", "--channel", pty, "--duration", "60", "--out", str(log), "--no-report"]
-    # far beyond any stall of a loaded machine (the emulator runs at normal priority): the stop must come first
+    # far beyond any stall of a loaded machine (the emulator runs at normal priority): the stop must come first;
+    # the enable timeout also covers ten simulated AVR cores starting up (the firmware side of `modules`)
     for setting in ("can.watchdog_periods=20", "can.feedback_timeout_s=10", "can.enable_timeout_s=10"):
         run_cmd += ["--set", setting]
     run = subprocess.Popen(run_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)

@@ -88,13 +88,14 @@ def test_a_module_that_does_not_keep_a_written_value_is_named_and_nothing_is_ena
     backend = _hil()
     emulator = backend.emulator
     _third_party_writes(backend, 4, Parameter.KD_H, 500.0)
-    write = emulator._write_parameter
+    # patched on the modules (the Python model behind the bus transport), where the modules' own code calls it
+    write = emulator.modules._write_parameter
 
     def keeps_kd_h_on_module_4(row: int, parameter: Parameter, value: float) -> None:
         if not (row == 3 and parameter is Parameter.KD_H):
             write(row, parameter, value)
 
-    emulator._write_parameter = keeps_kd_h_on_module_4
+    emulator.modules._write_parameter = keeps_kd_h_on_module_4
     try:
         with pytest.raises(HardwareError, match=r"joint module 4 holds KdH = 500 after 6 was written.*nothing was"):
             backend.activate()
@@ -106,7 +107,7 @@ def test_a_module_that_does_not_keep_a_written_value_is_named_and_nothing_is_ena
 def test_a_refused_write_is_named_with_what_the_module_said():
     backend = _hil()
     emulator = backend.emulator
-    on_parameter = emulator._on_parameter
+    on_parameter = emulator.modules._on_parameter  # patched on the modules, where their own code calls it
 
     def module_9_refuses_kp_v(row: int, msg: can.Message) -> None:
         values = CODEC.decode(msg.arbitration_id, bytes(msg.data)).values
@@ -115,7 +116,7 @@ def test_a_refused_write_is_named_with_what_the_module_said():
             return
         on_parameter(row, msg)
 
-    emulator._on_parameter = module_9_refuses_kp_v
+    emulator.modules._on_parameter = module_9_refuses_kp_v
     try:
         with pytest.raises(HardwareError, match=r"joint module 9 refused KpV = 400: OutOfRange"):
             backend.activate()

@@ -30,8 +30,11 @@ def experiment():
     return load_experiment(SIDEWINDING)
 
 
-def _configured_hil(experiment, clock=None, *, overrides=None, realtime=False, duration_s=None):
-    """A configured HIL backend; ``overrides`` (dotted keys, as ``--set``) reload the experiment with them."""
+def _configured_hil(experiment, clock=None, *, overrides=None, realtime=False, duration_s=None, modules="python"):
+    """A configured HIL backend; ``overrides`` (dotted keys, as ``--set``) reload the experiment with them;
+    ``modules``: the `modules` fixture's kind (hil.modules)."""
+    if modules != "python":
+        overrides = {**(overrides or {}), "hil.modules": modules}
     if overrides:
         experiment = load_experiment(experiment.path, {**experiment.overrides, **overrides})
     backend = HilBackend()
@@ -102,10 +105,12 @@ def test_unsupported_can_log_extension_is_a_config_error(tmp_path, experiment):
 
 
 # ------------------------------------------------------------------------------------- lockstep run
-def test_hil_run_tracks_the_gait_and_leaves_modules_disabled(experiment):
+def test_hil_run_tracks_the_gait_and_leaves_modules_disabled(experiment, modules):
+    experiment = load_experiment(experiment.path, {"hil.modules": modules})
     recorder = MemoryRecorder()
     backend = HilBackend()
     result, summary = run_experiment(experiment, recorder, RunOptions(duration_s=3.0), backend=backend)
+    assert summary["hil_modules"] == modules
     assert summary["emulator"]["rejected_total"] == 0 and summary["can_bad_frames"] == 0
     assert summary["emulator"]["accepted_references"] == [31] * 10
     feedback = recorder.channels["/joint_feedback"]
@@ -115,10 +120,11 @@ def test_hil_run_tracks_the_gait_and_leaves_modules_disabled(experiment):
     # one reference period of ZOH lag (<= 56 deg/s * 0.1 s) plus free play (2 deg): within 8 deg
     error = np.degrees(np.abs(np.array(last["angle_h_rad"]) - refs.angle_h_rad))
     assert error.max() < 8.0
-    assert (backend.emulator.state == ModuleState.DISABLED).all()  # deactivate reached every module
+    assert backend.emulator.counters()["state"] == ["DISABLED"] * 10  # deactivate reached every module
 
 
-def test_lockstep_hil_is_deterministic(experiment):
+def test_lockstep_hil_is_deterministic(experiment, modules):
+    experiment = load_experiment(experiment.path, {"hil.modules": modules})
     runs = []
     for _ in range(2):
         recorder = MemoryRecorder()
@@ -158,8 +164,8 @@ def test_exception_or_ctrl_c_in_the_loop_disables_the_modules(experiment, error)
     backend.close()  # and closing twice too
 
 
-def test_watchdog_when_the_pc_goes_silent_is_reported_and_the_driver_keeps_running(experiment):
-    backend, recorder, clock = _configured_hil(experiment)
+def test_watchdog_when_the_pc_goes_silent_is_reported_and_the_driver_keeps_running(experiment, modules):
+    backend, recorder, clock = _configured_hil(experiment, modules=modules)
     try:
         backend.activate()
         for k in range(11):
@@ -175,31 +181,34 @@ def test_watchdog_when_the_pc_goes_silent_is_reported_and_the_driver_keeps_runni
         assert all(s & JointStatus.WATCHDOG and not s & JointStatus.ENABLED for s in feedback.status)
         kinds = [(kind, fields["node"]) for _, kind, fields in recorder.events if kind == "module_watchdog"]
         assert sorted(node for _, node in kinds) == list(range(1, 11))
-        trips = backend.emulator.watchdog_trip_s
-        assert np.all((trips > 1.0 + 0.3) & (trips <= 1.0 + 0.3 + backend.emulator.dt_s + 1e-9))
+        counters = backend.emulator.counters()  # on each module's own clock (the firmware's runs from power-up)
+        for last, trip in zip(counters["last_valid_reference_s"], counters["watchdog_trip_s"], strict=True):
+            assert 0.3 < trip - last <= 0.3 + backend.emulator.dt_s + 1e-9
     finally:
         backend.close()
 
 
-def test_emergency_stop_through_the_backend(experiment):
-    backend, recorder, clock = _configured_hil(experiment)
+def test_emergency_stop_through_the_backend(experiment, modules):
+    backend, recorder, clock = _configured_hil(experiment, modules=modules)
     try:
         backend.activate()
         clock.sleep_until(0.2)
         backend.advance_to(0.2)
         backend.write(experiment.gait.references(0.2))
-        backend.emergency_stop()
-        assert (backend.emulator.state == ModuleState.ESTOP).all()
-        assert not backend.emulator.drive.voltage_v.any()
-        clock.sleep_until(0.21)
-        backend.advance_to(0.21)
+        backend.emergency_stop()  # the firmware hears it from its bus: the backend lets it act before it returns
+        assert backend.emulator.counters()["state"] == ["ESTOP"] * 10
+        assert not backend.emulator.modules.drive.voltage_v.any()
+        # the next feedback: within a feedback period (10 ms) and the bus's queue of 20 frames (2.6 ms; the
+        # firmware's feedback has its own phase and waits for the bus, the Python modules' comes at 0.21 s)
+        clock.sleep_until(0.215)
+        backend.advance_to(0.215)
         assert all(s & JointStatus.FAULT and not s & JointStatus.ENABLED for s in backend.read().status)
     finally:
         backend.close()
 
 
-def test_driver_warns_on_bad_traffic_and_keeps_running(experiment, caplog):
-    backend, recorder, clock = _configured_hil(experiment)
+def test_driver_warns_on_bad_traffic_and_keeps_running(experiment, caplog, modules):
+    backend, recorder, clock = _configured_hil(experiment, modules=modules)
     try:
         backend.activate()
         intruder = can.Bus(interface="virtual", channel=backend.bus.channel_id)
@@ -215,7 +224,8 @@ def test_driver_warns_on_bad_traffic_and_keeps_running(experiment, caplog):
         assert backend.driver.bad_frames == 2
         assert "ignoring bad frame" in caplog.text and "0x7F0" in caplog.text
         assert all(s & JointStatus.ENABLED for s in backend.read().status)  # still streaming, still healthy
-        assert backend.emulator.counters()["unknown_id_frames"] == 1  # the modules saw and rejected it too
+        # the Python modules saw and rejected it too; the firmware's CAN controller filters it out before it counts
+        assert backend.emulator.counters()["unknown_id_frames"] == (1 if modules == "python" else 0)
     finally:
         backend.close()
 
@@ -327,11 +337,13 @@ def test_health_monitor_reports_each_transition_once():
     assert monitor.snapshot(0.8)[1]["watchdog"] is True
 
 
-def test_hil_drives_the_3d_simulator_through_the_emulated_modules():
-    experiment = load_experiment(SIDEWINDING, {"hil.plant": "snake3d"})
+def test_hil_drives_the_3d_simulator_through_the_emulated_modules(modules):
+    experiment = load_experiment(SIDEWINDING, {"hil.plant": "snake3d", "hil.modules": modules})
     recorder = MemoryRecorder()
     _, summary = run_experiment(experiment, recorder, RunOptions(backend="hil", duration_s=1.0))
-    assert summary["hil_plant"] == "snake3d" and summary["physics_steps"] == 4000  # one sim step per sub-step
+    # one sim step per sub-step; the firmware runs 2 ms more to hear the final DISABLE from its bus
+    settle_steps = 8 if modules == "firmware" else 0
+    assert summary["hil_plant"] == "snake3d" and summary["physics_steps"] == 4000 + settle_steps
     assert summary["emulator"]["accepted_references"] == [11] * 10
     start, end = np.array(summary["tracked_point_start_m"]), np.array(summary["tracked_point_end_m"])
     assert np.all(np.isfinite(end)) and 0.0 < np.linalg.norm(end[:2] - start[:2]) < 0.5  # it moved, plausibly
@@ -360,8 +372,8 @@ def test_hil_rejects_a_physics_step_that_differs_from_the_simulators(tmp_path):
         _configured_hil(experiment)
 
 
-def test_hil_streams_at_200_hz():
-    experiment = load_experiment(SIDEWINDING, {"run.reference_rate_hz": 200.0})
+def test_hil_streams_at_200_hz(modules):
+    experiment = load_experiment(SIDEWINDING, {"run.reference_rate_hz": 200.0, "hil.modules": modules})
     _, summary = run_experiment(experiment, MemoryRecorder(), RunOptions(backend="hil", duration_s=0.5))
     assert summary["emulator"]["accepted_references"] == [101] * 10  # t = 0 .. 0.5 s every 5 ms
     assert summary["emulator"]["watchdog_trips"] == [0] * 10  # the modules were told the 5 ms period
@@ -387,14 +399,24 @@ def test_a_module_that_goes_silent_is_reported_stale(experiment):
         backend.close()
 
 
-def test_a_module_silent_before_enable_fails_activation_in_lockstep_as_on_hardware(experiment):
+def test_a_module_silent_before_enable_fails_activation_in_lockstep_as_on_hardware(experiment, modules):
     """Lockstep HIL runs the CAN backend's own activation: a module that sends no status (here: module 7 answers
-    its parameters but its feedback never goes out) is named, and nothing is enabled."""
-    backend, _, _ = _configured_hil(experiment)
+    its parameters but its feedback never goes out) is named, and nothing is enabled. Its feedback frames are
+    dropped where the modules hand them to the bus, so that the same cut works for the Python model and the
+    firmware (a parameter write of FeedbackRateHz = 0 no longer silences it: the run writes every parameter)."""
+    from firmware_protocol.codec import default_codec
+    from firmware_protocol.dbc import MessageKind
+
+    backend, _, _ = _configured_hil(experiment, modules=modules)
     try:
-        emulator = backend.emulator
-        send = emulator._send_feedbacks
-        emulator._send_feedbacks = lambda rows, rates: send(rows[rows != 6], rates)
+        scheme, modules_set = default_codec().scheme, backend.emulator.modules
+        emit = modules_set.emit
+
+        def emit_but_module_7s_feedback(frame_id: int, data: bytes, time_s: float) -> None:
+            if scheme.classify(frame_id) != (MessageKind.FEEDBACK, 7):
+                emit(frame_id, data, time_s)
+
+        modules_set.emit = emit_but_module_7s_feedback
         with pytest.raises(
             HardwareError, match=r"joint modules \[7\] sent no status within 1.0 s; nothing was enabled"
         ):
@@ -455,12 +477,14 @@ def _fifo_granted() -> bool:
 
 
 @pytest.mark.skipif(not _fifo_granted(), reason="SCHED_FIFO is not granted to this user (no CAP_SYS_NICE/rtprio)")
-def test_every_python_thread_of_a_realtime_run_runs_at_the_runs_priority(tmp_path):
+def test_every_python_thread_of_a_realtime_run_runs_at_the_runs_priority(tmp_path, modules):
     """Priority inversion (issue 26): a sender at SCHED_FIFO waits for the GIL held by any thread of its process, so
     the MCAP writer (started before the run raises its priority), the Notifier and the emulator thread run at the
-    run's priority while it streams, the sender one above; all are back to normal scheduling afterwards."""
+    run's priority while it streams, the sender one above; all are back to normal scheduling afterwards. With the
+    firmware, the AVR simulator's process (which does the modules' work) runs at SCHED_FIFO too."""
     import os
     import threading
+    from pathlib import Path
 
     from aiko.core.loop import PeriodicTask
     from aiko.core.realtime import thread_policy
@@ -469,11 +493,17 @@ def test_every_python_thread_of_a_realtime_run_runs_at_the_runs_priority(tmp_pat
 
     seen: dict[str, tuple[int, int]] = {}
 
+    children: dict[int, tuple[int, int]] = {}  # the AVR simulator's process, with the firmware
+
     def snapshot(t_s: float) -> None:
         for thread in threading.enumerate():
             seen[thread.name] = thread_policy(thread.native_id)
+        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                children[int(child)] = thread_policy(int(child))
 
-    experiment = load_experiment(SIDEWINDING, {"can.watchdog_periods": 20, "can.feedback_timeout_s": 10.0})
+    settings = {"can.watchdog_periods": 20, "can.feedback_timeout_s": 10.0, "hil.modules": modules}
+    experiment = load_experiment(SIDEWINDING, settings)
     spy = PeriodicTask("spy", 10.0, snapshot, priority=95)
     record_run(
         experiment,
@@ -485,4 +515,6 @@ def test_every_python_thread_of_a_realtime_run_runs_at_the_runs_priority(tmp_pat
     assert seen.pop(threading.main_thread().name) == (fifo, p + 1)
     assert seen.pop("mcap-writer") == (fifo, p)
     assert seen and all(policy == (fifo, p) for policy in seen.values()), seen  # Notifier, emulator thread, ...
+    assert len(children) == (1 if modules == "firmware" else 0), children
+    assert all(policy[0] == fifo for policy in children.values()), children
     assert thread_policy(0) == (os.SCHED_OTHER, 0)

@@ -6,7 +6,7 @@ import can
 import numpy as np
 import pytest
 
-import firmware_protocol.emulator.emulator as emulator_module
+import firmware_protocol.emulator.modules as emulator_module
 from aiko.core.recording import MemoryRecorder
 from aiko.robots.aiko.backends.hil import HilBackend
 from aiko.robots.aiko.backends.hil_snake3d import Snake3DHilPlant, run_ticks_snake3d
