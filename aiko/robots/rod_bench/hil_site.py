@@ -107,9 +107,22 @@ class EmulatedController:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut by the emulator's stop
-            for channel, payload in row["channels"].items():
+            for channel, payload in row.get("channels", {}).items():
                 out.append((channel, float(row["controller_time_s"]), payload))
         return out
+
+    def plant_timing(self) -> dict[str, Any]:
+        """The plant hook's time per controller tick (median, p99, max; `plant.PlantTiming`), as last written."""
+        if self.plant_log is None or not self.plant_log.exists():
+            return {}
+        timing: dict[str, Any] = {}
+        for line in self.plant_log.read_text().splitlines():
+            if line.startswith('{"plant_timing"'):
+                try:
+                    timing = json.loads(line)["plant_timing"]
+                except json.JSONDecodeError:
+                    continue
+        return timing
 
     def summary(self) -> dict[str, Any]:
         counters: dict[str, Any] = {}
@@ -121,4 +134,9 @@ class EmulatedController:
                     pass
                 break
         events = [json.loads(x)["event"] for x in self.lines if x.startswith('{"event"')]
-        return {"controller_rate_hz": self.controller_rate_hz, "emulator": counters, "emulator_events": events[-10:]}
+        return {
+            "controller_rate_hz": self.controller_rate_hz,
+            "emulator": counters,
+            "emulator_events": events[-10:],
+            "plant_tick_time": self.plant_timing(),
+        }

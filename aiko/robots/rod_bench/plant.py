@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import IO
 
@@ -70,6 +71,7 @@ class RodPlant:
         self.failed: str | None = None
         self._wrench: list[float] | None = None
         self.ft_sensor = ft_sensor  # HIL's F/T emulator in this process: fed the rod's reaction at every tick
+        self.timing = PlantTiming()
 
     def _record(self, rod: RodStepper) -> None:
         if self.side_log is None or self.mounted_at_s is None:
@@ -90,6 +92,15 @@ class RodPlant:
         return pos_err <= MOUNT_TOLERANCE_M and rot_err <= MOUNT_TOLERANCE_RAD
 
     def __call__(self, t_s: float, flange_pose: np.ndarray, flange_speed: np.ndarray) -> list[float] | None:
+        start = time.perf_counter()
+        try:
+            return self._tick(t_s, flange_pose, flange_speed)
+        finally:
+            if self.timing.add(time.perf_counter() - start) and self.side_log is not None:
+                self.side_log.write(json.dumps({"plant_timing": self.timing.summary()}) + "\n")
+                self.side_log.flush()
+
+    def _tick(self, t_s: float, flange_pose: np.ndarray, flange_speed: np.ndarray) -> list[float] | None:
         alpha = self.mount.alpha(flange_pose)
         if self.mounted_at_s is None:
             if not self._at_start(alpha, flange_speed):
@@ -112,6 +123,33 @@ class RodPlant:
             if self.ft_sensor is not None:
                 self.ft_sensor.update(sensor_wrench(self.mount, flange_pose, self.rod.info.base_wrench))
         return self._wrench
+
+
+class PlantTiming:
+    """How long the plant hook takes inside each controller tick (the rod's share of the emulator's period): every
+    call's duration is kept (200 Hz × a run's minutes), and a summary is due once a second of ticks."""
+
+    SUMMARY_EVERY = 200
+
+    def __init__(self) -> None:
+        self.durations_s: list[float] = []
+
+    def add(self, duration_s: float) -> bool:
+        """Record one call; True when a summary is due."""
+        self.durations_s.append(duration_s)
+        return len(self.durations_s) % self.SUMMARY_EVERY == 0
+
+    def summary(self) -> dict[str, float | int]:
+        d = np.asarray(self.durations_s) * 1e3
+        if len(d) == 0:
+            return {"calls": 0}
+        return {
+            "calls": len(d),
+            "median_ms": float(np.median(d)),
+            "p99_ms": float(np.percentile(d, 99)),
+            "max_ms": float(np.max(d)),
+            "mean_ms": float(np.mean(d)),
+        }
 
 
 def warm_up(experiment: BenchExperiment) -> None:

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from sim.cosserat import RodModel, RodState, kinematics
-from sim.cosserat.dynamics import StepInfo
+from sim.cosserat import RodModel, RodState
+from sim.cosserat.forces import centreline as sim_centreline
+from sim.cosserat.step_problem import StepInfo
 
 CENTRELINE = "/sim/rod/centreline"
 CONTACTS = "/sim/rod/contacts"
@@ -18,7 +19,7 @@ ROD_STATE = "/sim/rod/state"  # the HIL plant's true states q (only with a [came
 
 def rod_payloads(model: RodModel, state: RodState, info: StepInfo | None) -> dict[str, dict[str, Any]]:
     """channel -> payload of one instant (contacts and base wrench only once a step has reported them)."""
-    centreline = kinematics(model, state.q).p[model.grid.node_index]
+    centreline = sim_centreline(model, state.q)
     out: dict[str, dict[str, Any]] = {
         CENTRELINE: {
             "t_s": state.t_s,

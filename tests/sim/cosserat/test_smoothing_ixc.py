@@ -11,7 +11,7 @@ import pytest
 
 from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat import ConvergenceError, step
-from sim.cosserat.dynamics import contact_scales
+from sim.cosserat.contact import contact_scales
 from sim.cosserat.newton import NewtonSettings, solve
 from sim.cosserat.scenario import simulate
 
