@@ -67,7 +67,9 @@ def step(
     sensitive is the decision to halve: a step that converges whole on one machine and halved on another is a
     different discretisation (measured: the IX-C pinned sigmoid run, 1 of 4 runs from 1e-14-perturbed states
     halved 22 instead of 18 steps and rested 1.9 mm away; rod_on_plane: 1e-14 m).
-    `on_newton_iterate` (off by default) sees every Newton iterate, also of attempts that were then halved.
+    `on_newton_iterate` (off by default) sees every Newton iterate, also of attempts that were then halved. It
+    selects the reference step (the compiled one runs its iterations without Python): a hooked run is bitwise the
+    run with `settings.compiled_step=False`, and equal to the compiled run to the Newton tolerance.
     """
     if not dt_s > 0:
         raise ValueError(f"dt_s must be > 0, got {dt_s!r}")
