@@ -1,10 +1,5 @@
 """The numba step: the reference step of :mod:`sim.snake3d.reference` in a faster but equivalent form.
 
-`step` runs the reference's phases as one function each, in order: the midpoint (`_midpoint`), the joint torques
-(`_joint_torques`), the joints' null space (`_null_space`), the reduced system and its factor (`_reduced_factor`), the
-active contacts and their rows (`_active_contacts`, `_contact_rows`), the prox iteration (`_prox_iteration`) and the
-end-of-step state (`_finish`); `step` itself only lays out their work arrays in two buffers.
-
 Instead of solving for the joint impulses P_J each time the contact impulses change (eq. 84), the joint constraints
 are eliminated once per step: the admissible velocities W_JMᵀ u = 0 are spanned by the 6 + 2(n−1) columns of N
 (link 1's twist and the joint rates, propagated down the chain with exactly the kinematics W_J encodes), and
@@ -21,23 +16,17 @@ import numpy as np
 from numba import njit
 
 from sim.snake3d.constraints import project_joint_constraints
-from sim.snake3d.contact_kernels import _active_contacts, _contact_rows, _prox_iteration
-from sim.snake3d.parameters import (
-    P_DT,
-    P_GX,
-    P_GY,
-    P_GZ,
-    P_HALVINGS,
-    P_L,
-    P_M,
-    P_PDIMPLICIT,
-    P_TH1,
-    P_TH3,
-    STATUS_NOT_CONVERGED,
-    STATUS_NOT_FINITE,
-    STATUS_OK,
-)
 from sim.snake3d.rotations import quat_to_matrix_into
+
+# indices into the parameter vector (see SnakeModel.params_array / PARAM_NAMES)
+P_L, P_LSC, P_LGS, P_M, P_TH1, P_TH3, P_GX, P_GY, P_GZ, P_MUX, P_MUY, P_MUV, P_DT, P_PAPER = range(14)
+P_RN, P_RT, P_RV, P_TOL, P_MAXIT, P_RETRIES, P_VTOL, P_INNER, P_MUO, P_RTOL, P_HALVINGS, P_CONTRACTING = range(14, 26)
+P_PDIMPLICIT = 26
+INNER_TOLERANCE_FACTOR = 1e-2
+
+STATUS_OK = 0
+STATUS_NOT_CONVERGED = 1
+STATUS_NOT_FINITE = 2
 
 
 @njit(cache=True)
@@ -49,6 +38,99 @@ def _quat_rate_into(p, omega_body, out):
     out[1] = 0.5 * (w * ox + y * oz - z * oy)
     out[2] = 0.5 * (w * oy + z * ox - x * oz)
     out[3] = 0.5 * (w * oz + x * oy - y * ox)
+
+
+@njit(cache=True)
+def _max_eig_2x2(a00, a01, a10, a11):
+    half_trace = 0.5 * (a00 + a11)
+    det = a00 * a11 - a01 * a10
+    return half_trace + math.sqrt(max(half_trace * half_trace - det, 0.0))
+
+
+@njit(cache=True)
+def _prox_ellipse(y0, y1, ax, ay):
+    if ax <= 0.0 or ay <= 0.0:
+        return 0.0, 0.0
+    s = math.sqrt((y0 / ax) ** 2 + (y1 / ay) ** 2)
+    if s > 1.0:
+        return y0 / s, y1 / s
+    return y0, y1
+
+
+@njit(cache=True)
+def _solve_contact(gamma0, A, P0, r_n, rt0, rt1, r_v, scale, mux, muy, muv, tol, inner, out, before, gamma):
+    """Numba twin of reference.solve_contact (same operations in the same order); ``before`` and ``gamma`` are
+    4-element work arrays (allocating them here cost as much as the update itself)."""
+    for k in range(4):
+        out[k] = P0[k]
+    for _ in range(inner):
+        for k in range(4):
+            before[k] = out[k]
+        for row in range(4):
+            acc = gamma0[row]
+            for col in range(4):
+                acc += A[row, col] * (out[col] - P0[col])
+            gamma[row] = acc
+        out[0] = max(0.0, out[0] - scale * r_n * gamma[0])
+        for row in range(4):
+            acc = gamma0[row]
+            for col in range(4):
+                acc += A[row, col] * (out[col] - P0[col])
+            gamma[row] = acc
+        out[1], out[2] = _prox_ellipse(
+            out[1] - scale * rt0 * gamma[1], out[2] - scale * rt1 * gamma[2], mux * out[0], muy * out[0]
+        )
+        for row in range(4):
+            acc = gamma0[row]
+            for col in range(4):
+                acc += A[row, col] * (out[col] - P0[col])
+            gamma[row] = acc
+        out[3] = min(muv * out[0], max(-muv * out[0], out[3] - scale * r_v * gamma[3]))
+        change = 0.0
+        for k in range(4):
+            change += abs(out[k] - before[k])
+        if change < INNER_TOLERANCE_FACTOR * tol:
+            break
+
+
+@njit(cache=True)
+def _gamma(Y, width, zhat, out):
+    """out[d] = Σ_c Y[c, d] ẑ[c] for the 4 directions of a contact (4 independent sums, each in coordinate order)."""
+    g0 = 0.0
+    g1 = 0.0
+    g2 = 0.0
+    g3 = 0.0
+    for c in range(width):
+        z = zhat[c]
+        g0 += Y[c, 0] * z
+        g1 += Y[c, 1] * z
+        g2 += Y[c, 2] * z
+        g3 += Y[c, 3] * z
+    out[0] = g0
+    out[1] = g1
+    out[2] = g2
+    out[3] = g3
+
+
+@njit(cache=True)
+def _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0):
+    """Violation of the contact laws (eq. 87–89) in m/s: max over contacts of ‖P − prox(P − rγ)‖ / r."""
+    residual = 0.0
+    for k in range(m):
+        _gamma(Yh[k], widths[k], zhat, gamma0)
+        pn = max(0.0, P[k, 0] - rpar[k, 0] * gamma0[0])
+        res = abs(pn - P[k, 0]) / rpar[k, 0]
+        t1, t2 = _prox_ellipse(
+            P[k, 1] - rpar[k, 1] * gamma0[1], P[k, 2] - rpar[k, 2] * gamma0[2], c_mu[k, 0] * P[k, 0],
+            c_mu[k, 1] * P[k, 0],
+        )  # fmt: skip
+        res = max(res, math.sqrt(((t1 - P[k, 1]) / rpar[k, 1]) ** 2 + ((t2 - P[k, 2]) / rpar[k, 2]) ** 2))
+        if rpar[k, 3] > 0.0:
+            bound = c_mu[k, 2] * P[k, 0]
+            pv = min(bound, max(-bound, P[k, 3] - rpar[k, 3] * gamma0[3]))
+            res = max(res, abs(pv - P[k, 3]) / rpar[k, 3])
+        residual = max(residual, res)
+    return residual
 
 
 @njit(cache=True)
@@ -191,202 +273,6 @@ def reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half
 
 
 @njit(cache=True)
-def _midpoint(pos, quat, vel, omg, dt, posM, quatM, R, dq):
-    """Step 1: the midpoint configuration (eq. 72 with F(q_A)), its rotation matrices in R."""
-    n = pos.shape[0]
-    # 1. midpoint (eq. 72 with F(q_A))
-    for i in range(n):
-        _quat_rate_into(quat[i], omg[i], dq)
-        s = 0.0
-        for k in range(4):
-            quatM[i, k] = quat[i, k] + 0.5 * dt * dq[k]
-            s += quatM[i, k] ** 2
-        s = math.sqrt(s)
-        for k in range(4):
-            quatM[i, k] /= s
-        for k in range(3):
-            posM[i, k] = pos[i, k] + 0.5 * dt * vel[i, k]
-        quat_to_matrix_into(quatM[i], R[i])
-
-
-@njit(cache=True)
-def _joint_torques(R, omg, ref_angle, ref_rate, gains, feedforward, dt, pd_implicit, torque_body, joint_damping):
-    """Step 2: the joints' PD torques (with the fixed sign) and feed-forward, as body torques per link; with the
-    implicit PD, the damping each joint adds to the reduced mass matrix (`joint_damping`)."""
-    nj = R.shape[0] - 1
-    # 2. joint torques (PD with the fixed sign + feed-forward), as body torques per link
-    torque_body[:, :] = 0.0
-    for j in range(nj):
-        # (R_jᵀ R_{j+1}) entries [2,0], [2,1], [2,2]: row 2 of R_jᵀ is column 2 of R_j
-        rel20 = R[j, 0, 2] * R[j + 1, 0, 0] + R[j, 1, 2] * R[j + 1, 1, 0] + R[j, 2, 2] * R[j + 1, 2, 0]
-        rel21 = R[j, 0, 2] * R[j + 1, 0, 1] + R[j, 1, 2] * R[j + 1, 1, 1] + R[j, 2, 2] * R[j + 1, 2, 1]
-        rel22 = R[j, 0, 2] * R[j + 1, 0, 2] + R[j, 1, 2] * R[j + 1, 1, 2] + R[j, 2, 2] * R[j + 1, 2, 2]
-        ah = -math.asin(min(1.0, max(-1.0, rel20)))
-        av = math.atan2(rel21, rel22)
-        # relative angular velocity R_{j+1} ω_{j+1} − R_j ω_j, then its components on the joint axes a, b
-        rate_h = 0.0
-        rate_v = 0.0
-        for k in range(3):
-            w_next = R[j + 1, k, 0] * omg[j + 1, 0] + R[j + 1, k, 1] * omg[j + 1, 1] + R[j + 1, k, 2] * omg[j + 1, 2]
-            w_rel = w_next - (R[j, k, 0] * omg[j, 0] + R[j, k, 1] * omg[j, 1] + R[j, k, 2] * omg[j, 2])
-            rate_h += w_rel * R[j, k, 1]
-            rate_v += w_rel * R[j + 1, k, 0]
-        if pd_implicit:
-            # trapezoidal (Crank–Nicolson) PD: α ≈ α_M + Δt/4 (α̇_E − α̇_A), α̇ ≈ (α̇_A + α̇_E)/2; the α̇_E parts go
-            # into the reduced mass matrix below (joint_damping), the rest is this explicit torque
-            tau_h = (
-                feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah + 0.25 * dt * rate_h)
-                + gains[1] * (ref_rate[j, 0] - 0.5 * rate_h)
-            )  # fmt: skip
-            tau_v = (
-                feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av + 0.25 * dt * rate_v)
-                + gains[3] * (ref_rate[j, 1] - 0.5 * rate_v)
-            )  # fmt: skip
-            joint_damping[j, 0] = dt * (0.25 * dt * gains[0] + 0.5 * gains[1])
-            joint_damping[j, 1] = dt * (0.25 * dt * gains[2] + 0.5 * gains[3])
-        else:
-            tau_h = feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah) + gains[1] * (ref_rate[j, 0] - rate_h)
-            tau_v = feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av) + gains[3] * (ref_rate[j, 1] - rate_v)
-        T0 = tau_h * R[j, 0, 1] + tau_v * R[j + 1, 0, 0]
-        T1 = tau_h * R[j, 1, 1] + tau_v * R[j + 1, 1, 0]
-        T2 = tau_h * R[j, 2, 1] + tau_v * R[j + 1, 2, 0]
-        for k in range(3):
-            torque_body[j, k] -= R[j, 0, k] * T0 + R[j, 1, k] * T1 + R[j, 2, k] * T2
-            torque_body[j + 1, k] += R[j + 1, 0, k] * T0 + R[j + 1, 1, k] * T1 + R[j + 1, 2, k] * T2
-
-
-@njit(cache=True)
-def _null_space(R, half_L, Nv, Nw):
-    """Step 3: the columns N = (Nv, Nw) spanning the velocities the joints admit (each link's linear and angular
-    velocity per coordinate z)."""
-    nj = R.shape[0] - 1
-    # 3. null space of W_Jᵀ: z = [v_1, ω_1 (B_1), (α̇_h, α̇_v) per joint]
-    Nv[0, :, :6] = 0.0
-    Nw[0, :, :6] = 0.0
-    for k in range(3):
-        Nv[0, k, k] = 1.0
-        for c in range(3):
-            Nw[0, k, 3 + c] = R[0, k, c]
-    for j in range(nj):
-        width = 6 + 2 * j
-        for k in range(3):  # link j does not move with joint j's rates (read below as zero columns)
-            Nv[j, k, width] = 0.0
-            Nv[j, k, width + 1] = 0.0
-            Nw[j, k, width] = 0.0
-            Nw[j, k, width + 1] = 0.0
-        for k in range(3):
-            for c in range(width):
-                Nw[j + 1, k, c] = Nw[j, k, c]
-            Nw[j + 1, k, width] = R[j, k, 1]
-            Nw[j + 1, k, width + 1] = R[j + 1, k, 0]
-        zi0, zi1, zi2 = half_L * R[j, 0, 2], half_L * R[j, 1, 2], half_L * R[j, 2, 2]
-        zj0, zj1, zj2 = half_L * R[j + 1, 0, 2], half_L * R[j + 1, 1, 2], half_L * R[j + 1, 2, 2]
-        for c in range(width + 2):
-            a0, a1, a2 = Nw[j, 0, c], Nw[j, 1, c], Nw[j, 2, c]
-            b0, b1, b2 = Nw[j + 1, 0, c], Nw[j + 1, 1, c], Nw[j + 1, 2, c]
-            Nv[j + 1, 0, c] = Nv[j, 0, c] + (a1 * zi2 - a2 * zi1) + (b1 * zj2 - b2 * zj1)
-            Nv[j + 1, 1, c] = Nv[j, 1, c] + (a2 * zi0 - a0 * zi2) + (b2 * zj0 - b0 * zj2)
-            Nv[j + 1, 2, c] = Nv[j, 2, c] + (a0 * zi1 - a1 * zi0) + (b0 * zj1 - b1 * zj0)
-
-
-@njit(cache=True)
-def _reduced_factor(
-    R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, pd_implicit, joint_damping, Mr, rhs, U, col,
-    zhat_free,
-):  # fmt: skip
-    """Step 4: the reduced system, its factor U (Mr = U Uᵀ) and the contact-free solution ẑ_free; False if Mr is
-    not positive definite."""
-    nj = R.shape[0] - 1
-    nz = Mr.shape[0]
-    # 4. reduced mass matrix Mr = Nᵀ M N and right-hand side Nᵀ (M u_A + Δt (h + τ_C)) by composite inertias
-    reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, Mr, rhs)
-    if pd_implicit:
-        # coordinates h = 6 + 2j and v = h + 1 turn link j+1 about a = e_y^{B_j} and b = e_x^{B_{j+1}}; the joint
-        # rates are the projections α̇_h = ω_rel·a = z_h + (a·b) z_v, α̇_v = (a·b) z_h + z_v (a·b = g_Jφ, zero
-        # up to the midpoint's drift), so each axis adds c (1, a·b)ᵀ(1, a·b) to the joint's 2×2 block
-        for j in range(nj):
-            ab = R[j, 0, 1] * R[j + 1, 0, 0] + R[j, 1, 1] * R[j + 1, 1, 0] + R[j, 2, 1] * R[j + 1, 2, 0]
-            ch, cv = joint_damping[j, 0], joint_damping[j, 1]
-            h, v = 6 + 2 * j, 7 + 2 * j
-            Mr[h, h] += ch + cv * ab * ab
-            Mr[v, v] += cv + ch * ab * ab
-            Mr[h, v] += (ch + cv) * ab
-            Mr[v, h] += (ch + cv) * ab
-    # Mr = U Uᵀ with U upper triangular (Cholesky run from the last coordinate up). Link i only moves with the first
-    # 6 + 2i coordinates, and with this factor its contact rows Ŷ = W_aᵀ N U⁻ᵀ keep that sparsity (hand-written:
-    # LAPACK has no such ordering, and the 26×26 factor is cheaper inline than a library call).
-    # Right-looking form: each column's outer product is subtracted from the lower triangle still to be factored;
-    # that inner loop is an axpy, which the compiler vectorises (a left-looking dot product is a serial sum, as
-    # numba keeps IEEE order). Mr is overwritten.
-    for c in range(nz - 1, -1, -1):
-        s = Mr[c, c]
-        if not s > 0.0:
-            return False
-        ucc = math.sqrt(s)
-        U[c, c] = ucc
-        for r in range(c):
-            col[r] = Mr[c, r] / ucc
-            U[r, c] = col[r]
-        for r in range(c):
-            ur = col[r]
-            for q in range(r + 1):
-                Mr[r, q] -= ur * col[q]
-    for r in range(nz - 1, -1, -1):
-        s = rhs[r]
-        for k in range(r + 1, nz):
-            s -= U[r, k] * zhat_free[k]
-        zhat_free[r] = s / U[r, r]
-
-    return True
-
-
-@njit(cache=True)
-def _finish(
-    zhat, U, Nv, Nw, R, quatM, posM, dt, L, m, active, P, z, wI, dq, pos, quat, vel, omg, cache, out_impulses, out_stats
-):  # fmt: skip
-    """Step 7: u_E = N z with z = U⁻ᵀ ẑ; q_E (eq. 83); the joints' projection (Sec. VII-C); the impulses into the
-    warm-start cache and out_impulses. Returns the status (a non-finite state: the link in out_stats[3])."""
-    n = pos.shape[0]
-    nz = zhat.shape[0]
-    for r in range(nz):
-        s = zhat[r]
-        for q in range(r):
-            s -= U[q, r] * z[q]
-        z[r] = s / U[r, r]
-    for i in range(n):
-        width = min(nz, 6 + 2 * i)
-        for k in range(3):
-            sv = 0.0
-            sw = 0.0
-            for c in range(width):
-                sv += Nv[i, k, c] * z[c]
-                sw += Nw[i, k, c] * z[c]
-            vel[i, k] = sv
-            wI[k] = sw
-        for k in range(3):
-            omg[i, k] = R[i, 0, k] * wI[0] + R[i, 1, k] * wI[1] + R[i, 2, k] * wI[2]
-        _quat_rate_into(quatM[i], omg[i], dq)
-        for k in range(4):
-            quat[i, k] = quatM[i, k] + 0.5 * dt * dq[k]
-        for k in range(3):
-            pos[i, k] = posM[i, k] + 0.5 * dt * vel[i, k]
-    project_joint_constraints(pos, quat, L)
-    for a in range(out_impulses.shape[0]):
-        for d in range(4):
-            out_impulses[a, d] = 0.0
-    for k in range(m):
-        for d in range(4):
-            cache[active[k], d] = P[k, d]
-            out_impulses[active[k], d] = P[k, d]
-    for i in range(n):
-        for k in range(3):
-            if not (math.isfinite(pos[i, k]) and math.isfinite(vel[i, k]) and math.isfinite(omg[i, k])):
-                out_stats[3] = i
-                return STATUS_NOT_FINITE
-    return STATUS_OK
-
-
-@njit(cache=True)
 def step(
     pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, prm, obstacles, t_s, out_impulses, out_stats,
     diagnostics,
@@ -400,8 +286,12 @@ def step(
     nz = 6 + 2 * nj
     L = prm[P_L]
     half_L = 0.5 * L
+    lsc = prm[P_LSC]
+    lgs = prm[P_LGS]
     mass = prm[P_M]
+    mux, muy, muv = prm[P_MUX], prm[P_MUY], prm[P_MUV]
     dt = prm[P_DT]
+    tol = prm[P_TOL]
     n_obs = obstacles.shape[0]
     n_all = 2 * n + n * n_obs
 
@@ -482,30 +372,383 @@ def step(
     grav[1] = prm[P_GY]
     grav[2] = prm[P_GZ]
 
+    # 1. midpoint (eq. 72 with F(q_A))
+    for i in range(n):
+        _quat_rate_into(quat[i], omg[i], dq)
+        s = 0.0
+        for k in range(4):
+            quatM[i, k] = quat[i, k] + 0.5 * dt * dq[k]
+            s += quatM[i, k] ** 2
+        s = math.sqrt(s)
+        for k in range(4):
+            quatM[i, k] /= s
+        for k in range(3):
+            posM[i, k] = pos[i, k] + 0.5 * dt * vel[i, k]
+        quat_to_matrix_into(quatM[i], R[i])
+
+    # 2. joint torques (PD with the fixed sign + feed-forward), as body torques per link
+    torque_body[:, :] = 0.0
     pd_implicit = prm[P_PDIMPLICIT] > 0.5
-    _midpoint(pos, quat, vel, omg, dt, posM, quatM, R, dq)
-    _joint_torques(R, omg, ref_angle, ref_rate, gains, feedforward, dt, pd_implicit, torque_body, joint_damping)
-    _null_space(R, half_L, Nv, Nw)
-    if not _reduced_factor(
-        R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, pd_implicit, joint_damping, Mr, rhs, U, col,
-        zhat_free,
-    ):  # fmt: skip
-        out_stats[0] = 0
-        return STATUS_NOT_FINITE
-    m = _active_contacts(posM, R, obstacles, prm, active, c_link, c_off, c_dir, c_mu)
+    for j in range(nj):
+        # (R_jᵀ R_{j+1}) entries [2,0], [2,1], [2,2]: row 2 of R_jᵀ is column 2 of R_j
+        rel20 = R[j, 0, 2] * R[j + 1, 0, 0] + R[j, 1, 2] * R[j + 1, 1, 0] + R[j, 2, 2] * R[j + 1, 2, 0]
+        rel21 = R[j, 0, 2] * R[j + 1, 0, 1] + R[j, 1, 2] * R[j + 1, 1, 1] + R[j, 2, 2] * R[j + 1, 2, 1]
+        rel22 = R[j, 0, 2] * R[j + 1, 0, 2] + R[j, 1, 2] * R[j + 1, 1, 2] + R[j, 2, 2] * R[j + 1, 2, 2]
+        ah = -math.asin(min(1.0, max(-1.0, rel20)))
+        av = math.atan2(rel21, rel22)
+        # relative angular velocity R_{j+1} ω_{j+1} − R_j ω_j, then its components on the joint axes a, b
+        rate_h = 0.0
+        rate_v = 0.0
+        for k in range(3):
+            w_next = R[j + 1, k, 0] * omg[j + 1, 0] + R[j + 1, k, 1] * omg[j + 1, 1] + R[j + 1, k, 2] * omg[j + 1, 2]
+            w_rel = w_next - (R[j, k, 0] * omg[j, 0] + R[j, k, 1] * omg[j, 1] + R[j, k, 2] * omg[j, 2])
+            rate_h += w_rel * R[j, k, 1]
+            rate_v += w_rel * R[j + 1, k, 0]
+        if pd_implicit:
+            # trapezoidal (Crank–Nicolson) PD: α ≈ α_M + Δt/4 (α̇_E − α̇_A), α̇ ≈ (α̇_A + α̇_E)/2; the α̇_E parts go
+            # into the reduced mass matrix below (joint_damping), the rest is this explicit torque
+            tau_h = (
+                feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah + 0.25 * dt * rate_h)
+                + gains[1] * (ref_rate[j, 0] - 0.5 * rate_h)
+            )  # fmt: skip
+            tau_v = (
+                feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av + 0.25 * dt * rate_v)
+                + gains[3] * (ref_rate[j, 1] - 0.5 * rate_v)
+            )  # fmt: skip
+            joint_damping[j, 0] = dt * (0.25 * dt * gains[0] + 0.5 * gains[1])
+            joint_damping[j, 1] = dt * (0.25 * dt * gains[2] + 0.5 * gains[3])
+        else:
+            tau_h = feedforward[j, 0] + gains[0] * (ref_angle[j, 0] - ah) + gains[1] * (ref_rate[j, 0] - rate_h)
+            tau_v = feedforward[j, 1] + gains[2] * (ref_angle[j, 1] - av) + gains[3] * (ref_rate[j, 1] - rate_v)
+        T0 = tau_h * R[j, 0, 1] + tau_v * R[j + 1, 0, 0]
+        T1 = tau_h * R[j, 1, 1] + tau_v * R[j + 1, 1, 0]
+        T2 = tau_h * R[j, 2, 1] + tau_v * R[j + 1, 2, 0]
+        for k in range(3):
+            torque_body[j, k] -= R[j, 0, k] * T0 + R[j, 1, k] * T1 + R[j, 2, k] * T2
+            torque_body[j + 1, k] += R[j + 1, 0, k] * T0 + R[j + 1, 1, k] * T1 + R[j + 1, 2, k] * T2
+
+    # 3. null space of W_Jᵀ: z = [v_1, ω_1 (B_1), (α̇_h, α̇_v) per joint]
+    Nv[0, :, :6] = 0.0
+    Nw[0, :, :6] = 0.0
+    for k in range(3):
+        Nv[0, k, k] = 1.0
+        for c in range(3):
+            Nw[0, k, 3 + c] = R[0, k, c]
+    for j in range(nj):
+        width = 6 + 2 * j
+        for k in range(3):  # link j does not move with joint j's rates (read below as zero columns)
+            Nv[j, k, width] = 0.0
+            Nv[j, k, width + 1] = 0.0
+            Nw[j, k, width] = 0.0
+            Nw[j, k, width + 1] = 0.0
+        for k in range(3):
+            for c in range(width):
+                Nw[j + 1, k, c] = Nw[j, k, c]
+            Nw[j + 1, k, width] = R[j, k, 1]
+            Nw[j + 1, k, width + 1] = R[j + 1, k, 0]
+        zi0, zi1, zi2 = half_L * R[j, 0, 2], half_L * R[j, 1, 2], half_L * R[j, 2, 2]
+        zj0, zj1, zj2 = half_L * R[j + 1, 0, 2], half_L * R[j + 1, 1, 2], half_L * R[j + 1, 2, 2]
+        for c in range(width + 2):
+            a0, a1, a2 = Nw[j, 0, c], Nw[j, 1, c], Nw[j, 2, c]
+            b0, b1, b2 = Nw[j + 1, 0, c], Nw[j + 1, 1, c], Nw[j + 1, 2, c]
+            Nv[j + 1, 0, c] = Nv[j, 0, c] + (a1 * zi2 - a2 * zi1) + (b1 * zj2 - b2 * zj1)
+            Nv[j + 1, 1, c] = Nv[j, 1, c] + (a2 * zi0 - a0 * zi2) + (b2 * zj0 - b0 * zj2)
+            Nv[j + 1, 2, c] = Nv[j, 2, c] + (a0 * zi1 - a1 * zi0) + (b0 * zj1 - b1 * zj0)
+
+    # 4. reduced mass matrix Mr = Nᵀ M N and right-hand side Nᵀ (M u_A + Δt (h + τ_C)) by composite inertias
+    reduced_system(R, omg, vel, torque_body, Nv, Nw, mass, theta, grav, dt, half_L, Mr, rhs)
+    if pd_implicit:
+        # coordinates h = 6 + 2j and v = h + 1 turn link j+1 about a = e_y^{B_j} and b = e_x^{B_{j+1}}; the joint
+        # rates are the projections α̇_h = ω_rel·a = z_h + (a·b) z_v, α̇_v = (a·b) z_h + z_v (a·b = g_Jφ, zero
+        # up to the midpoint's drift), so each axis adds c (1, a·b)ᵀ(1, a·b) to the joint's 2×2 block
+        for j in range(nj):
+            ab = R[j, 0, 1] * R[j + 1, 0, 0] + R[j, 1, 1] * R[j + 1, 1, 0] + R[j, 2, 1] * R[j + 1, 2, 0]
+            ch, cv = joint_damping[j, 0], joint_damping[j, 1]
+            h, v = 6 + 2 * j, 7 + 2 * j
+            Mr[h, h] += ch + cv * ab * ab
+            Mr[v, v] += cv + ch * ab * ab
+            Mr[h, v] += (ch + cv) * ab
+            Mr[v, h] += (ch + cv) * ab
+    # Mr = U Uᵀ with U upper triangular (Cholesky run from the last coordinate up). Link i only moves with the first
+    # 6 + 2i coordinates, and with this factor its contact rows Ŷ = W_aᵀ N U⁻ᵀ keep that sparsity (hand-written:
+    # LAPACK has no such ordering, and the 26×26 factor is cheaper inline than a library call).
+    # Right-looking form: each column's outer product is subtracted from the lower triangle still to be factored;
+    # that inner loop is an axpy, which the compiler vectorises (a left-looking dot product is a serial sum, as
+    # numba keeps IEEE order). Mr is overwritten.
+    for c in range(nz - 1, -1, -1):
+        s = Mr[c, c]
+        if not s > 0.0:
+            out_stats[0] = 0
+            return STATUS_NOT_FINITE
+        ucc = math.sqrt(s)
+        U[c, c] = ucc
+        for r in range(c):
+            col[r] = Mr[c, r] / ucc
+            U[r, c] = col[r]
+        for r in range(c):
+            ur = col[r]
+            for q in range(r + 1):
+                Mr[r, q] -= ur * col[q]
+    for r in range(nz - 1, -1, -1):
+        s = rhs[r]
+        for k in range(r + 1, nz):
+            s -= U[r, k] * zhat_free[k]
+        zhat_free[r] = s / U[r, r]
+
+    # 5. active contacts at the midpoint: link, body-point offset, directions (N, T1, T2) and friction bounds.
+    # Ground: the lowest points of the end spheres, T along / across the link (frame Π), rolling about the link axis.
+    # Obstacles: the point of the link capsule closest to a vertical cylinder, T horizontal / vertical, no rolling.
+    m = 0
+    for a in range(2 * n):
+        i = a % n
+        sign = 1.0 if a < n else -1.0
+        if posM[i, 2] + sign * lgs * R[i, 2, 2] - lsc <= 0.0:
+            active[m] = a
+            c_link[m] = i
+            for c in range(3):
+                c_off[m, c] = sign * lgs * R[i, c, 2]
+            c_off[m, 2] -= lsc
+            ax = R[i, 0, 2]
+            ay = R[i, 1, 2]
+            norm = math.sqrt(ax * ax + ay * ay)
+            if norm < 1e-9:  # vertical link: eq. 27 undefined, use the (horizontal) body e_x axis
+                ax = R[i, 0, 0]
+                ay = R[i, 1, 0]
+                norm = math.sqrt(ax * ax + ay * ay)
+            c_dir[m, 0, 0] = 0.0
+            c_dir[m, 0, 1] = 0.0
+            c_dir[m, 0, 2] = 1.0
+            c_dir[m, 1, 0] = ax / norm
+            c_dir[m, 1, 1] = ay / norm
+            c_dir[m, 1, 2] = 0.0
+            c_dir[m, 2, 0] = -ay / norm
+            c_dir[m, 2, 1] = ax / norm
+            c_dir[m, 2, 2] = 0.0
+            c_mu[m, 0] = mux
+            c_mu[m, 1] = muy
+            c_mu[m, 2] = muv
+            m += 1
+    for i in range(n):
+        hx = R[i, 0, 2]
+        hy = R[i, 1, 2]
+        h2 = hx * hx + hy * hy
+        for o in range(n_obs):
+            relx = posM[i, 0] - obstacles[o, 0]
+            rely = posM[i, 1] - obstacles[o, 1]
+            sp = 0.0
+            if h2 >= 1e-12:
+                sp = min(1.0, max(-1.0, -(relx * hx + rely * hy) / (lgs * h2)))
+            cx = relx + sp * lgs * hx
+            cy = rely + sp * lgs * hy
+            dist = math.sqrt(cx * cx + cy * cy)
+            if dist - lsc - obstacles[o, 2] <= 0.0:
+                active[m] = 2 * n + i * n_obs + o
+                c_link[m] = i
+                nx = cx / dist if dist > 0.0 else 1.0
+                ny = cy / dist if dist > 0.0 else 0.0
+                for c in range(3):
+                    c_off[m, c] = sp * lgs * R[i, c, 2]
+                c_off[m, 0] -= lsc * nx
+                c_off[m, 1] -= lsc * ny
+                c_dir[m, 0, 0] = nx
+                c_dir[m, 0, 1] = ny
+                c_dir[m, 0, 2] = 0.0
+                c_dir[m, 1, 0] = -ny  # e_z × n
+                c_dir[m, 1, 1] = nx
+                c_dir[m, 1, 2] = 0.0
+                c_dir[m, 2, 0] = 0.0
+                c_dir[m, 2, 1] = 0.0
+                c_dir[m, 2, 2] = 1.0
+                c_mu[m, 0] = prm[P_MUO]
+                c_mu[m, 1] = prm[P_MUO]
+                c_mu[m, 2] = 0.0
+                m += 1
+
+    # their rows Ŷ = W_aᵀ N U⁻ᵀ, Delassus blocks and prox parameters
     Yh = Yh_all[:m]  # [contact, coordinate, direction]: the 4 directions side by side (SIMD, ILP)
-    blocks, widths, rpar = blocks_all[:m], widths_all[:m], rpar_all[:m]
-    _contact_rows(m, c_link, c_off, c_dir, c_mu, Nv, Nw, U, prm, row, Yh, blocks, widths, rpar)
-    P, change = P_all[:m], change_all[:m]
-    if not _prox_iteration(
-        m, active, widths, Yh, blocks, rpar, c_mu, cache, zhat_free, prm, P, change, zhat, zhat_sweep, gamma0, newP,
-        work_before, work_gamma, out_stats, diagnostics,
-    ):  # fmt: skip
+    blocks = blocks_all[:m]
+    widths = widths_all[:m]
+    rpar = rpar_all[:m]
+    for k in range(m):
+        i = c_link[k]
+        off = c_off[k]
+        width = min(nz, 6 + 2 * i)
+        widths[k] = width
+        for dim in range(3):
+            d0, d1, d2 = c_dir[k, dim, 0], c_dir[k, dim, 1], c_dir[k, dim, 2]
+            rd0 = off[1] * d2 - off[2] * d1
+            rd1 = off[2] * d0 - off[0] * d2
+            rd2 = off[0] * d1 - off[1] * d0
+            for c in range(width):
+                row[c, dim] = (
+                    d0 * Nv[i, 0, c] + d1 * Nv[i, 1, c] + d2 * Nv[i, 2, c]
+                    + rd0 * Nw[i, 0, c] + rd1 * Nw[i, 1, c] + rd2 * Nw[i, 2, c]
+                )  # fmt: skip
+        ex = c_dir[k, 1]
+        rolling = c_mu[k, 2] > 0.0  # rolling about the link axis: L_SC (e_x^Π)ᵀ ω_I
+        for c in range(width):
+            row[c, 3] = lsc * (ex[0] * Nw[i, 0, c] + ex[1] * Nw[i, 1, c]) if rolling else 0.0
+        # back substitution U ŷ = row for the 4 directions at once (independent sums, each in the original order)
+        Y = Yh[k]
+        for r in range(width - 1, -1, -1):
+            s0, s1, s2, s3 = row[r, 0], row[r, 1], row[r, 2], row[r, 3]
+            for q in range(r + 1, width):
+                u = U[r, q]
+                s0 -= u * Y[q, 0]
+                s1 -= u * Y[q, 1]
+                s2 -= u * Y[q, 2]
+                s3 -= u * Y[q, 3]
+            urr = U[r, r]
+            Y[r, 0] = s0 / urr
+            Y[r, 1] = s1 / urr
+            Y[r, 2] = s2 / urr
+            Y[r, 3] = s3 / urr
+        for d1 in range(4):
+            for d2 in range(4):
+                s = 0.0
+                for c in range(width):
+                    s += Y[c, d1] * Y[c, d2]
+                blocks[k, d1, d2] = s
+        B = blocks[k]
+        mu1 = c_mu[k, 0]
+        mu2 = c_mu[k, 1]
+        if prm[P_PAPER] > 0.5:
+            rpar[k, 0] = prm[P_RN]
+            rpar[k, 1] = prm[P_RT] * mu1 / mu2
+            rpar[k, 2] = prm[P_RT] * mu2 / mu1
+            rpar[k, 3] = prm[P_RV]
+        else:
+            rpar[k, 0] = prm[P_RN] / B[0, 0]
+            c_t = prm[P_RT] / _max_eig_2x2(
+                mu1 * mu1 * B[1, 1], mu1 * mu2 * B[1, 2], mu2 * mu1 * B[2, 1], mu2 * mu2 * B[2, 2]
+            )
+            rpar[k, 1] = c_t * mu1 * mu1
+            rpar[k, 2] = c_t * mu2 * mu2
+            rpar[k, 3] = prm[P_RV] / B[3, 3] if B[3, 3] > 0.0 else 0.0
+
+    # 6. prox iteration (block Gauss–Seidel over contacts); after each block of maxit sweeps without convergence:
+    # continue with the same r if the iteration is still contracting, else restart with r halved (see model.CONTRACTING)
+    P = P_all[:m]
+    inner = int(prm[P_INNER])
+    change = change_all[:m]
+    change[:] = 0.0
+    scale = 1.0
+    sweeps = 0
+    converged = False
+    residual = 0.0
+    maxit = int(prm[P_MAXIT])
+    retries = int(prm[P_RETRIES])
+    reductions = 0
+    restart = True
+    for _attempt in range(retries + 1):
+        if restart:
+            for c in range(nz):
+                zhat[c] = zhat_free[c]
+            for k in range(m):
+                for d in range(4):
+                    P[k, d] = cache[active[k], d]
+                    for c in range(widths[k]):
+                        zhat[c] += Yh[k, c, d] * P[k, d]
+        residual_mid = math.inf
+        for sweep in range(maxit):
+            sweeps += 1
+            for c in range(nz):
+                zhat_sweep[c] = zhat[c]
+            sq_n = 0.0
+            sq_t = 0.0
+            sq_v = 0.0
+            for k in range(m):
+                wk = widths[k]
+                _gamma(Yh[k], wk, zhat, gamma0)
+                _solve_contact(
+                    gamma0, blocks[k], P[k], rpar[k, 0], rpar[k, 1], rpar[k, 2], rpar[k, 3], scale, c_mu[k, 0],
+                    c_mu[k, 1], c_mu[k, 2],
+                    tol, inner, newP, work_before, work_gamma,
+                )  # fmt: skip
+                ch = 0.0
+                for d in range(4):
+                    delta = newP[d] - P[k, d]
+                    if delta != 0.0:
+                        for c in range(wk):
+                            zhat[c] += Yh[k, c, d] * delta
+                    ch += delta * delta
+                    P[k, d] = newP[d]
+                    if d == 0:
+                        sq_n += delta * delta
+                    elif d < 3:
+                        sq_t += delta * delta
+                    else:
+                        sq_v += delta * delta
+                change[k] = math.sqrt(ch)
+            err = math.sqrt(sq_n) + math.sqrt(sq_t) + math.sqrt(sq_v)
+            if not math.isfinite(err):
+                break
+            du = 0.0
+            for c in range(nz):
+                du += (zhat[c] - zhat_sweep[c]) ** 2
+            if sweep == maxit // 2:
+                residual_mid = _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0)
+            if err < tol or math.sqrt(du) < prm[P_VTOL]:
+                # accept only if the contact laws hold to the residual tolerance (m/s)
+                residual = _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0)
+                if residual <= prm[P_RTOL]:
+                    converged = True
+                    break
+        if converged:
+            break
+        residual = _residual(m, widths, Yh, zhat, P, rpar, c_mu, gamma0)
+        restart = not (math.isfinite(residual) and residual < prm[P_CONTRACTING] * residual_mid)
+        if restart:
+            scale *= 0.5
+            reductions += 1
+    out_stats[0] = sweeps
+    out_stats[1] = reductions
+    out_stats[2] = m
+    if not converged:
+        order = np.argsort(-change)
+        for q in range(3):
+            out_stats[3 + q] = active[order[q]] if q < m else -1
         return STATUS_NOT_CONVERGED
-    return _finish(
-        zhat, U, Nv, Nw, R, quatM, posM, dt, L, m, active, P, z, wI, dq, pos, quat, vel, omg, cache, out_impulses,
-        out_stats,
-    )  # fmt: skip
+
+    diagnostics[0] = residual
+
+    # 7. u_E = N z, z = U⁻ᵀ ẑ; q_E (eq. 83); projection (Sec. VII-C)
+    for r in range(nz):
+        s = zhat[r]
+        for q in range(r):
+            s -= U[q, r] * z[q]
+        z[r] = s / U[r, r]
+    for i in range(n):
+        width = min(nz, 6 + 2 * i)
+        for k in range(3):
+            sv = 0.0
+            sw = 0.0
+            for c in range(width):
+                sv += Nv[i, k, c] * z[c]
+                sw += Nw[i, k, c] * z[c]
+            vel[i, k] = sv
+            wI[k] = sw
+        for k in range(3):
+            omg[i, k] = R[i, 0, k] * wI[0] + R[i, 1, k] * wI[1] + R[i, 2, k] * wI[2]
+        _quat_rate_into(quatM[i], omg[i], dq)
+        for k in range(4):
+            quat[i, k] = quatM[i, k] + 0.5 * dt * dq[k]
+        for k in range(3):
+            pos[i, k] = posM[i, k] + 0.5 * dt * vel[i, k]
+    project_joint_constraints(pos, quat, L)
+    for a in range(n_all):
+        for d in range(4):
+            out_impulses[a, d] = 0.0
+    for k in range(m):
+        for d in range(4):
+            cache[active[k], d] = P[k, d]
+            out_impulses[active[k], d] = P[k, d]
+    for i in range(n):
+        for k in range(3):
+            if not (math.isfinite(pos[i, k]) and math.isfinite(vel[i, k]) and math.isfinite(omg[i, k])):
+                out_stats[3] = i
+                return STATUS_NOT_FINITE
+    return STATUS_OK
 
 
 @njit(cache=True)
