@@ -129,10 +129,18 @@ def initial_posture_from_log(
 
 
 def run_duration_s(reader: LogReader, experiment: Experiment) -> float:
+    """How long the logged run went: its planned duration, or less when it ended early (Ctrl-C, the operator's stop
+    of a driven run: the ``stop`` event), so a replay re-drives what was run and not an hour of a held posture."""
     starts = reader.events("start")
+    planned = experiment.run.duration_s
     if starts and isinstance(starts[0].fields.get("duration_s"), int | float):
-        return float(starts[0].fields["duration_s"])
-    return experiment.run.duration_s
+        planned = float(starts[0].fields["duration_s"])
+    stops = reader.events("stop")
+    if starts and stops:
+        ran = (stops[-1].t_ns - starts[0].t_ns) / 1e9
+        if 0 < ran < planned:
+            return ran
+    return planned
 
 
 def replay(

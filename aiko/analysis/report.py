@@ -187,7 +187,7 @@ def _gait_section(reader: LogReader) -> str:
     rows: list[tuple[str, Any]] = []
     try:
         table = tomllib.loads(meta.get("experiment_toml", "")).get("gait", {})
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         table = {}
     rows += [(f"[gait] {k}", v) for k, v in table.items()]
     rows += [(f"--set {k}", v) for k, v in (meta.get("overrides") or {}).items()]
@@ -206,7 +206,19 @@ def _gait_section(reader: LogReader) -> str:
                 rows.append((f.name.removesuffix("_rad_s") + " [deg/s]", float(np.degrees(value))))
             else:
                 rows.append((f.name, value))
-    return _table(rows) if rows else "<p>The log does not say which gait ran.</p>"
+    return (_table(rows) if rows else "<p>The log does not say which gait ran.</p>") + _drive_section(reader)
+
+
+def _drive_section(reader: LogReader) -> str:
+    """A driven run (aiko drive): the operator's commands and what the references asked of the joints."""
+    from aiko.analysis.drive import command_rows, reference_extremes
+
+    commands = command_rows(reader)
+    if not commands and "aiko.drive" not in reader.run_metadata:
+        return ""
+    extremes = reference_extremes(reader) or {}
+    limits = [(k, v) for k, v in extremes.items()]
+    return f"<h3>Driven: operator commands</h3>{_table(commands)}<h3>References against the limits</h3>{_table(limits)}"
 
 
 def _health_section(summary: dict[str, Any]) -> str:

@@ -20,7 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("emulate", help="run a device's protocol emulator on a loopback address")
     devices = p.add_subparsers(dest="device", metavar="DEVICE", parser_class=type(p))
     named = _device_named(sys.argv[1:])
-    infos = sorted(pkgutil.iter_modules(emulators.__path__), key=lambda i: i.name)
+    infos = sorted(
+        (info for info in pkgutil.iter_modules(emulators.__path__) if not info.name.startswith("_")),
+        key=lambda i: i.name,
+    )
     if named is not None and any(_cli_name(info.name) == named for info in infos):
         infos = [info for info in infos if _cli_name(info.name) == named]
     for info in infos:

@@ -29,7 +29,7 @@ class LiveRecorder:
         self._queue.append((channel, t_ns, payload))
         self._appended += 1
 
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
         self.record("/events", t_ns, {"kind": kind, **fields})
 
     def drain(self, limit: int = 100_000) -> list[tuple[str, int, dict[str, Any]]]:
@@ -102,6 +102,7 @@ class DashboardModel:
     last_feedback_t_s: float | None = None
     alarms: int = 0
     occluded_samples: int = 0
+    drive: dict[str, Any] | None = None  # the latest /drive/status of a driven run (aiko drive)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -139,6 +140,8 @@ class DashboardModel:
                 status = payload.get("status")
                 if status is not None and len(status) == self.n_joints:
                     self.status = np.asarray(status, dtype=np.int64)
+            elif channel == "/drive/status":
+                self.drive = dict(payload)
             elif channel == "/mocap":
                 position = payload.get("position_m")
                 occluded = payload.get("occluded")
@@ -150,6 +153,18 @@ class DashboardModel:
                     return  # a gap in the path, never a jump to the origin
                 capture = payload.get("capture_t_ns")
                 self.path.append(self.t_s(capture) if capture is not None else t, p[:2])
+
+    def drive_line(self) -> str | None:
+        """A driven run's steering state, as the terminal's status line says it."""
+        d = self.drive
+        if d is None:
+            return None
+        state = "INPUT LOST" if not d.get("input_ok", True) else "PAUSED" if d.get("paused") else "RUN"
+        gait = str(d.get("gait", "?")) + ("…" if d.get("blending") else "")
+        return (
+            f"drive: {state}, {gait}, speed {d.get('speed', 0):+.2f} ({d.get('frequency_deg_s', 0):+.0f} deg/s), "
+            f"turn {d.get('turn', 0):+.2f} ({d.get('turn_deg', 0):+.1f} deg)"
+        )
 
     def feedback_age_s(self) -> float | None:
         """How long the joint modules have been silent, on the run's clock (bus health at a glance)."""

@@ -229,8 +229,9 @@ def build_window(
                 occluded = m.occluded_samples
                 alarms = m.alarms
                 feedback_age = m.feedback_age_s()
+                drive = m.drive_line()
             self._draw_curves(lo, t_last, t_ref, ref, t_fb, fb, xy)
-            self._draw_status(health, counts, events, t_last, occluded, alarms, feedback_age)
+            self._draw_status(health, counts, events, t_last, occluded, alarms, feedback_age, drive)
             self.frames_drawn += 1
 
         def _draw_curves(self, lo, t_last, t_ref, ref, t_fb, fb, xy) -> None:
@@ -247,7 +248,7 @@ def build_window(
             if len(xy):
                 self.xy_head.setData(xy[-1:, 0], xy[-1:, 1])
 
-        def _draw_status(self, health, counts, events, t_last, occluded, alarms, feedback_age) -> None:
+        def _draw_status(self, health, counts, events, t_last, occluded, alarms, feedback_age, drive=None) -> None:
             for j, word in enumerate(health):
                 item = self.health.item(j, 1)
                 if item.text() != word:
@@ -259,6 +260,7 @@ def build_window(
                 f"t = {t_last:.2f} s",
                 f"bus: feedback age {age}, alarms {alarms}",
                 f"occluded mocap samples: {occluded}",
+                *([drive] if drive else []),
             ]
             if self.source is not None:
                 lines.append(f"dropped by the display: {self.source.dropped}")

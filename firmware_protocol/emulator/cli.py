@@ -47,9 +47,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--free-play-deg", type=float, default=4.0, help="joint free play (default 4)")
     p.add_argument("--limit-deg", type=float, default=45.0, help="joint limit of both axes (default 45)")
     p.add_argument("--reply-to-references", action="store_true", help="answer each accepted reference at once")
-    p.add_argument("--rt-priority", type=int, default=0, metavar="P", help="SCHED_FIFO priority (Linux; 0 = off)")
+    p.add_argument(
+        "--rt-priority",
+        type=int,
+        default=0,
+        metavar="P",
+        help="SCHED_FIFO priority of every thread on the frame path (Linux; 0 = off)",
+    )
     p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
+    p.add_argument(
+        "--duplicate",
+        default="",
+        metavar="N,N,...",
+        help="also run a second module on each of these node ids, on the same bus (a wiring fault: two modules "
+        "set to one id), powered up --duplicate-delay seconds after the others",
+    )
+    p.add_argument(
+        "--duplicate-delay", type=float, default=2.5, metavar="S", help="power-up delay of the duplicates (default 2.5)"
+    )
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+
+
+def _start_duplicates(
+    args: argparse.Namespace,
+    config: EmulatorConfig,
+    nodes: tuple[int, ...],
+    bus: can.BusABC,
+    opened: list[can.BusABC],
+) -> tuple[list[JointControllerEmulator], threading.Timer]:
+    """``--duplicate``: a second emulator with those node ids on the same bus, started after ``--duplicate-delay``
+    (so its heartbeat uptime trails the first module's, as a module powered up later would), answering everything
+    sent to its id as the first one does: for ``aiko can scan`` to find."""
+    import dataclasses
+
+    duplicates = []
+    if nodes:
+        if args.interface:
+            twin_bus = can.Bus(interface=args.interface, channel=args.channel)
+        else:  # the in-process virtual channel the slcan server bridges to the pty
+            twin_bus = can.Bus(interface="virtual", channel=bus.channel_id, preserve_timestamps=False)
+        opened.append(twin_bus)
+        duplicates.append(JointControllerEmulator(twin_bus, dataclasses.replace(config, node_ids=nodes)))
+    timer = threading.Timer(args.duplicate_delay, lambda: [d.start() for d in duplicates])
+    timer.daemon = True
+    timer.start()
+    return duplicates, timer
 
 
 def parse_nodes(text: str) -> tuple[int, ...]:
@@ -87,10 +129,25 @@ def run(args: argparse.Namespace) -> int:
             limit_v_rad=math.radians(args.limit_deg),
             drive=DriveParams(free_play_rad=math.radians(args.free_play_deg)),
         )
+        duplicate_nodes = parse_nodes(args.duplicate) if args.duplicate else ()
+        if any(n not in config.node_ids for n in duplicate_nodes) or args.duplicate_delay < 0:
+            raise EmulatorConfigError(f"--duplicate {args.duplicate}: node ids among --nodes {args.nodes}, delay >= 0")
     except (EmulatorConfigError, ValueError) as exc:
         sys.stderr.write(f"aiko-emulator: {exc}\n")
         return 2
 
+    # Before any thread starts (the slcan reader, the Notifier that writes frames to the pty, the modules' thread):
+    # each inherits the policy of the thread that starts it. Set after them, as it once was, only this main thread
+    # (which just waits for a signal) ran at SCHED_FIFO, and the PC's frames reached the modules up to 40 ms late
+    # on a loaded machine (issue 26).
+    if not 0 <= args.rt_priority <= 99:
+        sys.stderr.write(f"aiko-emulator: --rt-priority {args.rt_priority}: allowed 0 (off) .. 99\n")
+        return 2
+    if args.rt_priority > 0:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+        except (AttributeError, OSError) as exc:
+            sys.stderr.write(f"aiko-emulator: real-time priority refused ({exc}); running without\n")
     server = None
     opened: list[can.BusABC] = []  # shut down again if the start fails half-way
     problem: str | None = None
@@ -127,15 +184,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"aiko-emulator: {problem}\n")
         return 2
 
-    if args.rt_priority > 0:  # before the threads start, so that they inherit it
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
-        except (AttributeError, OSError) as exc:
-            sys.stderr.write(f"aiko-emulator: real-time priority refused ({exc}); running without\n")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     emulator.start()
+    duplicates, power_up = _start_duplicates(args, config, duplicate_nodes, bus, opened)
     started = time.monotonic()
     try:
         while not stop.wait(0.1):
@@ -146,13 +199,20 @@ def run(args: argparse.Namespace) -> int:
             server.shutdown()  # stop reading the pty first ...
             if args.link_path and os.path.islink(args.link_path):
                 os.unlink(args.link_path)
+        power_up.cancel()
+        for duplicate in duplicates:
+            if duplicate._thread is not None:
+                duplicate.stop()
         emulator.stop()
         emulator.poll_bus()  # ... then handle what was already received, so the counters are complete
         counters = emulator.counters()
         if server is not None:
             counters["slcan_frames_from_pc"] = server.frames_from_pc
             counters["slcan_frames_to_pc"] = server.frames_to_pc
+            counters["slcan_frames_dropped_to_pc"] = server.frames_dropped_to_pc
         print(json.dumps(counters), flush=True)
+        for opened_bus in opened[1:] if server is None else opened[2:]:
+            opened_bus.shutdown()  # the duplicates' bus ends
         bus.shutdown()
         if server is not None:
             server.bus.shutdown()

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
-import time
 
 DESCRIPTION = (
     "Emulated six-axis force/torque sensor: RDT over UDP (OnRobot HEX Compute Box, OptoForce EtherDAQ, ATI Net F/T) "
@@ -129,17 +126,13 @@ def _build(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from aiko.commands.emulators._serve import serve_until_stopped
+
     server, where = _build(args)  # ConfigError -> one line from the CLI, exit 2
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     server.start()
     print(where, flush=True)
-    started = time.monotonic()
     try:
-        while not stop.wait(0.1):
-            if args.duration is not None and time.monotonic() - started >= args.duration:
-                break
+        serve_until_stopped(args.duration)
     finally:
         server.shutdown()
         print(json.dumps(asdict(server.counters)), flush=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import sys
+import threading
 
 from aiko.core.errors import ConfigError
 
@@ -48,11 +50,23 @@ def register(devices: argparse._SubParsersAction) -> None:
         metavar="MODULE:FACTORY",
         help="a plant hook: FACTORY() returns a callable(t_s, flange_pose, flange_speed) -> wrench or None",
     )
+    p.add_argument(
+        "--rt-priority",
+        type=int,
+        default=0,
+        metavar="P",
+        help="run the controller at SCHED_FIFO priority P (1-99; needs root or CAP_SYS_NICE): a real controller is "
+        "a real-time system, and a busy PC must not stretch its ticks (default 0: normal priority)",
+    )
     p.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from aiko.devices.ur import arm_sim, emulator
+    import time
+
+    from aiko.commands.emulators._serve import serve_until_stopped
+    from aiko.devices.ur import arm_sim
+    from aiko.devices.ur.emulator import DASHBOARD_PORT, RTDE_PORT, SCRIPT_PORTS, UR3Emulator
     from aiko.devices.ur.plants import load_plant
 
     try:
@@ -70,7 +84,46 @@ def _run(args: argparse.Namespace) -> int:
         if any(a >= b for a, b in zip(lo, hi, strict=True)):
             raise ConfigError(f"--workspace needs each minimum below its maximum, got {args.workspace}")
         safety.workspace_min_m, safety.workspace_max_m = lo, hi
-    plant = load_plant(args.plant) if args.plant else None
-    summary = emulator.run(args.host, rate, args.duration, args.model, safety, plant)
-    print(json.dumps(summary), flush=True)
+    if not 0 <= args.rt_priority <= 99:
+        raise ConfigError(f"--rt-priority must lie in 0..99, got {args.rt_priority}")
+    if args.rt_priority > 0:  # before the threads start: they inherit it
+        import os
+
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+        except (AttributeError, OSError) as exc:
+            sys.stderr.write(f"ur3: real-time priority refused ({exc}); running without\n")
+    plant = None
+    started = time.monotonic()
+    if args.plant:
+        sys.stderr.write(f"ur3: preparing the plant {args.plant} ...\n")
+        sys.stderr.flush()
+        plant = load_plant(args.plant)
+    emulator = UR3Emulator(args.host, rate, args.model, safety, plant, log=_print_event)
+    if plant is not None:
+        # The plant is built and called once (its kernels compiled) before any port opens, so no client ever meets
+        # a controller whose ticks stall on a compiler (issue 26, item 9).
+        emulator.sim.prime_plant()
+        sys.stderr.write(f"ur3: plant ready in {time.monotonic() - started:.1f} s\n")
+        sys.stderr.flush()
+    emulator.start()
+    ports = f"rtde {RTDE_PORT} dashboard {DASHBOARD_PORT} script {SCRIPT_PORTS[0]}-{SCRIPT_PORTS[-1]}"
+    with _PRINT_LOCK:
+        print(f"ur3: {args.host} {ports} at {rate:g} Hz", flush=True)
+    try:
+        serve_until_stopped(args.duration, emulator.shutdown_requested)
+    finally:
+        emulator.stop()
+    with _PRINT_LOCK:
+        print(json.dumps(emulator.summary()), flush=True)
     return 0
+
+
+_PRINT_LOCK = threading.Lock()
+
+
+def _print_event(message: str) -> None:
+    """One JSON line per event; events come from several threads (tick, connections), so one at a time."""
+    with _PRINT_LOCK:
+        sys.stdout.write(json.dumps({"event": message}) + "\n")
+        sys.stdout.flush()

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 
 DESCRIPTION = (
     "Serve Aiko (one segment and one marker per link) over Vicon's DataStream protocol, from a simulation of an "
@@ -82,6 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiko.commands.emulators._serve import serve_until_stopped
     from aiko.core.errors import ConfigError
     from aiko.devices.vicon.impairments import Impairments, parse_occlusions
     from aiko.devices.vicon.server import ViconServer
@@ -111,16 +110,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             poses = LogPoses(args.log)
         source = AikoFrameSource(poses.robot, poses, args.subject)
-    done = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     server = ViconServer(source, args.host, args.port, rate_hz=args.rate_hz, impairments=impairments)
     try:
         server.start()
     except BaseException:
         if poses is not None:
             poses.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         raise
     try:
         print(
@@ -135,13 +130,11 @@ def run(args: argparse.Namespace) -> int:
             ),
             flush=True,
         )
-        done.wait(args.duration)
+        serve_until_stopped(args.duration)
     finally:
         server.stop()
         if poses is not None:
             poses.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     counters = server.counters.as_dict()
     if poses is not None and getattr(poses, "error", None) is not None:
         counters["source_error"] = str(poses.error)

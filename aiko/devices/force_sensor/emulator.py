@@ -6,6 +6,10 @@ stall longer than :data:`REANCHOR_S` re-anchors the schedule, counted in ``reanc
 source's value plus the sensor's bias (offset) and Gaussian noise, minus the device's own bias when one was
 commanded, clipped at the rated range (saturation) and converted to counts.
 
+The device's low-pass filter (RDT 0x0081 on the HEX / EtherDAQ, the USB DAQ's configuration) is applied as a
+first-order low-pass at the code's cut-off frequency (500, 150, 50, 15, 5, 1.5 Hz; code 0: none) on the sensed
+wrench: the vendors give the cut-offs, not the filter's order, so the order is ours.
+
 Injectable faults, for the readers' tests: drop every k-th sample or a random fraction (the sequence number
 advances, nothing is sent: a lost sample), and corrupt every k-th or a fraction (serial: the checksum is wrong;
 UDP, which has no checksum of its own: the datagram is truncated to 35 bytes). The counters say exactly what was
@@ -15,6 +19,7 @@ injected, so tests compare them with what the reader counted.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import select
@@ -95,6 +100,9 @@ class SampleGenerator:
         self.count_limits = count_limits
         self.device_bias = (0.0,) * 6
         self.last_raw = (0.0,) * 6
+        self.filter_cutoff_hz: float | None = None
+        self.sample_period_s = 1e-3  # the device's own sample period (the filter runs per sample, at the device rate)
+        self._filtered: list[float] | None = None
         self._noise_rng = random.Random(faults.seed + 1)
         self._fault_rng = random.Random(faults.seed)
         self.counters = EmulatorCounters()
@@ -106,6 +114,7 @@ class SampleGenerator:
         if len(value) != 6:
             raise ConfigError(f"the wrench source returned {len(value)} values, expected 6")
         raw = tuple(float(value[k]) + m.bias[k] + self._noise(m.noise_n if k < 3 else m.noise_nm) for k in range(6))
+        raw = self._low_pass(raw)
         self.last_raw = raw
         out = [raw[k] - self.device_bias[k] for k in range(6)]
         flags = []
@@ -122,6 +131,23 @@ class SampleGenerator:
         if any(flags):
             self.counters.saturated += 1
         return tuple(counts), tuple(flags)
+
+    def set_filter(self, cutoff_hz: float | None) -> None:
+        """The device's filter (None: off); the filter's state starts from the next sample."""
+        self.filter_cutoff_hz = cutoff_hz
+        self._filtered = None
+
+    def _low_pass(self, x: tuple[float, ...]) -> tuple[float, ...]:
+        """One step of the first-order low-pass at the device's sample period (not the wall-clock gap since the
+        last sample, which a busy host stretches and bunches)."""
+        if self.filter_cutoff_hz is None:
+            return x
+        if self._filtered is None:
+            self._filtered = list(x)
+        else:
+            a = 1.0 - math.exp(-2.0 * math.pi * self.filter_cutoff_hz * self.sample_period_s)
+            self._filtered = [y + a * (xk - y) for y, xk in zip(self._filtered, x, strict=True)]
+        return tuple(self._filtered)
 
     def _noise(self, sigma: float) -> float:
         return self._noise_rng.gauss(0.0, sigma) if sigma else 0.0
@@ -186,6 +212,7 @@ class _StreamingServer:
     def __init__(self, generator: SampleGenerator, rate_hz: float) -> None:
         self.gen = generator
         self.pacer = Pacer(rate_hz)
+        generator.sample_period_s = 1.0 / rate_hz
         self.rate_hz = rate_hz
         self._stop = threading.Event()
         self._streaming = threading.Event()
@@ -321,15 +348,19 @@ class UdpFtServer(_StreamingServer):
         elif request.command == c.SET_SPEED and self.flavour == "onrobot":
             try:
                 self.pacer.set_rate(rdt.rate_for_speed_data(request.data))
+                self.gen.sample_period_s = self.pacer.period_ns / 1e9
             except (FrameError, ConfigError):
                 self.counters.bad_requests += 1
         elif request.command == c.SET_FILTER and self.flavour == "onrobot":
             if request.data in rdt.FILTER_CODES_HZ:
-                self.filter_code = request.data  # stored only: the emulator does not filter
+                self.filter_code = request.data
+                self.gen.set_filter(rdt.FILTER_CODES_HZ[request.data])
             else:
                 self.counters.bad_requests += 1
         elif request.command == c.RESET_THRESHOLD_LATCH:
-            pass  # no thresholds are emulated
+            # Thresholds are set up on the box's web page, never over RDT; none is set here, so none is latched and
+            # the reset has nothing to clear (the status word never carries a latch bit), as on a box without any.
+            pass
         else:
             self.counters.bad_requests += 1
 
@@ -433,7 +464,9 @@ class PtyFtServer(_StreamingServer):
 
     def _apply(self, config: daq_serial.DaqConfig) -> None:
         self._host_active = True
-        self.filter_code = config.filter  # stored only: the emulator does not filter
+        if config.filter != self.filter_code:
+            self.gen.set_filter(daq_serial.FILTER_CODES_HZ[config.filter])
+        self.filter_code = config.filter
         if config.zero == daq_serial.ZERO_ON:
             self.gen.take_device_bias()
         else:
@@ -444,6 +477,7 @@ class PtyFtServer(_StreamingServer):
             new_rate = daq_serial.SPEED_CODES_HZ[config.speed]
             if abs(1e9 / new_rate - self.pacer.period_ns) > 1:
                 self.pacer.set_rate(new_rate)
+                self.gen.sample_period_s = self.pacer.period_ns / 1e9
             if not self._streaming.is_set():
                 self.pacer.reanchor()
                 self._streaming.set()

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from aiko.core.errors import AikoError, ConfigError, HardwareError, RunStopped
-from aiko.devices.ur.dashboard_client import DashboardClient
 
 INSTALL_HINT = "pip install aiko-stack[ur]"
 
@@ -100,8 +99,11 @@ class UR3Arm:
         limits: ArmLimits | None = None,
         force_n: Callable[[], float] | None = None,
         frequency_hz: float = 500.0,
+        link_timeout_s: float = 2.0,
     ) -> None:
         self.host = host
+        self.link_timeout_s = link_timeout_s
+        self._stamp: tuple[float, float] | None = None  # (controller timestamp, monotonic time it was first seen)
         self.limits = limits or ArmLimits()
         self.frequency_hz = frequency_hz
         self._force_n = force_n
@@ -149,6 +151,8 @@ class UR3Arm:
         decel = self.limits.stop_decel_m_s2
         mode, self._mode = self._mode, "idle"
         self._last_servo_target = None
+        if not self.link_alive():
+            return  # nothing reaches a controller that is gone (ur_rtde would wait 300 s for its answer)
         try:
             if not c.isProgramRunning():
                 return
@@ -162,7 +166,37 @@ class UR3Arm:
             pass
 
     # --- state ---------------------------------------------------------------------------------------------
+    def check_link(self) -> None:
+        """Raise HardwareError when the controller is gone: an interface disconnected, or no new state for
+        ``link_timeout_s`` (the controller's stream stalled or ur_rtde is reconnecting). A run must then stop with
+        this error rather than wait on ur_rtde's reconnection, which retries on its own thread without end."""
+        r, c = self._receive(), self._control()
+        if not (r.isConnected() and c.isConnected()):
+            raise HardwareError(f"lost the connection to the UR controller at {self.host}; run stopped")
+        stamp, now = float(r.getTimestamp()), time.monotonic()
+        if self._stamp is None or stamp != self._stamp[0]:
+            self._stamp = (stamp, now)
+        elif now - self._stamp[1] > self.link_timeout_s:
+            raise HardwareError(
+                f"no state from the UR controller at {self.host} for {now - self._stamp[1]:.1f} s (connection lost or "
+                "controller stalled); run stopped"
+            )
+
+    def controller_time_s(self) -> float:
+        """The controller's clock (RTDE ``timestamp``), after :meth:`check_link`: a run clocked by it stops with the
+        link's error instead of waiting for a time that no longer advances."""
+        self.check_link()
+        return float(self._receive().getTimestamp())
+
+    def link_alive(self) -> bool:
+        try:
+            self.check_link()
+        except (HardwareError, AikoError, RuntimeError):
+            return False
+        return True
+
     def state(self) -> ArmState:
+        self.check_link()
         r = self._receive()
         return ArmState(
             timestamp_s=float(r.getTimestamp()),
@@ -197,6 +231,7 @@ class UR3Arm:
         deadline = time.monotonic() + timeout_s
         while c.getAsyncOperationProgress() >= 0:
             self.check_force()
+            self.check_link()
             if self._receive().isProtectiveStopped():
                 self._raise_not_done("moveL")
             if time.monotonic() > deadline:
@@ -227,8 +262,14 @@ class UR3Arm:
                 f"servoL step implies {implied:.3f} m/s, over the {self.limits.tcp_speed_max_m_s} m/s limit; not sent"
             )
         self.check_force()
+        self.check_link()
         self._mode = "servo"
-        if not self._control().servoL(target.tolist(), 0.5, 0.5, period_s, lookahead_time_s, gain):
+        try:
+            done = self._control().servoL(target.tolist(), 0.5, 0.5, period_s, lookahead_time_s, gain)
+        except RuntimeError as exc:  # ur_rtde lost the connection and could not get it back
+            message = f"lost the connection to the UR controller at {self.host}: {exc}; run stopped"
+            raise HardwareError(message) from None
+        if not done:
             self._raise_not_done("servoL")
         self._last_servo_target = target
 
@@ -245,9 +286,18 @@ class UR3Arm:
             )
 
     def unlock_protective_stop(self) -> None:
-        """Release a protective stop through the dashboard server and re-upload the control script."""
-        with DashboardClient(self.host) as dash:
-            dash.unlock_protective_stop()
+        """Release a protective stop through the dashboard server (ur_rtde's own ``DashboardClient``, which raises
+        on any reply but "Protective stop releasing") and re-upload the control script."""
+        import dashboard_client
+
+        dash = dashboard_client.DashboardClient(self.host)
+        try:
+            dash.connect()
+            dash.unlockProtectiveStop()
+        except RuntimeError as exc:  # ur_rtde raises std::logic_error / runtime_error as RuntimeError
+            raise HardwareError(f"unlock protective stop refused: {exc}") from None
+        finally:
+            dash.disconnect()
         time.sleep(0.05)
         if not self._control().reuploadScript():
             raise HardwareError("control script re-upload failed after unlocking the protective stop")

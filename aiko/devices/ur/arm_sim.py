@@ -18,10 +18,22 @@ joint faster than its limit (beyond 1 % tolerance), a TCP outside the configured
 the TCP speed limit raises a protective stop: the arm holds its last safe joints, the motion is dropped and the
 reason kept until ``unlock`` (which, like PolyScope, refuses during the first ``unlock_delay_s`` seconds after
 the stop; UR's default is 5 s).
+
+The speed slider (``speed_fraction``, RTDE ``speed_slider_fraction``) scales time as the controller's does: every
+motion advances ``dt * speed_fraction`` of its own time per tick, so a moveJ at 20 % takes five times as long at a
+fifth of the speed and a twenty-fifth of the acceleration, and a speedJ moves at a fifth of its speed.
+
+Force mode, teach mode and freedrive (:class:`ComplianceMotion`) are an admittance of our own on the plant's flange
+wrench, not UR's force controller (whose gains are not published): on each compliant axis of the task frame the
+TCP moves at ``admittance * (wrench the robot should apply - wrench it applies)``, clipped to the axis' speed
+limit, the velocity filtered with a time constant set by the damping. Without a plant the flange feels nothing,
+so force mode moves at the commanded force's admittance speed until something stops it, as a real arm in free air
+accelerates until its speed limit.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +51,7 @@ ROBOT_MODE_RUNNING = 7
 # The UR3's home pose in UR's documentation pictures: the arm up, wrist bent, TCP in front of the base.
 HOME_Q = (0.0, -1.5708, 1.5708, -1.5708, -1.5708, 0.0)
 SPEED_TOLERANCE = 1.01
+HISTORY_TICKS = 1000  # get_actual_joint_positions_history looks back at most this many ticks
 
 PlantHook = Callable[[float, np.ndarray, np.ndarray], "Sequence[float] | None"]
 """Called once per controller tick with (time in s, flange pose [x,y,z,rx,ry,rz], flange speed [vx..wz]);
@@ -191,6 +204,52 @@ class SpeedMotion(Motion):
         return sim.q + qd * dt
 
 
+class ComplianceMotion(Motion):
+    """Force mode, teach mode and freedrive: an admittance on the flange wrench (see the module docstring).
+
+    ``frame`` is the task frame (pose in the base frame); ``selection`` marks compliant axes (1) in it; ``wrench``
+    is the wrench the robot should apply to its environment on those axes (zero for teach / freedrive: the arm
+    yields to whatever pushes it); ``limits`` the speed limits of the compliant axes (m/s, rad/s). Non-compliant
+    axes hold still. The wrench the robot applies is minus the wrench the plant exerts on the flange.
+    """
+
+    ADMITTANCE_M_PER_N_S = 0.01  # 10 N of force error -> 0.1 m/s, at gain scaling 0.5 (the script's default)
+    ADMITTANCE_RAD_PER_NM_S = 0.1
+
+    def __init__(
+        self,
+        frame: Sequence[float],
+        selection: Sequence[int],
+        wrench: Sequence[float],
+        limits: Sequence[float],
+        gain_scaling: float = 0.5,
+        damping: float = 0.025,
+    ) -> None:
+        self.update(frame, selection, wrench, limits)
+        self.gain_scaling = gain_scaling
+        self.damping = damping
+        self.velocity = np.zeros(6)
+
+    def update(
+        self, frame: Sequence[float], selection: Sequence[int], wrench: Sequence[float], limits: Sequence[float]
+    ) -> None:
+        self.rotation = kin.pose_to_matrix(frame)[:3, :3]
+        self.selection = np.asarray(selection, dtype=float) != 0
+        self.wrench = np.asarray(wrench, dtype=float)
+        self.limits = np.abs(np.asarray(limits, dtype=float))
+
+    def step(self, sim: ArmSim, dt: float) -> np.ndarray:
+        r = self.rotation
+        measured = sim.wrench_raw  # what the plant exerts on the flange, base frame
+        applied = -np.concatenate([r.T @ measured[:3], r.T @ measured[3:]])  # what the robot exerts, task frame
+        gain = np.array([self.ADMITTANCE_M_PER_N_S] * 3 + [self.ADMITTANCE_RAD_PER_NM_S] * 3) * self.gain_scaling / 0.5
+        target = np.where(self.selection, np.clip(gain * (self.wrench - applied), -self.limits, self.limits), 0.0)
+        tau_s = 0.01 + 0.5 * min(max(self.damping, 0.0), 1.0)
+        self.velocity += (target - self.velocity) * min(dt / tau_s, 1.0)
+        twist = np.concatenate([r @ self.velocity[:3], r @ self.velocity[3:]])
+        return sim.q + np.linalg.solve(sim.jacobian(), twist) * dt
+
+
 class StopMotion(Motion):
     """stopJ (``tool=False``, deceleration rad/s^2 of the fastest joint) or stopL (m/s^2 of the TCP)."""
 
@@ -233,25 +292,54 @@ class ArmSim:
         self.safety_mode = SAFETY_NORMAL
         self.protective_stop_reason = ""
         self.protective_stop_time_s = 0.0
-        self.wrench = np.zeros(6)
+        self.wrench_raw = np.zeros(6)  # what the plant exerts on the flange (N, N m, base frame)
+        self.wrench_offset = np.zeros(6)  # zero_ftsensor(): subtracted from what is reported
+        self.external_wrench: np.ndarray | None = None  # ft_rtde_input_enable(): the client's own sensor instead
+        self.speed_fraction = 1.0  # the speed slider
+        self.step_time_s = 0.008  # the controller period (get_steptime); the emulator sets its own
+        self.payload_mass_kg = 0.0
+        self.payload_cog_m = np.zeros(3)
+        self.history: deque[np.ndarray] = deque(maxlen=HISTORY_TICKS)  # the last joint positions, newest last
         self.speed_max = np.asarray(model.joint_speed_max_rad_s, dtype=float)
         self._kin_cache: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
+    @property
+    def wrench(self) -> np.ndarray:
+        """The TCP force the controller reports (``actual_TCP_force``): the plant's wrench (or the client's own
+        sensor after ``ft_rtde_input_enable``) minus the ``zero_ftsensor`` offset."""
+        raw = self.wrench_raw if self.external_wrench is None else self.external_wrench
+        return raw - self.wrench_offset
+
+    def joint_positions_back(self, steps: int) -> np.ndarray:
+        """``get_actual_joint_positions_history(steps)``: the joints ``steps`` controller ticks ago (0: now)."""
+        if not self.history:
+            return self.q.copy()
+        return self.history[-1 - min(max(steps, 0), len(self.history) - 1)].copy()
+
     # --- kinematics on the current state -------------------------------------------------------------------
-    def _kin(self, q: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(TCP pose, flange 4x4, TCP Jacobian) of ``q`` (default: the current joints), cached: one tick asks for
-        the same joints several times (safety check, outputs, plant hook) and FK costs ~50 us in numpy."""
+    def _kin(self, q: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(TCP pose, flange 4x4, TCP Jacobian, TCP 4x4, elbow position) of ``q`` (default: the current joints),
+        cached: one tick asks for the same joints several times (safety check, outputs, plant hook) and FK costs
+        ~50 us in numpy."""
         q = self.q if q is None else np.asarray(q, dtype=float)
         key = q.tobytes() + self.tcp_offset.tobytes()
         hit = self._kin_cache.get(key)
         if hit is None:
             frames = kin.joint_frames(self.model, q)
             tip = frames[-1] @ kin.pose_to_matrix(self.tcp_offset)
-            hit = (kin.matrix_to_pose(tip), frames[-1], kin._jacobian_from_frames(frames, tip))
+            jac = kin._jacobian_from_frames(frames, tip)
+            hit = (kin.matrix_to_pose(tip), frames[-1], jac, tip, frames[1][:3, 3].copy())
             if len(self._kin_cache) > 4:
                 self._kin_cache.clear()
             self._kin_cache[key] = hit
         return hit
+
+    def tcp_rotation(self) -> np.ndarray:
+        return self._kin(None)[3][:3, :3].copy()
+
+    def elbow_position(self) -> np.ndarray:
+        """The elbow joint's position in the base frame (RTDE ``elbow_position``)."""
+        return self._kin(None)[4].copy()
 
     def tcp_pose(self, q: np.ndarray | None = None) -> np.ndarray:
         return self._kin(q)[0].copy()
@@ -309,6 +397,14 @@ class ArmSim:
         self.protective_stop_reason = ""
         return True, ""
 
+    def prime_plant(self) -> None:
+        """Call the plant hook once for the arm at rest at time 0, before the controller serves anyone: whatever
+        the hook compiles or loads on its first call (numba kernels) happens here, not inside a tick a client
+        is waiting for. The first tick then calls it at t = dt, as it would have anyway."""
+        if self.plant is not None:
+            wrench = self.plant(self.time_s, self.flange_pose(), np.zeros(6))
+            self.wrench_raw = np.zeros(6) if wrench is None else np.asarray(wrench, dtype=float)
+
     # --- the controller tick -------------------------------------------------------------------------------
     def violation(self, q_next: np.ndarray, qd_next: np.ndarray) -> str:
         """Why ``q_next`` (reached at ``qd_next``) is not allowed, or '' when it is."""
@@ -333,7 +429,7 @@ class ArmSim:
         self.time_s += dt
         if self.motion is not None and not self.protective_stopped:
             try:
-                q_next = self.motion.step(self, dt)
+                q_next = self.motion.step(self, dt * self.speed_fraction)
             except kin.IKError as exc:
                 self.protective_stop(f"inverse kinematics failed: {exc}")
                 q_next = self.q
@@ -352,4 +448,5 @@ class ArmSim:
         if self.plant is not None:
             flange_speed = self.jacobian(tcp=False) @ self.qd
             wrench = self.plant(self.time_s, self.flange_pose(), flange_speed)
-            self.wrench = np.zeros(6) if wrench is None else np.asarray(wrench, dtype=float)
+            self.wrench_raw = np.zeros(6) if wrench is None else np.asarray(wrench, dtype=float)
+        self.history.append(self.q)  # never mutated in place: every step assigns a new array

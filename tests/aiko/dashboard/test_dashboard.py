@@ -137,3 +137,14 @@ def test_queue_recorder_never_waits_for_a_stalled_display():
     assert recorder.dropped == 991  # 10 queued, every other record dropped and counted, none waited for
     q.cancel_join_thread()
     q.close()
+
+
+def test_a_driven_run_shows_its_steering_state():
+    model = DashboardModel(10)
+    assert model.drive_line() is None  # not a driven run: nothing to show
+    status = {"t_s": 3.0, "gait": "sidewinding", "blending": True, "speed": 1.2, "frequency_deg_s": 96.0,
+              "turn": -0.5, "turn_deg": -7.5, "paused": False, "input_ok": True}  # fmt: skip
+    model.ingest("/drive/status", 3_000_000_000, status)
+    assert model.drive_line() == "drive: RUN, sidewinding…, speed +1.20 (+96 deg/s), turn -0.50 (-7.5 deg)"
+    model.ingest("/drive/status", 4_000_000_000, {**status, "input_ok": False})
+    assert model.drive_line().startswith("drive: INPUT LOST")

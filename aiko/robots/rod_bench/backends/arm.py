@@ -89,12 +89,16 @@ class BenchArmBackend(Backend[BenchContext, FlangeTarget, BenchObservation]):
         self.servo_period_s = 1.0 / ctx.experiment.bench.control_rate_hz
         self.host = self.site.start(ctx)
         frequency = min(s.rtde_frequency_hz, getattr(self.site, "controller_rate_hz", math.inf))
-        self.arm = self.arm_factory(self.host, arm_limits(ctx), frequency_hz=frequency)
+        # A real controller that sends no state for 2 s is gone. The emulator ticks the Cosserat rod inside each
+        # controller period, and on a busy PC a tick may take seconds: a stall is only a lost controller after 10 s
+        # there (a loaded PC is not a fault). A dropped connection is seen at once either way.
+        link_timeout_s = 10.0 if self.name == "hil" else 2.0
+        self.arm = self.arm_factory(self.host, arm_limits(ctx), frequency_hz=frequency, link_timeout_s=link_timeout_s)
         self.arm.connect()
         self.arm._force_n = self.arm.tcp_force_n  # our force limit watches the flange force the rod produces
         start = self.mount.flange_pose(ctx.experiment.scenario.initial_state.q[0:6])
         self.arm.move_linear(start.tolist(), s.approach_speed_m_s, min(0.5, s.tcp_accel_max_m_s2))
-        self.clock = ControllerClock(lambda: self.arm.receive.getTimestamp())
+        self.clock = ControllerClock(self.arm.controller_time_s)  # raises once the controller is gone (2 s)
 
     def run_clock(self) -> ControllerClock:
         """The run's clock: the controller's time (see :mod:`aiko.robots.rod_bench.controller_clock`)."""

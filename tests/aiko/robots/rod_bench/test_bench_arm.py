@@ -33,8 +33,9 @@ class FakeReceive:
 class FakeArm:
     """Records every call the backend makes on the driver (UR3Arm's surface)."""
 
-    def __init__(self, host, limits, frequency_hz):
+    def __init__(self, host, limits, frequency_hz, link_timeout_s=2.0):
         self.calls = [("init", limits, frequency_hz)]
+        self.link_timeout_s = link_timeout_s
         self.host = host
         self.receive = FakeReceive(self.calls)
         self.control = object()
@@ -43,6 +44,9 @@ class FakeArm:
     def connect(self):
         self.calls.append(("connect",))
         return self
+
+    def controller_time_s(self):
+        return self.receive.getTimestamp()
 
     def tcp_force_n(self):
         return 0.0
@@ -109,8 +113,8 @@ def test_hil_and_real_send_the_same_calls_to_the_arm_driver(tmp_path):
         backend = create_bench_backend(name)
         backend.site = site  # only where the controller is differs; everything above the driver is the same
 
-        def factory(host, limits, frequency_hz, name=name):
-            arms[name] = FakeArm(host, limits, frequency_hz)
+        def factory(host, limits, frequency_hz, link_timeout_s, name=name):
+            arms[name] = FakeArm(host, limits, frequency_hz, link_timeout_s)
             return arms[name]
 
         backend.arm_factory = factory
@@ -118,6 +122,8 @@ def test_hil_and_real_send_the_same_calls_to_the_arm_driver(tmp_path):
         assert obs.base_wrench[5] == pytest.approx(1.5)  # the flange feels -1.5 N in z: the base pushes up
         assert site.stopped == 1
     assert arms["hil"].host == "127.0.0.46" and arms["real"].host == "192.168.1.10"
+    # a stall of the emulator (which ticks the rod) is a lost controller only after 10 s; of a real one after 2 s
+    assert arms["hil"].link_timeout_s == 10.0 and arms["real"].link_timeout_s == 2.0
     assert arms["hil"].calls == arms["real"].calls
     kinds = [c[0] for c in arms["real"].calls]
     assert kinds[:3] == ["init", "connect", "move_linear"] and kinds.count("servo_linear") == 5
