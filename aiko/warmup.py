@@ -5,8 +5,14 @@ and every later process loads it in milliseconds. Without this step the first ``
 spends its first 20 s or more compiling, saying nothing. ``make`` runs it once after installing; run it again
 yourself after changing a kernel, or with ``--all`` before using the other simulators offline.
 
-    python -m aiko.warmup          # what the default job (`make run`) needs: the 3D snake simulator
+    python -m aiko.warmup          # what the default job (`make run`) needs: HIL on the 3D simulator, its replay
     python -m aiko.warmup --all    # every simulator
+
+The default set runs `make run`'s own job, `experiments/sidewinding_hil.toml`, for a fraction of a second on both
+backends it uses (``hil``, then ``sim`` for ``--replay sim``), so it compiles exactly the kernels and signatures that
+job loads: the compiled HIL plant (`aiko.robots.aiko.backends.hil_snake3d`, which inlines the emulated modules'
+kernels and the simulator's step) and the simulator's own kernels (tests/aiko/test_warmup.py checks that a run after
+it compiles nothing).
 """
 
 from __future__ import annotations
@@ -21,10 +27,17 @@ import aiko._blas_threads  # noqa: F401  (before numpy loads)
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
-def _snake3d() -> None:
-    from aiko.robots.aiko.paper_runs import run_paper
+def _default_job() -> None:
+    """`make run`'s job on both of its backends, briefly: HIL (the compiled plant) and sim (its replay)."""
+    from aiko.core.recording import MemoryRecorder
+    from aiko.robots.aiko.experiment import load_experiment
+    from aiko.robots.aiko.plugins import backend_names
+    from aiko.robots.aiko.run import RunOptions, run_experiment
 
-    run_paper("sidewinding", 0.005)
+    backend_names()  # registers the backends' sections
+    experiment = load_experiment(EXPERIMENTS / "sidewinding_hil.toml")
+    for backend in ("hil", "sim"):
+        run_experiment(experiment, MemoryRecorder(), RunOptions(backend=backend, duration_s=0.2))
 
 
 def _cosserat() -> None:
@@ -49,7 +62,7 @@ def _planar_snake() -> None:
 
 # (name, what it compiles, in the default set)
 KERNELS: tuple[tuple[str, Callable[[], None], bool], ...] = (
-    ("3D snake simulator (paper 000)", _snake3d, True),
+    ("3D snake simulator and its HIL plant (paper 000; `make run`)", _default_job, True),
     ("Cosserat rod (paper 004)", _cosserat, False),
     ("planar snake among obstacles (paper 001)", _planar_snake, False),
 )

@@ -87,7 +87,7 @@ def build_scene(n: int, m: int, mu: float, smoothing: str):
         state = initial_state(model, base_position_m=tuple(bases[i]), theta=shape.q[6:])
         models.append(model)
         states.append(state)
-    pair = PairContact(0, 1, mu, m, Smoothing(smoothing, 50.0))
+    pair = PairContact(0, 1, friction_coefficient=mu, m_sections=m, smoothing=Smoothing(smoothing, 50.0))
     system = build_system(models, [pair])
     return rod, system, initial_system_state(system, states), bases
 

@@ -17,9 +17,7 @@ from collections.abc import Iterable, Mapping
 import grimp
 
 PACKAGES = ("aiko", "sim", "firmware_protocol")
-KNOWN: dict[frozenset[str], str] = {
-    frozenset({"sim.cosserat.multirod", "sim.cosserat.pair_geometry"}): "cut on the perf branch (issue 27)",
-}
+KNOWN: dict[frozenset[str], str] = {}  # none left: the last (sim.cosserat multirod <-> pair_geometry) was cut
 
 
 def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:

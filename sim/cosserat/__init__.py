@@ -6,8 +6,10 @@ Model/state split: `build_model(RodDescription, ...)` -> `RodModel`; `initial_st
 `build_system(models, [PairContact(a, b, ...)])`, `initial_system_state`, `step_rods` (sim.cosserat.multirod).
 """
 
+import sim.cosserat._fresh_kernels  # noqa: F401  (first: drops a stale numba cache before any kernel loads)
 from sim.cosserat.constraints import PointConstraint
-from sim.cosserat.dynamics import NewtonIterate, StepInfo, energy, kinematics, mass_matrix, step
+from sim.cosserat.dynamics import step
+from sim.cosserat.forces import energy, kinematics, mass_matrix
 from sim.cosserat.model import ContactSettings, RodModel, RodState, build_model, initial_state
 from sim.cosserat.multirod import (
     PairContact,
@@ -25,6 +27,7 @@ from sim.cosserat.rod import Core, Material, RodDescription, RodParameterError, 
 from sim.cosserat.scenario import BaseMotion, Scenario, SimulationResult, simulate
 from sim.cosserat.slack import Smoothing
 from sim.cosserat.statics import StaticsResult, solve_statics
+from sim.cosserat.step_problem import NewtonIterate, StepInfo
 
 __all__ = [
     "BaseMotion",

@@ -10,7 +10,7 @@ inertia of everything beyond node m,
 
 the block of two settled column groups is J(X_m)[:, b1]ᵀ C_m J(X_m)[:, b2] with m the later settle node, and only
 the two strain nodes of each section (which still change inside it) are summed point by point. Cost O(N²·6 +
-n·N·72) instead of O(n·N²·6). `dynamics.mass_matrix_reference` (Bᵀ B) is the reference the tests compare with.
+n·N·72) instead of O(n·N²·6). `forces.mass_matrix_reference` (Bᵀ B) is the reference the tests compare with.
 """
 
 from __future__ import annotations

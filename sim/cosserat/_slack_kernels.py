@@ -8,6 +8,8 @@ compares this kernel with them for every smoothing, on separated, sticking and s
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -44,13 +46,35 @@ def _f(kind, c, x):
     return value * x, deriv * x + value
 
 
-@numba.njit(cache=True)
-def contact_laws(kind, c, eps, mu, force_scale, slack, normal, t1, t2):
-    """All per-node quantities of `StepProblem._contact` and its Newton blocks for slacks (k,3).
+class ContactLaws(NamedTuple):
+    """Per-node results of the contact laws at the slacks u = [u_n, u_t1, u_t2] (k nodes); forces in newtons, the
+    rest dimensionless (the slack units). The friction bound is a = μ·max(Λ_n, 0) (see `StepProblem._contact`)."""
 
-    Returns lam_n, dlam_n, gap_map, dgap_map, dbound_dun (k,), lam_t, dlt_da, slip_map, dslip_da (k,2),
-    dlt_du, dslip_du (k,2,2), force (k,3) = σ(Λ_n n + Λ_t·[t1 t2]), df_dun (k,3) = ∂force/∂u_n and
-    df_dut (k,3,2) = ∂force/∂u_t. The friction bound is a = μ·max(Λ_n, 0) (see `StepProblem._contact`)."""
+    lam_n: np.ndarray  # (k,) Λ_n = f(u_n)
+    dlam_n: np.ndarray  # (k,) dΛ_n/du_n
+    gap_map: np.ndarray  # (k,) f*(u_n): the gap the law asks for
+    dgap_map: np.ndarray  # (k,)
+    dbound_dun: np.ndarray  # (k,) ∂a/∂u_n
+    lam_t: np.ndarray  # (k,2) Λ_t = W(u_t)·u_t
+    dlt_da: np.ndarray  # (k,2) ∂Λ_t/∂a
+    slip_map: np.ndarray  # (k,2) W*(u_t)·u_t: the slip the law asks for
+    dslip_da: np.ndarray  # (k,2)
+    dlt_du: np.ndarray  # (k,2,2) ∂Λ_t/∂u_t
+    dslip_du: np.ndarray  # (k,2,2)
+    force: np.ndarray  # (k,3) σ_λ(Λ_n n + Λ_t·[t1 t2]), world
+    df_dun: np.ndarray  # (k,3) ∂force/∂u_n
+    df_dut: np.ndarray  # (k,3,2) ∂force/∂u_t
+
+
+def contact_laws(kind, c, eps, mu, force_scale, slack, normal, t1, t2) -> ContactLaws:
+    """All per-node quantities of `StepProblem._contact` and its Newton blocks for slacks (k,3) and the contact
+    frames (k,3) each (`smoothing_arguments` gives kind, c, eps)."""
+    return ContactLaws(*contact_laws_kernel(kind, c, eps, mu, force_scale, slack, normal, t1, t2))
+
+
+@numba.njit(cache=True)
+def contact_laws_kernel(kind, c, eps, mu, force_scale, slack, normal, t1, t2):
+    """`contact_laws` as a tuple in `ContactLaws`' order (numba)."""
     k = slack.shape[0]
     lam_n = np.empty(k)
     dlam_n = np.empty(k)
@@ -198,8 +222,7 @@ def regular_from_slack(smoothing: Smoothing, friction_coefficient: float, slack:
     kind, c, eps = smoothing_arguments(smoothing)
     frame = np.zeros((slack.shape[0], 3))
     laws = contact_laws(kind, c, eps, friction_coefficient, 1.0, slack, frame, frame, frame)
-    lam_n, gap_map, lam_t, slip_map = laws[0], laws[2], laws[5], laws[7]
     out = np.empty_like(slack)
-    out[:, 0] = lam_n - gap_map
-    out[:, 1:3] = slip_map - lam_t
+    out[:, 0] = laws.lam_n - laws.gap_map
+    out[:, 1:3] = laws.slip_map - laws.lam_t
     return out

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.cosserat.dynamics import kinematics, step
+from sim.cosserat.dynamics import step
+from sim.cosserat.forces import kinematics
 from sim.cosserat.model import ContactSettings, build_model, initial_state
 from sim.cosserat.obstacles import Plane
 from sim.cosserat.rod import RodDescription, uniform_rod
@@ -38,7 +39,12 @@ def run_incline(
     gravity_m_s2: float = 9.81,
 ) -> InclineResult:
     rod = rod or uniform_rod(0.3, 0.005, 1e6, 1000.0, poisson_ratio=0.45)
-    contact = ContactSettings((Plane(),), friction_coefficient, n_sections, smoothing or Smoothing("sigmoid", 50.0))
+    contact = ContactSettings(
+        (Plane(),),
+        friction_coefficient=friction_coefficient,
+        m_sections=n_sections,
+        smoothing=smoothing or Smoothing("sigmoid", 50.0),
+    )
     g = gravity_m_s2
     model = build_model(
         rod,

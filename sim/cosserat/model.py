@@ -17,9 +17,10 @@ BASE_MODES = ("free", "clamped")
 Obstacle = Plane | Cylinder | CurvedTube
 
 
-@dataclass(frozen=True)
-class ContactSettings:
-    """Frictional contact of the rod's contact field (m sections, m+1 nodes) with rigid obstacles.
+@dataclass(frozen=True, kw_only=True)
+class ContactLaw:
+    """The smoothed frictional contact law of m sections (m + 1 nodes), shared by a rod's obstacle contact
+    (`ContactSettings`) and a rod–rod pair (`multirod.PairContact`); keyword-only, after the subclass's own fields.
 
     force_scale_n (σ_λ) converts the dimensionless slacks into nodal forces; by default the weight of one
     contact node's share of the rod. Gap and slip scales follow from it and the time step (σ_δ = σ_λ h²/m_node,
@@ -32,7 +33,6 @@ class ContactSettings:
     σ_δ ≈ 5 mm and σ_v ≈ 2.6 m/s, i.e. smoothing widths larger than the clearance and the insertion speed.
     """
 
-    obstacles: tuple[Obstacle, ...]
     friction_coefficient: float = 0.0
     m_sections: int = 20
     smoothing: Smoothing = field(default_factory=Smoothing)
@@ -40,22 +40,29 @@ class ContactSettings:
     gap_scale_m: float | None = None
     slip_scale_m_s: float | None = None
 
+    def check(self, what: str) -> None:
+        """Validate the law's fields (`what` names the contact in the error)."""
+        if not self.friction_coefficient >= 0:
+            raise RodParameterError(f"{what} friction_coefficient must be >= 0, got {self.friction_coefficient!r}")
+        if not (isinstance(self.m_sections, int) and self.m_sections >= 1):
+            raise RodParameterError(f"{what} m_sections must be an integer >= 1, got {self.m_sections!r}")
+        for key in ("force_scale_n", "gap_scale_m", "slip_scale_m_s"):
+            value = getattr(self, key)
+            if value is not None and not value > 0:
+                raise RodParameterError(f"{what} {key} must be > 0 (or None for the default), got {value!r}")
+
+
+@dataclass(frozen=True)
+class ContactSettings(ContactLaw):
+    """Frictional contact of the rod's contact field with rigid obstacles:
+    ``ContactSettings((Plane(),), friction_coefficient=0.5, m_sections=20, smoothing=Smoothing("sigmoid", 50))``."""
+
+    obstacles: tuple[Obstacle, ...]
+
     def __post_init__(self) -> None:
         if not self.obstacles:
             raise RodParameterError("contact needs at least one obstacle")
-        check_contact_law("contact", self)
-
-
-def check_contact_law(what: str, law) -> None:
-    """Validate the fields an obstacle contact and a rod–rod pair share (friction, m, the slack scales)."""
-    if not law.friction_coefficient >= 0:
-        raise RodParameterError(f"{what} friction_coefficient must be >= 0, got {law.friction_coefficient!r}")
-    if not (isinstance(law.m_sections, int) and law.m_sections >= 1):
-        raise RodParameterError(f"{what} m_sections must be an integer >= 1, got {law.m_sections!r}")
-    for key in ("force_scale_n", "gap_scale_m", "slip_scale_m_s"):
-        value = getattr(law, key)
-        if value is not None and not value > 0:
-            raise RodParameterError(f"{what} {key} must be > 0 (or None for the default), got {value!r}")
+        self.check("contact")
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,6 +181,9 @@ class RodState:
     q: np.ndarray
     v: np.ndarray
     slack: np.ndarray  # (n_contact_nodes, 3): [u_n, u_t1, u_t2]
+    # the compiled step's Newton-matrix factors, reused by the next step of this trajectory
+    # (`compiled_step.SolverCache`); a copy starts without, so a trajectory depends on its initial state only
+    solver_cache: object | None = field(default=None, repr=False, compare=False)
 
     def copy(self) -> RodState:
         return RodState(self.t_s, self.q.copy(), self.v.copy(), self.slack.copy())

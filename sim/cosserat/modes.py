@@ -11,7 +11,7 @@ the motion a run at that h gets wrong, whatever its solver.
 
 The modes are those of the linearised equations about a configuration q at rest, without gravity or contact
 (their geometric stiffness is left out): M(q) φ̈ + K φ = 0, with the rod's own mass matrix M (composite
-inertias, `dynamics.mass_matrix`) and its constant stiffness K on the strain dofs, restricted to the free dofs
+inertias, `forces.mass_matrix`) and its constant stiffness K on the strain dofs, restricted to the free dofs
 (θ only for a clamped base; for a free base also the six base dofs, whose six rigid-body modes have ω = 0).
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from sim.cosserat.dynamics import kinematics, mass_matrix
+from sim.cosserat.forces import kinematics, mass_matrix
 from sim.cosserat.model import RodModel
 
 RIGID_TOLERANCE = 1e-8  # ω² below this fraction of the largest ω² counts as a rigid-body mode

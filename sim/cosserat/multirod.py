@@ -3,7 +3,7 @@
 Why one system: the paper solves one nonlinear system per step; splitting the rods (solve A with B's force
 frozen, then B) would lag the contact impulse by an iteration and lose Newton's third law within the step.
 Here the unknowns are every rod's own step unknowns (its free q̇, its obstacle slacks, its constraint
-multipliers: exactly `dynamics.StepProblem`'s x) followed by the slacks [u_n, u_t1, u_t2] of each rod–rod pair.
+multipliers: exactly `step_problem.StepProblem`'s x) followed by the slacks [u_n, u_t1, u_t2] of each rod–rod pair.
 
 Rod–rod contact (`PairContact(a, b)`), sphere-swept centrelines: for each pair node of rod A at centreline
 point p_A, the closest point c_B of rod B's centreline, taken as the C¹ cubic Hermite curve through all of
@@ -38,28 +38,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim.cosserat._slack_kernels import (
+    ContactLaws,
     contact_laws,
     regular_from_slack,
     smoothing_arguments,
     trigonometric_slack_from_regular,
 )
 from sim.cosserat.constraints import constraint_residual
-from sim.cosserat.dynamics import (
-    ContactScales,
-    StepInfo,
-    StepProblem,
-    _joined,
-    _predicted_slack,
-    regular_law,
-    slack_scales,
-    step_info,
-)
-from sim.cosserat.model import RodModel, RodState, check_contact_law
+from sim.cosserat.contact import ContactScales, slack_scales
+from sim.cosserat.dynamics import joined_halves
+from sim.cosserat.model import ContactLaw, RodModel, RodState
 from sim.cosserat.newton import ConvergenceError, NewtonResult, NewtonSettings, solve
 from sim.cosserat.pair_geometry import (
     PairQuery,
@@ -68,6 +61,7 @@ from sim.cosserat.pair_geometry import (
 )
 from sim.cosserat.rod import RodParameterError
 from sim.cosserat.slack import Smoothing
+from sim.cosserat.step_problem import StepInfo, StepProblem, predicted_slack, regular_law, step_info
 
 log = logging.getLogger(__name__)
 
@@ -81,25 +75,20 @@ def pair_contact_points(length_m: float, m_sections: int) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True)
-class PairContact:
-    """Frictional contact of rod `a`'s pair nodes (m_sections + 1) against rod `b`'s centreline.
+class PairContact(ContactLaw):
+    """Frictional contact of rod `a`'s pair nodes (m_sections + 1) against rod `b`'s centreline:
+    ``PairContact(0, 1, friction_coefficient=0.3, m_sections=20)``.
 
     force_scale_n (σ_λ) defaults to the weight of one of A's node shares, m_A/m·max(|g|, 1); gap_scale_m and
     slip_scale_m_s default to the inertial rule σ_δ = σ_λh²/m_node, σ_v = σ_λh/m_node (as `ContactSettings`)."""
 
     a: int
     b: int
-    friction_coefficient: float = 0.0
-    m_sections: int = 20
-    smoothing: Smoothing = field(default_factory=Smoothing)
-    force_scale_n: float | None = None
-    gap_scale_m: float | None = None
-    slip_scale_m_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.a == self.b:
             raise RodParameterError(f"pair contact needs two different rods, got a = b = {self.a}")
-        check_contact_law("pair", self)
+        self.check("pair")
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,6 +160,13 @@ def initial_system_state(system: RodSystem, rods: Sequence[RodState]) -> RodSyst
     return RodSystemState(t, [r.copy() for r in rods], slacks)
 
 
+def system_pair_query(system: RodSystem, p: int, kin_a, kin_b) -> PairQuery:
+    """`pair_geometry.pair_query` of the system's pair p."""
+    pair = system.pairs[p]
+    models = system.models
+    return pair_query(models[pair.a], models[pair.b], system.pair_index[p], system.pair_radius_m[p], kin_a, kin_b)
+
+
 def pair_scales(system: RodSystem, pair: PairContact, dt_s: float) -> ContactScales:
     """The pair's slack scales, set from rod A (whose nodes carry the pair's contact) as for an obstacle."""
     return slack_scales(system.models[pair.a], pair, dt_s)
@@ -184,7 +180,7 @@ class _PairEvaluation:
     slip: np.ndarray  # (k,2)
     r_gap: np.ndarray
     r_slip: np.ndarray
-    laws: tuple
+    laws: ContactLaws
 
 
 class SystemStepProblem:
@@ -241,19 +237,21 @@ class SystemStepProblem:
         for p, pair in enumerate(self.system.pairs):
             sc = self.scales[p]
             a, b = rods[pair.a], rods[pair.b]
-            q = pair_query(self.system, p, a[2], b[2])
+            q = system_pair_query(self.system, p, a[2], b[2])
             slack = self.pair_slack(x, p)
             kind, sharpness, eps = smoothing_arguments(self.pair_laws[p])
             laws = contact_laws(
                 kind, sharpness, eps, pair.friction_coefficient, sc.force_n, slack, q.normal, q.t1, q.t2
             )
-            force = laws[11]
+            force = laws.force
             vel = np.einsum("kin,n->ki", q.jac_contact_a, a[3]) - np.einsum("kin,n->ki", q.jac_contact_b, b[3])
             slip = np.column_stack([np.sum(q.t1 * vel, axis=1), np.sum(q.t2 * vel, axis=1)])
             a[0] -= self.h * np.einsum("kin,ki->n", q.jac_contact_a, force)
             b[0] += self.h * np.einsum("kin,ki->n", q.jac_contact_b, force)
             pairs.append(
-                _PairEvaluation(q, force, vel, slip, q.gap_m / sc.gap_m - laws[2], slip / sc.slip_m_s - laws[7], laws)
+                _PairEvaluation(
+                    q, force, vel, slip, q.gap_m / sc.gap_m - laws.gap_map, slip / sc.slip_m_s - laws.slip_map, laws
+                )
             )
         out = (rods, pairs)
         self._cache = (key, out)
@@ -295,8 +293,8 @@ class SystemStepProblem:
         for p, (pair, ev) in enumerate(zip(self.system.pairs, pairs, strict=True)):
             sc, q = self.scales[p], ev.query
             laws = ev.laws
-            dgap_map, dbound_dun, dslip_da, dslip_du = laws[3], laws[4], laws[8], laws[10]
-            df_dun, df_dut = laws[12], laws[13]
+            dgap_map, dbound_dun, dslip_da, dslip_du = laws.dgap_map, laws.dbound_dun, laws.dslip_da, laws.dslip_du
+            df_dun, df_dut = laws.df_dun, laws.df_dut
             cols = self.pair_offset[p] + 3 * np.arange(self.pair_k[p])
             c0, c1 = self.pair_offset[p], self.pair_offset[p + 1]
             basis_t = np.stack([q.t1, q.t2], axis=1)  # (k,2,3)
@@ -331,7 +329,7 @@ class SystemStepProblem:
         F = σ(Λ_n n + Λ_t1 t1 + Λ_t2 t2) on both rods' dynamic rows and in the slip rows tᵀ(v_A,c − v_B,c)
         (q = q_prev + h q̇, so ∂/∂q̇ = h ∂/∂q). `pair_frame_derivatives` is exact (test)."""
         pair, q, h, sc = self.system.pairs[p], ev.query, self.h, self.scales[p]
-        lam_n, lam_t = ev.laws[0], ev.laws[5]
+        lam_n, lam_t = ev.laws.lam_n, ev.laws.lam_t
         touching = (lam_n > 0.0).astype(float)
         dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b = pair_frame_derivatives(q)
         cols_pair = self.pair_offset[p] + 3 * np.arange(self.pair_k[p])
@@ -421,7 +419,7 @@ def step_rods(
 
 
 def _joined_system(first: SystemStepInfo, second: SystemStepInfo) -> SystemStepInfo:
-    """Two equal half steps as one, as `dynamics._joined`: every rod's and pair's forces averaged over the step
+    """Two equal half steps as one, as `dynamics.joined_halves`: every rod's and pair's forces averaged over the step
     (impulse / dt, what one full step reports), the end state's gaps and slips."""
     pairs = [
         dataclasses.replace(b, force_n=0.5 * (a.force_n + b.force_n))
@@ -430,7 +428,7 @@ def _joined_system(first: SystemStepInfo, second: SystemStepInfo) -> SystemStepI
     return SystemStepInfo(
         iterations=first.iterations + second.iterations,
         residual=second.residual,
-        rods=[_joined(a, b) for a, b in zip(first.rods, second.rods, strict=True)],
+        rods=[joined_halves(a, b) for a, b in zip(first.rods, second.rods, strict=True)],
         pairs=pairs,
         substeps=first.substeps + second.substeps,
     )
@@ -467,7 +465,7 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
         slack = rod_state.slack
         if regular and model.contact is not None:
             slack = _to_regular(model.contact.smoothing, model.contact.friction_coefficient, slack)
-        rod_x.append(sub.pack(v_guess, _predicted_slack(sub, slack, v_guess)))
+        rod_x.append(sub.pack(v_guess, predicted_slack(sub, slack, v_guess)))
     pair_slacks = []
     for p, pair in enumerate(system.pairs):
         slack = state.pair_slack[p].copy()
@@ -477,7 +475,7 @@ def _single_system_step(system, state, dt_s, settings, base_alpha_next) -> Syste
         if np.any(separated):  # as `_predicted_slack`: gap at q + h q̇ for separated nodes
             ka = problem.rods[pair.a].kinematics_at(guesses[pair.a])
             kb = problem.rods[pair.b].kinematics_at(guesses[pair.b])
-            gap = pair_query(system, p, ka, kb).gap_m
+            gap = system_pair_query(system, p, ka, kb).gap_m
             slack[separated, 0] = -gap[separated] / problem.scales[p].gap_m
         pair_slacks.append(slack)
     x0 = problem.pack(rod_x, pair_slacks)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.cosserat.dynamics import Kinematics, gravity_force, kinematics
+from sim.cosserat._observer_kernels import observer_newton
+from sim.cosserat.forces import Kinematics, gravity_force, kinematics
 from sim.cosserat.kinematics import forward_sweep
 from sim.cosserat.model import RodModel
 from sim.cosserat.newton import ConvergenceError, NewtonSettings, solve
@@ -60,13 +61,19 @@ def observe_strains(
     q0: np.ndarray | None = None,
     marker_compliance_m_per_n: float = 0.0,
     settings: NewtonSettings = _OBSERVER_NEWTON,
+    compiled: bool = True,
 ) -> ObserverResult:
     """Strains of a clamped rod (base pose `base_alpha` = [φ; p0]) whose markers at arc lengths `markers_x_m`
     were seen at `markers_position_m` (k, 3). The model must list the markers in `extra_points_m`.
 
     marker_compliance_m_per_n = 0 makes the markers hard constraints (the paper); a positive compliance c
     ties each marker to its measurement by a spring (p − y + c·λ = 0), which stops measurement noise from
-    being interpolated into strain (choose c ≈ noise / typical contact force)."""
+    being interpolated into strain (choose c ≈ noise / typical contact force).
+
+    `q0` (the last frame's solution) warm-starts Newton; without one, or if Newton from it fails, the markers are
+    moved to the measured ones in four stages (homotopy), which large shapes need. `compiled` (default) solves each
+    stage by the compiled kernel (`_observer_kernels`: O(n) residual, finite-difference Jacobian, a few ms a frame);
+    False by the readable Newton with the complex-step Jacobian (~0.5 s a frame), which the tests compare it with."""
     markers_x_m = np.asarray(markers_x_m, dtype=float)
     target = np.asarray(markers_position_m, dtype=float)
     y = target
@@ -78,6 +85,8 @@ def observe_strains(
     q[0:6] = base_alpha
     length = model.rod.length_m
     scale_f = float(np.max(np.diag(model.stiffness)))  # rows in units of the largest section stiffness
+    if compiled:
+        return _observe_compiled(model, q, idx, target, q0 is not None, marker_compliance_m_per_n, settings)
 
     def fun(x):
         qq = q.copy()
@@ -116,4 +125,65 @@ def observe_strains(
         iterations += result.iterations
     q[6:] = result.x[:n_theta]
     lam = result.x[n_theta:].reshape(k, 3) * scale_f / length
+    return ObserverResult(q, q[6:].reshape(-1, 6) + model.xi_ref_nodes, lam, iterations)
+
+
+def _observer_arrays(model: RodModel) -> tuple:
+    g = model.grid
+    n_nodes = model.n_sections + 1
+    k_diag = np.diag(model.stiffness).reshape(n_nodes, 6).copy()
+    k_off = np.diag(model.stiffness, 6).reshape(n_nodes - 1, 6).copy()
+    return (
+        model.xi_ref_nodes,
+        g.x_nodes,
+        g.x_points,
+        g.section_of_point,
+        g.quad_index,
+        g.quad_weight_m,
+        model.quad_inertia,
+        k_diag,
+        k_off,
+        model.gravity_m_s2,
+    )
+
+
+def _observe_compiled(
+    model: RodModel,
+    q: np.ndarray,
+    idx: np.ndarray,
+    target: np.ndarray,
+    warm: bool,
+    compliance: float,
+    settings: NewtonSettings,
+) -> ObserverResult:
+    """`observe_strains` by `_observer_kernels.observer_newton`: from the warm start directly, else (or if that
+    fails) by the four-stage homotopy of the reference."""
+    arrays = _observer_arrays(model)
+    length = model.rod.length_m
+    scale_f = float(np.max(np.diag(model.stiffness)))
+    n_theta, k = model.n_dof - 6, len(idx)
+    stats = np.zeros(2, dtype=np.int64)
+    x0 = np.concatenate([q[6:], np.zeros(3 * k)])
+    args = (arrays, idx, np.ascontiguousarray(target), float(compliance), scale_f, length)
+    if warm:
+        x = x0.copy()
+        norm = observer_newton(x, q.copy(), *args, settings.tolerance, settings.max_iterations, stats)
+        if stats[0]:
+            return _observer_result(model, q, x, n_theta, k, scale_f, length, int(stats[1]))
+    g = model.grid
+    start = forward_sweep(q, model.xi_ref_nodes, g.x_nodes, g.x_points, g.section_of_point)[1][idx]
+    x, iterations = x0.copy(), 0
+    for s in (0.25, 0.5, 0.75, 1.0):
+        stage = (arrays, idx, np.ascontiguousarray(start + s * (target - start)), *args[3:])
+        norm = observer_newton(x, q.copy(), *stage, settings.tolerance, settings.max_iterations, stats)
+        if not stats[0]:
+            raise ConvergenceError(f"strain observer (homotopy {s:.2f}): |r|_inf = {norm:.3e} not converged")
+        iterations += int(stats[1])
+    return _observer_result(model, q, x, n_theta, k, scale_f, length, iterations)
+
+
+def _observer_result(model, q, x, n_theta, k, scale_f, length, iterations) -> ObserverResult:
+    q = q.copy()
+    q[6:] = x[:n_theta]
+    lam = x[n_theta:].reshape(k, 3) * scale_f / length
     return ObserverResult(q, q[6:].reshape(-1, 6) + model.xi_ref_nodes, lam, iterations)

@@ -7,16 +7,14 @@ the rod's generalized coordinates."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
 
-from sim.cosserat.dynamics import Kinematics, _contact_point_jacobians
+from sim.cosserat.contact import contact_point_jacobians
+from sim.cosserat.forces import Kinematics
+from sim.cosserat.model import RodModel
 from sim.cosserat.obstacles import _tangent_basis
-
-if TYPE_CHECKING:
-    from sim.cosserat.multirod import RodSystem
 
 
 @dataclass
@@ -243,10 +241,11 @@ def _centreline_point_jacobians(kin_b: Kinematics, seg: np.ndarray, t: np.ndarra
     return jac_c, jac_ct, c_t, c_tt
 
 
-def pair_query(system: RodSystem, p: int, kin_a: Kinematics, kin_b: Kinematics) -> PairQuery:
-    pair = system.pairs[p]
-    ma, mb = system.models[pair.a], system.models[pair.b]
-    idx = system.pair_index[p]
+def pair_query(
+    ma: RodModel, mb: RodModel, idx: np.ndarray, radius_a_m: np.ndarray, kin_a: Kinematics, kin_b: Kinematics
+) -> PairQuery:
+    """The pair's geometry for rod A's pair nodes (sweep-point indices `idx`, radii `radius_a_m`) against rod B's
+    centreline, at the two rods' kinematics."""
     pa = kin_a.p[idx]
     seg, t, foot, tangent_b = closest_points_on_centreline(pa, kin_b.p, kin_b.R[:, :, 0])
     d = pa - foot
@@ -259,14 +258,12 @@ def pair_query(system: RodSystem, p: int, kin_a: Kinematics, kin_b: Kinematics) 
     t1, t2 = _tangent_basis(normal, tangent_b)
     x_b = mb.grid.x_points
     r_b = mb.rod.radius_m((1.0 - t) * x_b[seg] + t * x_b[seg + 1])
-    gap = dist - system.pair_radius_m[p] - r_b
-    jp_a, jc_a = _contact_point_jacobians(
-        kin_a.R, kin_a.J, idx, -system.pair_radius_m[p][:, None] * normal, ma.grid.section_of_point
-    )
+    gap = dist - radius_a_m - r_b
+    jp_a, jc_a = contact_point_jacobians(kin_a.R, kin_a.J, idx, -radius_a_m[:, None] * normal, ma.grid.section_of_point)
     offset_b = r_b[:, None] * normal
     seg64 = seg.astype(np.int64)
-    jp0, jc0 = _contact_point_jacobians(kin_b.R, kin_b.J, seg64, offset_b, mb.grid.section_of_point)
-    jp1, jc1 = _contact_point_jacobians(kin_b.R, kin_b.J, seg64 + 1, offset_b, mb.grid.section_of_point)
+    jp0, jc0 = contact_point_jacobians(kin_b.R, kin_b.J, seg64, offset_b, mb.grid.section_of_point)
+    jp1, jc1 = contact_point_jacobians(kin_b.R, kin_b.J, seg64 + 1, offset_b, mb.grid.section_of_point)
     jp_b, jct_b, c_t, c_tt = _centreline_point_jacobians(kin_b, seg, t, jp0, jp1)
     # contact point c + r_B n: the centreline point's velocity plus the section's (interpolated) ω × r_B n
     w0, w1 = (1.0 - t)[:, None, None], t[:, None, None]

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from sim.cosserat.dynamics import NewtonIterate, StepInfo, kinematics, step
+from sim.cosserat.dynamics import step
+from sim.cosserat.forces import centreline
 from sim.cosserat.model import RodModel, RodState
 from sim.cosserat.newton import NewtonSettings
 from sim.cosserat.rod import RodParameterError
+from sim.cosserat.step_problem import NewtonIterate, StepInfo
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,8 @@ def simulate(
     def emit(current_model):
         if on_sample is None:
             return
-        centreline = kinematics(current_model, state.q).p[current_model.grid.node_index]
-        on_sample(Sample(state.t_s, state, info, centreline, current_model))
+        line = centreline(current_model, state.q)
+        on_sample(Sample(state.t_s, state, info, line, current_model))
 
     emit(model)
     for k in range(1, n_steps + 1):
@@ -120,7 +122,7 @@ def simulate(
             current, state, scenario.dt_s, scenario.newton, alpha_next, scenario.max_halvings, on_newton_iterate
         )
         times.append(state.t_s)
-        tips.append(kinematics(current, state.q).p[current.grid.node_index[-1]].copy())
+        tips.append(centreline(current, state.q)[-1].copy())
         iterations.append(info.iterations)
         substeps.append(info.substeps)
         if k % sample_every == 0 or k == n_steps:

@@ -22,7 +22,7 @@ from sim.cosserat.constraints import (
     n_constraint_rows,
     row_scales,
 )
-from sim.cosserat.dynamics import Kinematics, gravity_force, kinematics, point_load_force
+from sim.cosserat.forces import Kinematics, gravity_force, kinematics, point_load_force
 from sim.cosserat.kinematics import forward_sweep
 from sim.cosserat.model import RodModel
 from sim.cosserat.newton import NewtonSettings, solve

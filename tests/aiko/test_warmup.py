@@ -15,6 +15,6 @@ def test_warmup_compiles_every_simulator_with_a_progress_line_each(capsys):
 
 def test_the_default_warms_what_make_run_needs_only(capsys):
     defaults = [name for name, _, default in warmup.KERNELS if default]
-    assert defaults == ["3D snake simulator (paper 000)"]
+    assert defaults == ["3D snake simulator and its HIL plant (paper 000; `make run`)"]
     assert warmup.main([]) == 0
     assert capsys.readouterr().out.count("compiling") == 1

@@ -17,7 +17,8 @@ import numpy as np
 from aiko.core.errors import ConfigError
 from aiko.devices.camera.red_markers import MarkerObservation, RedMarkerTracker
 from aiko.devices.camera.source import Frame
-from sim.cosserat import RodDescription, build_model, kinematics
+from sim.cosserat import RodDescription, build_model
+from sim.cosserat.forces import centreline as sim_centreline
 from sim.cosserat.model import RodModel
 from sim.cosserat.newton import ConvergenceError
 from sim.cosserat.observer import observe_strains
@@ -101,7 +102,7 @@ class StrainPipeline:
             self._q = None
             return StrainEstimate(obs.t_ns, obs, control_x, None, None, 0, f"observer: {exc}")
         self._q = result.q
-        centreline = kinematics(self.model, result.q).p[self.model.grid.node_index]
+        centreline = sim_centreline(self.model, result.q)
         return StrainEstimate(
             obs.t_ns, obs, control_x, result.strain_nodes, result.marker_forces_n, result.iterations,
             centreline_m=centreline,

@@ -13,7 +13,8 @@ from aiko.core.errors import ConfigError
 from aiko.devices.camera.calibration import CameraIntrinsics
 from aiko.devices.camera.plane import CameraPose, MarkerPlane, look_at
 from aiko.devices.camera.synthetic import RodScene
-from sim.cosserat import RodDescription, build_model, kinematics
+from sim.cosserat import RodDescription, build_model
+from sim.cosserat.forces import sweep_points
 
 
 class RodFilm:
@@ -42,14 +43,14 @@ class RodFilm:
 
     def markers_m(self, q: np.ndarray) -> np.ndarray:
         """True bead centres (k, 3)."""
-        return kinematics(self.model, q).p[self._markers]
+        return sweep_points(self.model, q)[self._markers]
 
     def strain_nodes(self, q: np.ndarray) -> np.ndarray:
         """True strains [κ; ε] at the strain nodes (n+1, 6)."""
         return q[6:].reshape(-1, 6) + self.model.xi_ref_nodes
 
     def scene(self, q: np.ndarray) -> RodScene:
-        p = kinematics(self.model, q).p
+        p = sweep_points(self.model, q)
         return RodScene(p[self._dense], self.rod.radius_m(self.dense_arc_m), p[self._markers], self.bead_radius_m)
 
     def exposure(self, q_before: np.ndarray, q: np.ndarray, q_after: np.ndarray, samples: int) -> list[RodScene]:

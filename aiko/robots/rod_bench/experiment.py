@@ -190,7 +190,15 @@ def _contact(root: Table, n_sections: int, source: str) -> ContactSettings | Non
     obstacles = tuple(_obstacle(raw, i, source) for i, raw in enumerate(obstacles_raw))
     if not obstacles:
         raise ConfigError(f"{source}: [contact] needs at least one [[obstacle]]")
-    return ContactSettings(obstacles, mu, m_sections, smoothing, force_scale, gap_scale, slip_scale)
+    return ContactSettings(
+        obstacles,
+        friction_coefficient=mu,
+        m_sections=m_sections,
+        smoothing=smoothing,
+        force_scale_n=force_scale,
+        gap_scale_m=gap_scale,
+        slip_scale_m_s=slip_scale,
+    )
 
 
 def _initial(ini: Table, model: Any):

@@ -63,10 +63,17 @@ class EmulatedController:
         cmd = [sys.executable, "-m", "aiko.cli", "emulate", "ur3", "--host", host]
         cmd += ["--rate-hz", f"{self.controller_rate_hz:g}", "--unlock-delay", "0", "--plant", PLANT]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        first = self.proc.stdout.readline().strip() if self.proc.stdout else ""
+        first = ""
+        while self.proc.stdout is not None:  # lines before the greeting (e.g. NUMBA_DEBUG_CACHE's) are kept
+            line = self.proc.stdout.readline()
+            if not line or line.startswith("ur3: "):
+                first = line.strip()
+                break
+            self.lines.append(line.strip())
         if not first.startswith("ur3: "):
-            err = self.proc.stderr.read().strip().splitlines() if self.proc.stderr else []
-            self.stop()
+            proc = self.proc
+            self.stop()  # before reading its stderr: a running emulator never closes it (the read hung)
+            err = proc.stderr.read().strip().splitlines() if proc.stderr else []
             raise HardwareError(f"the UR3 emulator did not start on {host}: {(err or [first])[-1]}")
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
@@ -111,6 +118,19 @@ class EmulatedController:
             for channel, payload in row.get("channels", {}).items()
         ]
 
+    def plant_timing(self) -> dict[str, Any]:
+        """The plant hook's time per controller tick (median, p99, max; `plant.PlantTiming`), as last written."""
+        if self.plant_log is None or not self.plant_log.exists():
+            return {}
+        timing: dict[str, Any] = {}
+        for line in self.plant_log.read_text().splitlines():
+            if line.startswith('{"plant_timing"'):
+                try:
+                    timing = json.loads(line)["plant_timing"]
+                except json.JSONDecodeError:
+                    continue
+        return timing
+
     def summary(self) -> dict[str, Any]:
         counters: dict[str, Any] = {}
         for line in reversed(self.lines):
@@ -122,4 +142,9 @@ class EmulatedController:
                 break
         events = [json.loads(x)["event"] for x in self.lines if x.startswith('{"event"')]
         events += [row["event"] for row in self._plant_rows() if "event" in row]
-        return {"controller_rate_hz": self.controller_rate_hz, "emulator": counters, "emulator_events": events[-10:]}
+        return {
+            "controller_rate_hz": self.controller_rate_hz,
+            "emulator": counters,
+            "emulator_events": events[-10:],
+            "plant_tick_time": self.plant_timing(),
+        }

@@ -21,9 +21,11 @@ emulator is started here on that address, fed with the rod's reaction in the sen
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import IO
 
@@ -70,6 +72,7 @@ class RodPlant:
         self.failed: str | None = None
         self._wrench: list[float] | None = None
         self.ft_sensor = ft_sensor  # HIL's F/T emulator in this process: fed the rod's reaction at every tick
+        self.timing = PlantTiming()
 
     def _record(self, rod: RodStepper) -> None:
         if self.side_log is None or self.mounted_at_s is None:
@@ -97,6 +100,15 @@ class RodPlant:
         return pos_err <= MOUNT_TOLERANCE_M and rot_err <= MOUNT_TOLERANCE_RAD
 
     def __call__(self, t_s: float, flange_pose: np.ndarray, flange_speed: np.ndarray) -> list[float] | None:
+        start = time.perf_counter()
+        try:
+            return self._tick(t_s, flange_pose, flange_speed)
+        finally:
+            if self.timing.add(time.perf_counter() - start) and self.side_log is not None:
+                self.side_log.write(json.dumps({"plant_timing": self.timing.summary()}) + "\n")
+                self.side_log.flush()
+
+    def _tick(self, t_s: float, flange_pose: np.ndarray, flange_speed: np.ndarray) -> list[float] | None:
         alpha = self.mount.alpha(flange_pose)
         if self.mounted_at_s is None:
             if not self._at_start(alpha, flange_speed):
@@ -121,10 +133,46 @@ class RodPlant:
         return self._wrench
 
 
+class PlantTiming:
+    """How long the plant hook takes inside each controller tick (the rod's share of the emulator's period): every
+    call's duration is kept (200 Hz × a run's minutes), and a summary is due once a second of ticks."""
+
+    SUMMARY_EVERY = 200
+
+    def __init__(self) -> None:
+        self.durations_s: list[float] = []
+
+    def add(self, duration_s: float) -> bool:
+        """Record one call; True when a summary is due."""
+        self.durations_s.append(duration_s)
+        return len(self.durations_s) % self.SUMMARY_EVERY == 0
+
+    def summary(self) -> dict[str, float | int]:
+        d = np.asarray(self.durations_s) * 1e3
+        if len(d) == 0:
+            return {"calls": 0}
+        return {
+            "calls": len(d),
+            "median_ms": float(np.median(d)),
+            "p99_ms": float(np.percentile(d, 99)),
+            "max_ms": float(np.max(d)),
+            "mean_ms": float(np.mean(d)),
+        }
+
+
 def warm_up(experiment: BenchExperiment) -> None:
-    """One step on a copy: the numba kernels compile here, not inside the first controller tick."""
+    """Compile (or load) here, not inside a controller tick, every kernel a tick can reach: the compiled step, the
+    reference step (a step the compiled one cannot solve is solved by it, halved or continued), and the logged
+    samples' pose sweep (`rod_payloads`, first called at the mount). On a cold cache a kernel compiled inside a
+    tick stalls the 200 Hz controller for seconds and the arm's client drops the connection (measured: the HIL
+    camera test failed so before the samples were warmed here)."""
     s = experiment.scenario
-    step(s.model, s.initial_state.copy(), s.dt_s, s.newton, s.initial_state.q[0:6].copy(), s.max_halvings)
+    alpha = s.initial_state.q[0:6].copy()
+    state = s.initial_state.copy()
+    info = step(s.model, state, s.dt_s, s.newton, alpha, s.max_halvings)
+    reference = dataclasses.replace(s.newton, compiled_step=False)
+    step(s.model, s.initial_state.copy(), s.dt_s, reference, alpha, s.max_halvings)
+    rod_payloads(s.model, state, info)
 
 
 def rod_plant() -> RodPlant:

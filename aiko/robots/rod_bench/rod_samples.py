@@ -9,8 +9,9 @@ import numpy as np
 
 from aiko.core.messages import XYZ, Channel, Message, integer, number, numbers, vectors
 from aiko.robots.rod_bench.messages import STRAIN_AXES
-from sim.cosserat import RodModel, RodState, kinematics
-from sim.cosserat.dynamics import StepInfo
+from sim.cosserat import RodModel, RodState
+from sim.cosserat.forces import centreline as sim_centreline
+from sim.cosserat.step_problem import StepInfo
 
 CENTRELINE = Channel("/sim/rod/centreline", Message(
     "aiko.rod.Centreline",
@@ -52,7 +53,7 @@ ROD_CHANNELS = {str(c): c for c in (CENTRELINE, CONTACTS, BASE_WRENCH, ROD_STATE
 
 def rod_payloads(model: RodModel, state: RodState, info: StepInfo | None) -> dict[str, dict[str, Any]]:
     """channel -> payload of one instant (contacts and base wrench only once a step has reported them)."""
-    centreline = kinematics(model, state.q).p[model.grid.node_index]
+    centreline = sim_centreline(model, state.q)
     out: dict[str, dict[str, Any]] = {
         CENTRELINE: {
             "t_s": state.t_s,

@@ -14,8 +14,8 @@ import numpy as np
 
 from aiko.core.errors import AikoError
 from sim.cosserat import ConvergenceError, step
-from sim.cosserat.dynamics import StepInfo
 from sim.cosserat.scenario import Scenario
+from sim.cosserat.step_problem import StepInfo
 
 
 class RodStepper:

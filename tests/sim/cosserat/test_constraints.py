@@ -6,7 +6,7 @@ import pytest
 
 from sim.cosserat import RodParameterError, build_model, initial_state, step, uniform_rod
 from sim.cosserat.constraints import PointConstraint, constraint_jacobian, constraint_residual
-from sim.cosserat.dynamics import energy, kinematics
+from sim.cosserat.forces import energy, kinematics
 from sim.cosserat.statics import solve_statics
 
 L, R, E, RHO = 1.0, 0.01, 1e7, 1000.0
@@ -144,7 +144,7 @@ def test_damped_dynamics_settles_on_the_constrained_statics():
 
 def test_step_newton_matrix_constraint_blocks_match_finite_differences():
     """The kept blocks are exact: ∂(momentum rows)/∂λ and ∂(g rows)/∂q̇ against central differences."""
-    from sim.cosserat.dynamics import StepProblem
+    from sim.cosserat.step_problem import StepProblem
 
     model = build_model(ROD, 4, constraints=(PointConstraint(0.8 * L, "fixed", (0.8 * L, 0.0, 0.0)),))
     state = initial_state(model)

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from sim.cosserat import ContactSettings, Plane, Smoothing, build_model, initial_state, uniform_rod
-from sim.cosserat.dynamics import StepProblem, step
+from sim.cosserat.dynamics import step
 from sim.cosserat.incline import run_incline
 from sim.cosserat.newton import finite_difference_jacobian
 from sim.cosserat.rod import RodParameterError
+from sim.cosserat.step_problem import StepProblem
 
 G = 9.81
 
@@ -46,7 +47,7 @@ def test_trigonometric_smoothing_slides_at_coulomb_rate():
 
 def test_resting_rod_satisfies_signorini_with_zero_gap_and_weight_balanced():
     rod = uniform_rod(0.3, 0.005, 1e6, 1000.0)
-    contact = ContactSettings((Plane(),), 0.5, 8, Smoothing("heaviside"))
+    contact = ContactSettings((Plane(),), friction_coefficient=0.5, m_sections=8, smoothing=Smoothing("heaviside"))
     model = build_model(rod, 8, base="free", contact=contact)
     state = initial_state(model, base_position_m=(0, 0, 0.005))
     state.slack[:, 0] = 1.0
@@ -65,7 +66,9 @@ def test_contact_blocks_of_the_newton_matrix_match_finite_differences():
         4,
         base="free",
         gravity_m_s2=(2.0, 0, -9.0),
-        contact=ContactSettings((Plane(),), 0.4, 4, Smoothing("sigmoid", 5.0)),
+        contact=ContactSettings(
+            (Plane(),), friction_coefficient=0.4, m_sections=4, smoothing=Smoothing("sigmoid", 5.0)
+        ),
     )
     state = initial_state(model, base_position_m=(0, 0, 0.005))
     rng = np.random.default_rng(0)
@@ -101,17 +104,23 @@ def test_tube_mouth_frees_the_rod_outside_and_joins_the_wall_continuously():
 
 
 def test_contact_gap_and_slip_scales_override_the_inertial_rule():
-    from sim.cosserat.dynamics import contact_scales
+    from sim.cosserat.contact import contact_scales
 
     rod = uniform_rod(0.2, 0.005, 1e6, 1000.0)
-    default = build_model(rod, 4, contact=ContactSettings((Plane(),), 0.5, 4))
-    set_scales = build_model(rod, 4, contact=ContactSettings((Plane(),), 0.5, 4, gap_scale_m=1e-5, slip_scale_m_s=1e-3))
+    default = build_model(rod, 4, contact=ContactSettings((Plane(),), friction_coefficient=0.5, m_sections=4))
+    set_scales = build_model(
+        rod,
+        4,
+        contact=ContactSettings(
+            (Plane(),), friction_coefficient=0.5, m_sections=4, gap_scale_m=1e-5, slip_scale_m_s=1e-3
+        ),
+    )
     s0, s1 = contact_scales(default, 0.005), contact_scales(set_scales, 0.005)
     node_mass = rod.mass_kg() / 4
     assert s0.gap_m == pytest.approx(s0.force_n * 0.005**2 / node_mass)
     assert (s1.force_n, s1.gap_m, s1.slip_m_s) == (s0.force_n, 1e-5, 1e-3)
     with pytest.raises(RodParameterError, match="slip_scale_m_s"):
-        ContactSettings((Plane(),), 0.5, 4, slip_scale_m_s=0.0)
+        ContactSettings((Plane(),), friction_coefficient=0.5, m_sections=4, slip_scale_m_s=0.0)
 
 
 def test_sigmoid_rod_just_inside_the_cone_sticks_instead_of_creeping_up_slope():

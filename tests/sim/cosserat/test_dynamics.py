@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from sim.cosserat import build_model, energy, initial_state, kinematics, step, uniform_rod
-from sim.cosserat.dynamics import StepProblem
 from sim.cosserat.newton import finite_difference_jacobian
 from sim.cosserat.statics import solve_statics
+from sim.cosserat.step_problem import StepProblem
 
 L, R, E, RHO = 1.0, 0.01, 1e7, 1000.0
 ROD = uniform_rod(L, R, E, RHO)
@@ -91,12 +91,13 @@ def test_free_spinning_rod_energy_drift_is_a_vanishing_discretisation_effect():
 
 
 def test_a_halved_step_reports_the_mean_force_over_the_step_and_the_end_state_of_the_second_half():
-    """Two half steps joined (`dynamics._joined`) report what one whole step would: contact forces and base wrench
+    """Two half steps joined (`dynamics.joined_halves`) report what one whole step would: contact forces and base wrench
     as impulse / dt (the mean of the halves, not the last half's), gaps, slips and multipliers of the end state,
     the iterations and sub-steps of both."""
     import dataclasses
 
-    from sim.cosserat.dynamics import StepInfo, _joined
+    from sim.cosserat.dynamics import joined_halves
+    from sim.cosserat.step_problem import StepInfo
 
     def half(force: float, gap: float, iterations: int) -> StepInfo:
         return StepInfo(
@@ -111,7 +112,7 @@ def test_a_halved_step_reports_the_mean_force_over_the_step_and_the_end_state_of
         )
 
     first, second = half(4.0, 1.0, 3), dataclasses.replace(half(0.0, 2.0, 5), substeps=2)
-    joined = _joined(first, second)
+    joined = joined_halves(first, second)
     np.testing.assert_array_equal(joined.contact_force_n, np.full((3, 3), 2.0))
     np.testing.assert_array_equal(joined.base_wrench, np.full(6, 2.0))
     np.testing.assert_array_equal(joined.contact_gap_m, second.contact_gap_m)

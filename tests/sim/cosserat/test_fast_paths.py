@@ -19,7 +19,9 @@ from sim.cosserat import (
     initial_state,
     uniform_rod,
 )
-from sim.cosserat.dynamics import StepProblem, contact_query, contact_query_reference, kinematics
+from sim.cosserat.contact import contact_query, contact_query_reference
+from sim.cosserat.forces import kinematics
+from sim.cosserat.step_problem import StepProblem
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments" / "rod"
 
@@ -27,14 +29,18 @@ EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments" / "rod"
 def _tube_and_plane_model():
     rod = uniform_rod(0.02, 1.5e-4, 55e6, 1200.0, 0.45, damping_time_s=1e-3)
     obstacles = (Plane(point_m=(0.0, 0.0, -0.01)), CurvedTube(4e-4, 5e-3, 3e-3, 90.0))
-    contact = ContactSettings(obstacles, 0.3, 6, Smoothing("sigmoid", 50.0), force_scale_n=1e-4)
+    contact = ContactSettings(
+        obstacles, friction_coefficient=0.3, m_sections=6, smoothing=Smoothing("sigmoid", 50.0), force_scale_n=1e-4
+    )
     return build_model(rod, 6, base="free", gravity_m_s2=(0.0, 0.0, 0.0), contact=contact)
 
 
 def _single_tilted_plane_model():
     rod = uniform_rod(0.02, 1.5e-4, 55e6, 1200.0, 0.45)
     plane = Plane(point_m=(0.003, -0.002, -0.01), normal=(0.2, -0.1, 1.0))
-    contact = ContactSettings((plane,), 0.3, 6, Smoothing("sigmoid", 50.0), force_scale_n=1e-4)
+    contact = ContactSettings(
+        (plane,), friction_coefficient=0.3, m_sections=6, smoothing=Smoothing("sigmoid", 50.0), force_scale_n=1e-4
+    )
     return build_model(rod, 6, base="free", contact=contact)
 
 
@@ -75,13 +81,13 @@ def test_separated_nodes_carry_no_friction_and_keep_the_newton_matrix_well_scale
     used to turn into a gain −μΛ_n/ε (ε = 1e-9) at u_t = 0: entries ~1e10 and rcond ~1e-22 at the start of
     the tube insertion. With the bound μ·max(Λ_n, 0) separated nodes carry no friction at all; with the
     prescribed base speed in v_ref the dynamic rows are no longer scaled by 1/(1e-6 L/h)."""
-    from sim.cosserat.dynamics import _predicted_slack
+    from sim.cosserat.step_problem import predicted_slack
 
     scenario = load_rod_experiment(EXPERIMENTS / "tube_insertion.toml", {})
     model, state = scenario.model, scenario.initial_state.copy()
     problem = StepProblem(model, state, scenario.dt_s, scenario.base_motion.alpha(scenario.dt_s))
     v = problem.v_fixed.copy()
-    x = problem.pack(v, _predicted_slack(problem, state.slack, v))
+    x = problem.pack(v, predicted_slack(problem, state.slack, v))
     _, contact, _ = problem.evaluate(x)
     separated = contact["lam_n"] <= 0
     assert np.any(separated)
@@ -141,7 +147,7 @@ def test_rate_sweep_matches_the_complex_step_sweep(scale):
 @pytest.mark.parametrize("tip_force_n", [None, (0.01, -0.02, 0.03)], ids=["no tip load", "tip load"])
 def test_fast_step_residual_matches_the_reference_path(tip_force_n):
     """The step's residual and Newton matrix from the rate sweep, the fused inertia kernel, the contact-law
-    kernel and the composite mass matrix equal those of the complex-J sweep, `_inertia_and_gravity` and the
+    kernel and the composite mass matrix equal those of the complex-J sweep, `inertia_and_gravity` and the
     numpy slack maps (to 1e-12 of the largest entry), on the plane drop mid-flight."""
 
     scenario = load_rod_experiment(EXPERIMENTS / "rod_on_plane.toml", {"model.n_sections": 8, "contact.m_sections": 8})
@@ -182,9 +188,12 @@ def test_contact_law_kernel_matches_the_slack_maps(kind):
     t1 /= np.linalg.norm(t1, axis=1)[:, None]
     t2 = np.cross(normal, t1)
     mu, force_scale = 0.4, 0.37
-    out = contact_laws(*smoothing_arguments(smoothing), mu, force_scale, slack, normal, t1, t2)
-    lam_n, dlam_n, gap_map, dgap_map, dbound_dun, lam_t, dlt_da, slip_map, dslip_da, dlt_du, dslip_du = out[:11]
-    force, df_dun, df_dut = out[11:]
+    laws = contact_laws(*smoothing_arguments(smoothing), mu, force_scale, slack, normal, t1, t2)
+    lam_n, dlam_n, gap_map, dgap_map, dbound_dun = laws.lam_n, laws.dlam_n, laws.gap_map, laws.dgap_map, laws.dbound_dun
+    lam_t, dlt_da, slip_map, dslip_da, dlt_du, dslip_du = (
+        laws.lam_t, laws.dlt_da, laws.slip_map, laws.dslip_da, laws.dlt_du, laws.dslip_du
+    )  # fmt: skip
+    force, df_dun, df_dut = laws.force, laws.df_dun, laws.df_dut
 
     ref_n = normal_map(smoothing, slack[:, 0])
     bound = mu * np.where(ref_n[0] > 0, ref_n[0], 0.0)
@@ -210,10 +219,10 @@ def test_contact_law_kernel_matches_the_slack_maps(kind):
 def test_composite_mass_matrix_matches_the_plain_quadrature(n_sections):
     """`mass_matrix` (composite inertias, CRBA-like) equals Bᵀ B over the quadrature points to 1e-13 of its
     largest entry, for a tapered, pre-curved, twisted rod with contact nodes and markers in the sweep."""
-    from sim.cosserat.dynamics import mass_matrix, mass_matrix_reference
+    from sim.cosserat.forces import mass_matrix, mass_matrix_reference
 
     rod = RodDescription(0.4, 6e-3, 2e-3, Material(2e6, 0.45, 1100.0))
-    contact = ContactSettings((Plane(),), 0.3, 5, Smoothing("sigmoid", 50.0))
+    contact = ContactSettings((Plane(),), friction_coefficient=0.3, m_sections=5, smoothing=Smoothing("sigmoid", 50.0))
     model = build_model(
         rod,
         n_sections,
@@ -238,7 +247,9 @@ def test_fast_step_residual_matches_the_reference_path_clamped_moving_base_with_
     from sim.cosserat.constraints import PointConstraint
 
     rod = RodDescription(0.3, 5e-3, 2.5e-3, Material(1e6, 0.45, 1100.0), damping_time_s=0.01)
-    contact = ContactSettings((Plane(normal=(0.1, 0.0, 1.0)),), 0.4, 6, Smoothing("sigmoid", 50.0))
+    contact = ContactSettings(
+        (Plane(normal=(0.1, 0.0, 1.0)),), friction_coefficient=0.4, m_sections=6, smoothing=Smoothing("sigmoid", 50.0)
+    )
     pin = PointConstraint(0.3, "position", (0.29, 0.01, -0.02))
     model = build_model(rod, 6, base="clamped", contact=contact, constraints=(pin,))
     state = initial_state(model, base_position_m=(0.0, 0.0, 0.01))

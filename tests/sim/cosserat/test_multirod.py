@@ -15,7 +15,8 @@ from sim.cosserat import (
     initial_state,
     uniform_rod,
 )
-from sim.cosserat.dynamics import energy, kinematics, step
+from sim.cosserat.dynamics import step
+from sim.cosserat.forces import energy, kinematics
 from sim.cosserat.multirod import (
     PairContact,
     SystemStepProblem,
@@ -24,13 +25,13 @@ from sim.cosserat.multirod import (
     pair_contact_points,
     pair_scales,
     step_rods,
+    system_pair_query,
 )
 from sim.cosserat.newton import ConvergenceError, NewtonSettings, finite_difference_jacobian
 from sim.cosserat.pair_geometry import (
     closest_points_on_centreline,
     closest_points_on_centreline_reference,
     pair_frame_derivatives,
-    pair_query,
 )
 from sim.cosserat.rod import RodParameterError
 
@@ -47,7 +48,9 @@ def _crossing(mu=0.5, smoothing=None, damping_time_s=0.02, gravity=(0.0, 0.0, -G
     held = build_model(
         rod, n, base="clamped", gravity_m_s2=gravity, constraints=(PointConstraint(L, "fixed", (L, 0.0, 0.0)),)
     )
-    system = build_system([dropped, held], [PairContact(0, 1, mu, m, smoothing)])
+    system = build_system(
+        [dropped, held], [PairContact(0, 1, friction_coefficient=mu, m_sections=m, smoothing=smoothing)]
+    )
     s0 = initial_state(dropped, base_rotation_vector=(0, 0, np.pi / 2), base_position_m=(L / 2, -L / 2, 2 * R + 5e-4))
     state = initial_system_state(system, [s0, initial_state(held)])
     return rod, system, state
@@ -72,7 +75,10 @@ def test_rod_dropped_across_a_held_rod_rests_with_its_weight_and_the_support_car
 
 def test_reordering_the_rods_gives_the_identical_trajectory():
     _, system, state = _crossing(n=6, m=10)
-    swapped = build_system(system.models[::-1], [PairContact(1, 0, 0.5, 10, Smoothing("sigmoid", 50.0))])
+    swapped = build_system(
+        system.models[::-1],
+        [PairContact(1, 0, friction_coefficient=0.5, m_sections=10, smoothing=Smoothing("sigmoid", 50.0))],
+    )
     state_swapped = initial_system_state(swapped, state.rods[::-1])
     for _ in range(40):  # through the impact
         step_rods(system, state, 0.005)
@@ -89,7 +95,9 @@ def _two_free_crossing_rods(a, b, m=20):
         build_model(rod, 6, base="free", gravity_m_s2=(0, 0, 0), extra_points_m=pair_contact_points(L, m))
         for _ in range(2)
     ]
-    system = build_system(models, [PairContact(a, b, 0.3, m, Smoothing("heaviside"))])
+    system = build_system(
+        models, [PairContact(a, b, friction_coefficient=0.3, m_sections=m, smoothing=Smoothing("heaviside"))]
+    )
     lower = initial_state(models[0], base_position_m=(-L / 2, 0, 0), base_velocity=np.array([0, 0, 0, 0, 0, 0.2]))
     upper = initial_state(
         models[1],
@@ -183,7 +191,9 @@ def test_parallel_rods_pressed_together_penetrate_no_more_than_the_sigmoid_bound
         soft, 8, constraints=(PointConstraint(L, "fixed", (L, 0, z0)),), extra_points_m=pair_contact_points(L, m)
     )
     b = build_model(stiff, 8, constraints=(PointConstraint(L, "fixed", (L, 0, 0)),))
-    system = build_system([a, b], [PairContact(0, 1, 0.3, m, Smoothing("sigmoid", c))])
+    system = build_system(
+        [a, b], [PairContact(0, 1, friction_coefficient=0.3, m_sections=m, smoothing=Smoothing("sigmoid", c))]
+    )
     state = initial_system_state(system, [initial_state(a, base_position_m=(0, 0, z0)), initial_state(b)])
     for _ in range(100):  # settled after ≈ 40 steps
         info = step_rods(system, state, 0.005)
@@ -215,7 +225,9 @@ def test_pair_rows_and_columns_of_the_newton_matrix_match_central_differences(ta
         rod = RodDescription(L, 0.006, 0.003, Material(1e7, 0.3, 1000.0))
     a = build_model(rod, 4, base="free", extra_points_m=pair_contact_points(L, m))
     b = build_model(rod, 4, base="free")
-    system = build_system([a, b], [PairContact(0, 1, 0.4, m, Smoothing("sigmoid", 5.0))])
+    system = build_system(
+        [a, b], [PairContact(0, 1, friction_coefficient=0.4, m_sections=m, smoothing=Smoothing("sigmoid", 5.0))]
+    )
     sa = initial_state(a, base_rotation_vector=(0, 0, np.pi / 2), base_position_m=(0.1, -L / 2, 2 * R + 1e-3))
     sb = initial_state(b, base_rotation_vector=(0.0, 0.1, 0.0))
     rng = np.random.default_rng(1)
@@ -307,10 +319,13 @@ def test_rod_across_a_rod_on_a_plane_shares_its_weight_and_the_plane_carries_bot
     """Obstacle contact and pair contact in one system: a soft rod dropped across another one lying on a plane
     rests on it and on the plane (its ends sag down); each rod's force balance closes with the pair force."""
     rod = uniform_rod(L, R, 1e6, 1000.0, damping_time_s=0.02)
-    on_plane = ContactSettings((Plane(),), 0.5, 8, Smoothing("sigmoid", 50.0))
+    on_plane = ContactSettings((Plane(),), friction_coefficient=0.5, m_sections=8, smoothing=Smoothing("sigmoid", 50.0))
     upper = build_model(rod, 8, base="free", contact=on_plane, extra_points_m=pair_contact_points(L, 20))
     lower = build_model(rod, 8, base="free", contact=on_plane)
-    system = build_system([upper, lower], [PairContact(0, 1, 0.5, 20, Smoothing("sigmoid", 50.0))])
+    system = build_system(
+        [upper, lower],
+        [PairContact(0, 1, friction_coefficient=0.5, m_sections=20, smoothing=Smoothing("sigmoid", 50.0))],
+    )
     s_up = initial_state(upper, base_rotation_vector=(0, 0, np.pi / 2), base_position_m=(0, -L / 2, 3 * R + 5e-4))
     s_low = initial_state(lower, base_position_m=(-L / 2, 0, R + 1e-4))
     state = initial_system_state(system, [s_up, s_low])
@@ -331,7 +346,7 @@ def test_pair_frame_derivatives_match_central_differences():
     rod = RodDescription(L, 0.006, 0.003, Material(1e7, 0.3, 1000.0))
     a = build_model(rod, 4, base="free", extra_points_m=pair_contact_points(L, m))
     b = build_model(rod, 4, base="free")
-    system = build_system([a, b], [PairContact(0, 1, 0.4, m)])
+    system = build_system([a, b], [PairContact(0, 1, friction_coefficient=0.4, m_sections=m)])
     rng = np.random.default_rng(1)
     qa = initial_state(a, base_rotation_vector=(0, 0, np.pi / 2), base_position_m=(0.1, -L / 2, 2 * R + 1e-3)).q
     qb = initial_state(b, base_rotation_vector=(0.0, 0.1, 0.0)).q
@@ -339,10 +354,10 @@ def test_pair_frame_derivatives_match_central_differences():
     qb[6:] = 0.01 * rng.normal(size=qb[6:].shape)
 
     def frame(qa, qb):
-        q = pair_query(system, 0, kinematics(a, qa), kinematics(b, qb))
+        q = system_pair_query(system, 0, kinematics(a, qa), kinematics(b, qb))
         return np.stack([q.normal, q.t1, q.t2])
 
-    query = pair_query(system, 0, kinematics(a, qa), kinematics(b, qb))
+    query = system_pair_query(system, 0, kinematics(a, qa), kinematics(b, qb))
     assert np.all((query.param > 0) & (query.param < 1))
     dn_a, dn_b, dt1_a, dt1_b, dt2_a, dt2_b = pair_frame_derivatives(query)
     eps = 1e-7
@@ -380,7 +395,13 @@ def test_three_rods_two_pairs_a_rod_resting_across_two_held_rods():
     held = [build_model(rod, 8, constraints=(PointConstraint(L, "fixed", (L, y, 0.0)),)) for y in (-d, d)]
     free = build_model(rod, 8, base="free", extra_points_m=pair_contact_points(L, m))
     law = Smoothing("sigmoid", 50.0)
-    system = build_system([*held, free], [PairContact(2, 0, 0.5, m, law), PairContact(2, 1, 0.5, m, law)])
+    system = build_system(
+        [*held, free],
+        [
+            PairContact(2, 0, friction_coefficient=0.5, m_sections=m, smoothing=law),
+            PairContact(2, 1, friction_coefficient=0.5, m_sections=m, smoothing=law),
+        ],
+    )
     states = [
         initial_state(held[0], base_position_m=(0, -d, 0)),
         initial_state(held[1], base_position_m=(0, d, 0)),

@@ -9,7 +9,7 @@ import pytest
 
 from aiko.robots.rod_bench.experiment import load_rod_experiment
 from sim.cosserat import ConvergenceError, step
-from sim.cosserat.dynamics import contact_scales
+from sim.cosserat.contact import contact_scales
 from sim.cosserat.slack import friction_map, normal_map
 
 EXPERIMENTS = Path(__file__).resolve().parents[3] / "experiments" / "rod"

@@ -9,7 +9,12 @@ test_hil_fast.py). It lives here because it joins two packages that know nothing
 
 numba's cache knows only the file of the cached function: a change to a function it calls in another file would
 not recompile it. The kernel is therefore built by a factory whose closure holds a digest of every source file it
-compiles in; a changed digest is a different cache key (numba hashes closure variables into the key).
+compiles in; a changed digest is a different cache key (numba hashes the closure's cell contents into the key).
+The closure holds that string and nothing else: the helpers it calls are this module's globals and its constants
+plain numbers. A closure over numba dispatchers (as the first version had) gets a new key in every process,
+because a pickled dispatcher carries its per-process uuid: every run compiled the kernel again (~8 s) and added an
+index entry (`NUMBA_DEBUG_CACHE=1` showed "data saved" on every run; tests/aiko/robots/aiko/backends/
+test_hil_kernel_cache.py checks a second process only loads).
 """
 
 from __future__ import annotations
@@ -39,12 +44,16 @@ def _sources_digest() -> str:
     return digest.hexdigest()
 
 
+# The kernel's helpers and constants, as module globals (numba freezes them at compile time; see the docstring).
+begin_tick, drive_substep, end_tick = module_fast.begin_tick, module_fast.drive_substep, module_fast.end_tick
+run_steps, sim_joint_state = sim_fast.run_steps, sim_fast.joint_state
+P_SUBSTEPS, P_SENSOR_JOINT = module_fast.P_SUBSTEPS, module_fast.P_SENSOR_JOINT
+EVENT_NONE, EVENT_FRAMES = module_fast.EVENT_NONE, module_fast.EVENT_FRAMES
+EVENT_PLANT_FAILED, STATUS_OK, P_DT = module_fast.EVENT_PLANT_FAILED, sim_fast.STATUS_OK, sim_fast.P_DT
+
+
 def _make_kernel(sources_digest: str):
-    begin_tick, drive_substep, end_tick = module_fast.begin_tick, module_fast.drive_substep, module_fast.end_tick
-    run_steps, joint_state = sim_fast.run_steps, sim_fast.joint_state
-    P_SUBSTEPS, P_SENSOR_JOINT = module_fast.P_SUBSTEPS, module_fast.P_SENSOR_JOINT  # noqa: N806
-    EVENT_NONE, EVENT_FRAMES = module_fast.EVENT_NONE, module_fast.EVENT_FRAMES  # noqa: N806
-    EVENT_PLANT_FAILED, STATUS_OK, P_DT = module_fast.EVENT_PLANT_FAILED, sim_fast.STATUS_OK, sim_fast.P_DT  # noqa: N806
+    """The compiled batch of ticks, with ``sources_digest`` (a str) its only captured value: the cache key."""
 
     @njit(cache=True)
     def run_ticks_snake3d(
@@ -77,7 +86,7 @@ def _make_kernel(sources_digest: str):
                 t_s += done * dt
                 if status != STATUS_OK:
                     return i, EVENT_PLANT_FAILED, status, t_s
-                joint_state(quat, omg, angles, rates)
+                sim_joint_state(quat, omg, angles, rates)
             end_tick(m)
         return n_ticks, EVENT_NONE, STATUS_OK, t_s
 

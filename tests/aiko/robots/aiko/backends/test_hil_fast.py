@@ -1,5 +1,7 @@
 """The lockstep HIL run on the 3D simulator: compiled module ticks (backends/hil_snake3d.py) vs the reference path."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import can
@@ -8,6 +10,7 @@ import pytest
 
 import firmware_protocol.emulator.modules as emulator_module
 from aiko.core.recording import MemoryRecorder
+from aiko.robots.aiko.backends import hil_snake3d
 from aiko.robots.aiko.backends.hil import HilBackend
 from aiko.robots.aiko.backends.hil_snake3d import Snake3DHilPlant, run_ticks_snake3d
 from aiko.robots.aiko.experiment import load_experiment
@@ -61,7 +64,29 @@ def test_the_kernels_cache_key_holds_a_digest_of_the_sources_it_compiles_in():
     a change there a new cache key (else a stale compiled simulator would run silently)."""
     digest = run_ticks_snake3d.py_func.__closure__
     values = [cell.cell_contents for cell in digest]
-    assert any(isinstance(v, str) and len(v) == 64 for v in values)
+    assert values == [hil_snake3d._sources_digest()]
+
+
+_CACHE_KEY = """
+import hashlib
+from numba.core.serialize import dumps
+from aiko.robots.aiko.backends.hil_snake3d import run_ticks_snake3d
+cells = tuple(cell.cell_contents for cell in run_ticks_snake3d.py_func.__closure__)
+print(hashlib.sha256(dumps(cells)).hexdigest())
+"""
+
+
+def test_the_kernels_cache_key_is_the_same_in_every_process():
+    """numba keys a closure's cache entry on the pickled cell contents (`numba.core.caching._CacheImpl` hashes
+    `dumps(cells)`). A closure over numba dispatchers pickled a per-process uuid: every `aiko run` of the HIL job
+    compiled the kernel again (~8 s) and added an index entry. Two processes must compute the same key."""
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", _CACHE_KEY], capture_output=True, text=True, check=True, timeout=300
+        ).stdout.strip()
+        for _ in range(2)
+    }
+    assert len(keys) == 1
 
 
 def _failing_emulator(channel: str, use_reference: bool):
