@@ -4,19 +4,26 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-kernels lint lock bench clean mutate vicon-client ur-rtde-examples
+.PHONY: run test test-kernels lint typecheck typecheck-baseline format docs lock bench clean mutate vicon-client ur-rtde-examples
 
 # The exact versions CI tested (requirements/lock.txt, with hashes), then the project itself without resolving again.
 # pyproject.toml keeps the compatible ranges for installing the package into another environment. `make lock`
 # refreshes the lock (a reviewed change: run `make test` and `make test-kernels` on it before committing).
+# A .venv that is a symbolic link is another checkout's environment (git worktrees sharing one): it is never
+# re-installed from here, which would point its editable install at this checkout; run with PYTHONPATH=$PWD instead.
 $(STAMP): pyproject.toml requirements/lock.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing the locked dependencies into $(VENV) (first run only: about a minute)"
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --require-hashes -r requirements/lock.txt  # not quiet: its progress is the first minute
-	$(BIN)/python -m pip install --quiet --no-deps -e .
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m aiko.warmup
-	@touch $(STAMP)
+	@if [ -L $(VENV) ]; then \
+	  echo "$(VENV) links to a shared environment: not re-installing it from here (use PYTHONPATH=$$PWD)"; \
+	else \
+	  set -e; \
+	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+	  echo "installing the locked dependencies into $(VENV) (first run only: about a minute)"; \
+	  $(BIN)/python -m pip install --quiet --upgrade pip; \
+	  $(BIN)/python -m pip install --require-hashes -r requirements/lock.txt; \
+	  $(BIN)/python -m pip install --quiet --no-deps -e .; \
+	  OPENBLAS_NUM_THREADS=1 $(BIN)/python -m aiko.warmup; \
+	  touch $(STAMP); \
+	fi
 
 ## run: the main job on the embedded default (no hardware needed)
 run: $(STAMP)
@@ -92,9 +99,30 @@ mutate: $(STAMP)
 	done
 	$(BIN)/mutmut results
 
+## lint: ruff, the import contracts, the import graph's circles, and the types (mypy against its baseline). The format
+## check (`ruff format --check .`) joins once every branch of this round has merged (CONTRIBUTING.md)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/import_cycles.py
+	$(BIN)/python typecheck/check.py
+
+## typecheck: mypy (strict on aiko/core, log, devices, robots) against typecheck/baseline.txt, which may only shrink
+typecheck: $(STAMP)
+	$(BIN)/python typecheck/check.py
+
+## typecheck-baseline: rewrite typecheck/baseline.txt from the code as it is (after fixing errors, or after a merge)
+typecheck-baseline: $(STAMP)
+	$(BIN)/python typecheck/check.py --write
+
+## format: ruff's formatter over the tree (the pre-commit hook applies it to the files of each commit)
+format: $(STAMP)
+	$(BIN)/ruff format .
+
+## docs: the documentation site (docs/ + the API reference from the docstrings) into site/; --strict: a broken link,
+## page or reference fails it
+docs: $(STAMP)
+	$(BIN)/python -m mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

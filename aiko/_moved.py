@@ -1,8 +1,9 @@
-"""Old import paths of modules moved by the regrouping into core/devices/robots/analysis (release 0.2).
+"""Old import paths of modules moved by the regrouping into core/devices/robots/analysis (release 0.2.0).
 
-``import aiko.experiment`` still works for one release: it imports the new module, registers it under the old
-name too (one module object, so registries are not duplicated) and warns with a ``DeprecationWarning`` naming the
-new path. An import hook rather than stub files, so the old names clutter no folder a newcomer reads.
+``import aiko.experiment`` still works for one release (0.2.x; the old names go in 0.3.0): it imports the new module,
+registers it under the old name too (one module object, so registries are not duplicated) and warns with a
+``DeprecationWarning`` naming the new path. An import hook rather than stub files, so the old names clutter no folder
+a newcomer reads.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class _MovedModuleFinder:
         assert new is not None
         import warnings
 
-        warnings.warn(f"{spec.name} moved to {new}; the old name goes in the next release", DeprecationWarning, 2)
+        warnings.warn(f"{spec.name} moved to {new}; the old name goes in release 0.3.0", DeprecationWarning, 2)
         module = importlib.import_module(new)
         sys.modules[spec.name] = module
         return module

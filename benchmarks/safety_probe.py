@@ -1,23 +1,32 @@
 """Safety probes from outside: separate processes, slcan on a pseudo-terminal, as a lab would find them.
 
-    python benchmarks/safety_probe.py [--probe estop|stray|stall|all] [--random-frames 1000]
+    python benchmarks/safety_probe.py --probe PROBE [--repeat N] [--duration S] [--beside busy,suite]
+                                      [--jsonl TRIALS.jsonl] [--random-frames 1000]
 
-Every probe starts ``python -m firmware_protocol.emulator`` (ten emulated modules serving slcan on a pty) and a real
+Every trial starts ``aiko emulate can`` (ten emulated modules serving slcan on a pty; ``--rt-priority`` 30 by
+default: the modules are separate hardware, which the PC's load never slows) and a real
 ``aiko run experiments/sidewinding.toml --backend can --interface slcan --channel PTY`` in its own process, then:
 
-- ``estop``: runs ``aiko can estop`` (a third process) while the run streams. Reports the CLI's own confirmation
-  (from its handler start to every module reporting ESTOP), the end-to-end time (spawn of the process to its
-  exit), the run's exit status, its ``run_stopped`` event and the references it logged after the stop.
-- ``stray``: while the run streams, writes 20 stray ParameterRequest frames (WatchdogPeriods = 100 and
-  ReferencePeriodMs = 1000 to all ten modules) and N random frames (half on the DBC's ids, mostly with the right
-  length, random payloads; half on any 11-bit id; never the Command id, see below) to the same pty, then SIGKILLs
-  the run (the PC goes silent). Reports the parameter writes the modules accepted besides the run's own, and per
-  module the time from its last valid reference to its watchdog trip. (Random Command frames are left out: a
-  random Disable makes the run stop by itself, which tests/aiko/robots/aiko/test_run_stops.py checks.)
-- ``stall``: SIGSTOPs the run for 1.5 s, SIGCONTs it (with a 2 s module watchdog so that the stall does not trip
-  it) and reports the smallest interval between two logged references and the ``deadline_missed`` events.
+- ``load``: nothing else; the run must end by itself after ``--duration`` (exit 0).
+- ``freeze``: another thread of this process freezes the run again and again (SIGSTOP for 30-70 ms, SIGCONT for
+  30-70 ms, uniformly random: about half of every reference period frozen, a PC that keeps waking up late) from
+  its spawn to its exit; the run must still end by itself (exit 0): the modules' watchdog (0.3 s) must not see a
+  gap a busy PC did not really make.
+- ``stall``: one 1.5 s SIGSTOP at ``--stall-at`` s of streaming, with a 2 s module watchdog (20 periods) so that the
+  stall does not trip it: after it, the newest reference once, then the grid; the smallest spacing shows a burst.
+- ``estop``: ``aiko can estop --json`` (a third process on the same pty) once the run streams: the run must stop
+  with reason ESTOP (``run_stopped`` event ``estop_or_fault``), no traceback in any process; the e-stop's times.
+- ``stray``: stray ParameterRequest and random frames onto the pty while the run streams, then SIGKILL of the run
+  (the PC goes silent): stray writes accepted (must be 0) and each module's time from its last valid reference to
+  its watchdog trip.
 
-Prints one JSON object.
+Per trial: the run's exit status and ``run_stopped`` reasons, whether any process printed a traceback, the
+modules' own view of the stream (longest gap between accepted references, shortest spacing, watchdog trips; from
+the emulator's counters), the PC's view (the run summary's ``task_timing``), the freezes actually applied, and the
+load. ``--beside busy`` runs two busy loops (``yes > /dev/null``) and ``--beside suite`` a test-suite loop
+(``pytest tests/sim tests/aiko/core``) for the whole probe, killed by PID at the end. Each trial is appended to
+``--jsonl`` as it ends (a long probe can be watched, and a killed one keeps what it measured); one JSON object with
+the trials and their summary is printed at the end.
 """
 
 from __future__ import annotations
@@ -26,10 +35,13 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,136 +49,413 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 ENV = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 EXPERIMENT = REPO / "experiments" / "sidewinding.toml"
+AIKO = [sys.executable, "-m", "aiko.cli"]
 
 
-def start_emulator() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "firmware_protocol.emulator"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=ENV,
-    )
+# ------------------------------------------------------------------------------------------------ processes
+def start_emulator(rt_priority: int) -> tuple[subprocess.Popen, str]:
+    cmd = [*AIKO, "emulate", "can", "--rt-priority", str(rt_priority)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
     first = proc.stdout.readline().strip()
     if not first.startswith("slcan: "):
         proc.kill()
-        raise SystemExit(f"emulator did not start: {first!r}")
+        raise SystemExit(f"emulator did not start: {first!r} {proc.communicate()[1][-300:]}")
     return proc, first.split(": ", 1)[1]
 
 
-def stop_emulator(proc: subprocess.Popen) -> dict:
+def stop_emulator(proc: subprocess.Popen) -> tuple[dict, str]:
     time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=30)
-    return json.loads(out.strip().splitlines()[-1])
+    out, err = proc.communicate(timeout=60)
+    return json.loads(out.strip().splitlines()[-1]), err
 
 
-def start_run(pty: str, log: Path, duration_s: float, *overrides: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "aiko.cli", "run", str(EXPERIMENT), "--backend", "can", "--interface", "slcan"]
-    cmd += ["--channel", pty, "--duration", str(duration_s), "--out", str(log), "--no-report", "--json"]
+class RunProcess(subprocess.Popen):
+    """``aiko run`` with its stdout and stderr in files, not pipes: a pipe this (loaded) process reads late fills up,
+    and the run's next write to stderr would then block its control loop: the probe would measure itself."""
+
+    def __init__(self, cmd: list[str], log: Path) -> None:
+        self._out_path, self._err_path = log.with_suffix(".out"), log.with_suffix(".err")
+        with open(self._out_path, "w") as out, open(self._err_path, "w") as err:
+            super().__init__(cmd, stdout=out, stderr=err, text=True, env=ENV, cwd=REPO)
+
+    def communicate(self, input=None, timeout=None):  # noqa: A002 - Popen's own signature
+        self.wait(timeout=timeout)
+        return self._out_path.read_text(), self._err_path.read_text()
+
+
+def start_run(pty: str, log: Path, duration_s: float, *overrides: str) -> RunProcess:
+    cmd = [*AIKO, "run", str(EXPERIMENT), "--backend", "can", "--interface", "slcan", "--channel", pty]
+    cmd += ["--duration", str(duration_s), "--out", str(log), "--no-report", "--json"]
     for item in overrides:
         cmd += ["--set", item]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
+    return RunProcess(cmd, log)
 
 
-def wait_streaming(log: Path, run: subprocess.Popen, references: int = 10, timeout_s: float = 30.0) -> None:
-    """Until the run's log holds `references` references (read while it is written: a truncated log is fine)."""
+def references_on_disk(log: Path) -> int:
     import logging
 
     from aiko.log import LogReader
     from aiko.log.reader import LogReadError
 
     logging.getLogger("aiko.log.reader").setLevel(logging.ERROR)
+    try:
+        return len(LogReader(log).messages("/references")) if log.exists() else 0
+    except (LogReadError, OSError):
+        return 0
+
+
+def wait_streaming(log: Path, run: subprocess.Popen, references: int = 10, timeout_s: float = 120.0) -> None:
+    """Until the run's log holds `references` references (read while it is written: a truncated log is fine)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if run.poll() is not None:
-            raise SystemExit(f"the run ended early: {run.communicate()[1][-500:]}")
-        try:
-            if log.exists() and len(LogReader(log).messages("/references")) >= references:
-                return
-        except LogReadError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("the run did not start streaming")
+            return  # ended early: the trial reports how
+        if references_on_disk(log) >= references:
+            return
+        time.sleep(0.25)
 
 
-def read_log(log: Path):
-    from aiko.log import LogReader
-
-    return LogReader(log)
+def has_traceback(text: str) -> bool:
+    return "Traceback (most recent call last)" in (text or "")
 
 
-def slcan_line(frame_id: int, data: bytes) -> bytes:
-    return f"t{frame_id:03X}{len(data)}{data.hex().upper()}\r".encode()
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
-def probe_estop(tmp: Path) -> dict:
-    emulator, pty = start_emulator()
-    log = tmp / "estop.mcap"
-    run = start_run(pty, log, 30.0)
-    try:
-        wait_streaming(log, run)
-        t0_ns = time.monotonic_ns()
-        cli = subprocess.run(
-            [sys.executable, "-m", "aiko.cli", "can", "estop", "--interface", "slcan", "--channel", pty, "--json"],
-            capture_output=True,
-            text=True,
-            env=ENV,
-            cwd=REPO,
-        )
-        t1_ns = time.monotonic_ns()
-        _, run_err = run.communicate(timeout=30)
-    finally:
-        if run.poll() is None:
-            run.kill()
-        counters = stop_emulator(emulator)
-    report = json.loads(cli.stdout) if cli.stdout.strip() else {}
-    reader = read_log(log)
-    stopped = reader.events("run_stopped")
-    refs_after = [t for t, _ in reader.messages("/references") if t > t1_ns]
-    refs_after_start = [t for t, _ in reader.messages("/references") if t > t0_ns]
-    handler_to_all_estop_s = (
-        report["sent_after_s"] + report["all_confirmed_s"] if report.get("all_confirmed_s") is not None else None
-    )
+def pty_round_trip(seconds: float = 2.0) -> dict:
+    """The transport's own health now: a line echoed through a fresh pty by two SCHED_FIFO 30 threads of this
+    process, every 10 ms. Bytes cross a pty (as a USB serial adapter's cross its tty) in the kernel's flip-buffer
+    worker, a normal-priority kernel thread: on a PC busy with normal-priority work its delays reach the real-time
+    threads on both ends (they wait for it in uninterruptible sleep). The run cannot be faster than this."""
+    import select
+    import tty
+
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    halt = threading.Event()
+
+    def echo() -> None:
+        set_fifo_self(30)
+        while not halt.is_set():
+            if select.select([master], [], [], 0.05)[0]:
+                os.write(master, os.read(master, 4096))
+
+    echoer = threading.Thread(target=echo, daemon=True)
+    echoer.start()
+    result: list[float] = []
+
+    def ping() -> None:
+        set_fifo_self(30)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            os.write(slave, b"t10180011223344556677\r")
+            got = b""
+            while not got.endswith(b"\r"):
+                got += os.read(slave, 4096)
+            result.append(time.monotonic() - t0)
+            time.sleep(0.01)
+
+    pinger = threading.Thread(target=ping)
+    pinger.start()
+    pinger.join()
+    halt.set()
+    echoer.join()
+    os.close(master)
+    os.close(slave)
+    result.sort()
     return {
-        "estop_exit_status": cli.returncode,
-        "estop_stderr": cli.stderr.strip()[-300:],
-        "estop_confirmed_modules": sorted(int(n) for n in report.get("confirmed_s", {})),
-        "estop_frames_sent": report.get("frames_sent"),
-        "cli_handler_start_to_send_s": report.get("sent_after_s"),
-        "send_to_all_modules_estop_s": report.get("all_confirmed_s"),
-        "cli_handler_start_to_all_estop_s": handler_to_all_estop_s,
-        "spawn_to_all_modules_estop_s": (
-            report["sent_monotonic_s"] + report["all_confirmed_s"] - t0_ns / 1e9
-            if report.get("all_confirmed_s") is not None
-            else None
-        ),
-        "end_to_end_spawn_to_exit_s": (t1_ns - t0_ns) / 1e9,
-        "run_exit_status": run.returncode,
-        "run_stderr_last_line": (run_err.strip().splitlines() or [""])[-1][:300],
-        "run_stopped_events": [{"t_after_estop_spawn_s": (e.t_ns - t0_ns) / 1e9, **e.fields} for e in stopped],
-        "references_logged_after_estop_spawn": len(refs_after_start),
-        "references_logged_after_estop_exit": len(refs_after),
-        "emulator_states": counters["state"],
+        "pty_round_trip_p99_ms": round(1e3 * result[int(0.99 * (len(result) - 1))], 2),
+        "pty_round_trip_max_ms": round(1e3 * result[-1], 1),
     }
 
 
-def codec_length(codec, frame_id: int) -> int:
-    classified = codec.scheme.classify(frame_id)
-    return codec.layout(*classified).length if classified else 8
+def set_fifo_self(priority: int) -> bool:
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (AttributeError, OSError):
+        return False
+    return True
 
 
-def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
+class Freezer(threading.Thread):
+    """SIGSTOP / SIGCONT a process again and again: frozen for a uniform [lo, hi] ms, then running for [lo, hi] ms.
+
+    The thread asks for SCHED_FIFO 40 (above the run's 20/21), so the freezes are as long as asked on a loaded
+    machine; the lengths actually applied are measured and reported."""
+
+    def __init__(self, pid: int, freeze_ms: tuple[float, float], thaw_ms: tuple[float, float], seed: int) -> None:
+        super().__init__(daemon=True, name="freezer")
+        self.pid, self.freeze_ms, self.thaw_ms = pid, freeze_ms, thaw_ms
+        self.rng = random.Random(seed)
+        self.halt = threading.Event()
+        self.frozen_s: list[float] = []
+        self.started_s = self.ended_s = 0.0
+        self.fifo = False
+
+    def run(self) -> None:
+        self.fifo = set_fifo_self(40)
+        self.started_s = time.monotonic()
+        try:
+            while not self.halt.wait(self.rng.uniform(*self.thaw_ms) / 1e3):
+                os.kill(self.pid, signal.SIGSTOP)
+                t0 = time.monotonic()
+                self.halt.wait(self.rng.uniform(*self.freeze_ms) / 1e3)
+                os.kill(self.pid, signal.SIGCONT)
+                self.frozen_s.append(time.monotonic() - t0)
+        except ProcessLookupError:
+            pass
+        finally:
+            self.ended_s = time.monotonic()
+            try:
+                os.kill(self.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def stats(self) -> dict:
+        span = max(self.ended_s - self.started_s, 1e-9)
+        return {
+            "freezes": len(self.frozen_s),
+            "freezer_fifo": self.fifo,
+            "max_freeze_ms": round(1e3 * max(self.frozen_s), 2) if self.frozen_s else None,
+            "mean_freeze_ms": round(1e3 * statistics.fmean(self.frozen_s), 2) if self.frozen_s else None,
+            "frozen_fraction": round(sum(self.frozen_s) / span, 3),
+        }
+
+
+class Beside:
+    """Load beside the probe: two busy loops and/or a test-suite loop; every process killed by PID at the end."""
+
+    def __init__(self, what: set[str]) -> None:
+        self.procs: list[subprocess.Popen] = []
+        if "busy" in what:
+            for _ in range(2):
+                self.procs.append(subprocess.Popen(["yes"], stdout=subprocess.DEVNULL))
+        if "suite" in what:
+            loop = (
+                "while true; do "
+                f"{sys.executable} -m pytest -q -p no:cacheprovider tests/sim tests/aiko/core >/dev/null 2>&1; done"
+            )
+            env = dict(ENV, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+            self.procs.append(subprocess.Popen(["bash", "-c", loop], cwd=REPO, env=env, start_new_session=True))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.args[0] == "bash":  # the suite loop: its whole session (bash and the pytest it runs)
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            else:
+                proc.kill()
+            proc.wait(timeout=30)
+
+
+# --------------------------------------------------------------------------------------------- one trial
+def summary_from_stdout(out: str) -> dict:
+    for line in reversed((out or "").strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return {}
+    return {}
+
+
+def stopped_reasons(log: Path) -> list[list[str]]:
+    import logging
+
+    from aiko.log import LogReader
+    from aiko.log.reader import LogReadError
+
+    logging.getLogger("aiko.log.reader").setLevel(logging.ERROR)
+    try:
+        return [e.fields.get("reasons", []) for e in LogReader(log).events("run_stopped")]
+    except (LogReadError, OSError):
+        return [["<log unreadable>"]]
+
+
+def module_view(counters: dict) -> dict:
+    gaps = counters.get("max_reference_gap_s", [])
+    spacings = [s for s in counters.get("min_reference_spacing_s", []) if s is not None]
+    return {
+        "module_max_reference_gap_ms": round(1e3 * max(gaps), 1) if gaps else None,
+        "module_min_reference_spacing_ms": round(1e3 * min(spacings), 1) if spacings else None,
+        "module_watchdog_trips": sum(counters.get("watchdog_trips", [])),
+        "module_accepted_references": [min(counters["accepted_references"]), max(counters["accepted_references"])],
+        "module_states": sorted(set(counters.get("state", []))),
+    }
+
+
+def pc_view(summary: dict) -> dict:
+    refs = summary.get("task_timing", {}).get("references", {})
+    return {
+        "pc_reference_runs": refs.get("runs"),
+        "pc_references_missed": refs.get("missed"),
+        "pc_max_reference_gap_ms": round(1e3 * refs["max_gap_s"], 1) if refs.get("max_gap_s") is not None else None,
+        "pc_min_reference_spacing_ms": (
+            round(1e3 * refs["min_spacing_s"], 1) if refs.get("min_spacing_s") is not None else None
+        ),
+        "pc_receive_errors": summary.get("can_receive_errors"),
+    }
+
+
+def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dict:
+    """One run of kind load / freeze / stall; see the module docstring."""
+    transport = pty_round_trip()
+    emulator, pty = start_emulator(args.emulator_rt_priority)
+    log = tmp / f"{kind}-{index}.mcap"
+    overrides = ("can.watchdog_periods=20",) if kind == "stall" else ()
+    load_start = load_average()
+    t0 = time.monotonic()
+    run = start_run(pty, log, args.duration, *overrides)
+    freezer = None
+    stall: dict = {}
+    try:
+        if kind == "freeze":
+            freezer = Freezer(run.pid, args.freeze_ms, args.thaw_ms, seed=args.seed + index)
+            freezer.start()
+        elif kind == "stall":
+            wait_streaming(log, run, references=int(args.stall_at * 10))
+            if run.poll() is None:
+                run.send_signal(signal.SIGSTOP)
+                s0 = time.monotonic()
+                time.sleep(1.5)
+                run.send_signal(signal.SIGCONT)
+                stall = {"stall_ms": round(1e3 * (time.monotonic() - s0), 1)}
+        out, err = run.communicate(timeout=args.duration + 600)
+    finally:
+        if freezer is not None:
+            freezer.halt.set()
+            freezer.join()
+        if run.poll() is None:
+            run.kill()
+            out, err = run.communicate()
+        counters, emulator_err = stop_emulator(emulator)
+    summary = summary_from_stdout(out)
+    result = {
+        "kind": kind,
+        "trial": index,
+        "run_exit": run.returncode,
+        "run_wall_s": round(time.monotonic() - t0, 2),
+        "stopped_reasons": stopped_reasons(log),
+        "traceback": has_traceback(err) or has_traceback(emulator_err),
+        "deadlines_missed": summary.get("deadlines_missed"),
+        **module_view(counters),
+        **pc_view(summary),
+        **stall,
+        **(freezer.stats() if freezer is not None else {}),
+        "load_1min": [load_start, load_average()],
+        **transport,
+    }
+    if run.returncode != 0:
+        result["run_stderr_tail"] = err.strip().splitlines()[-3:]
+        result.update(pc_view_from_log(log))
+        if args.keep_failed is not None and log.exists():
+            args.keep_failed.mkdir(parents=True, exist_ok=True)
+            kept = args.keep_failed / f"{kind}-{index}-{int(time.time())}.mcap"
+            log.replace(kept)
+            result["log_kept"] = str(kept)
+    log.unlink(missing_ok=True)
+    return result
+
+
+def pc_view_from_log(log: Path) -> dict:
+    """The loop's reference stream as logged, for a run that printed no summary (it stopped)."""
+    import logging
+
+    import numpy as np
+
+    from aiko.log import LogReader
+    from aiko.log.reader import LogReadError
+
+    logging.getLogger("aiko.log.reader").setLevel(logging.ERROR)
+    try:
+        reader = LogReader(log)
+        stamps = np.array([t for t, _ in reader.messages("/references")], dtype=np.int64)
+    except (LogReadError, OSError):
+        return {}
+    if stamps.size < 2:
+        return {}
+    gaps_ms = np.diff(stamps) / 1e6
+    return {
+        "pc_logged_max_reference_gap_ms": round(float(gaps_ms.max()), 1),
+        "pc_logged_min_reference_spacing_ms": round(float(gaps_ms.min()), 1),
+        "pc_logged_gaps_over_200_ms": [round(float(g), 1) for g in gaps_ms[gaps_ms > 200]],
+    }
+
+
+def trial_estop(index: int, tmp: Path, args: argparse.Namespace) -> dict:
+    from aiko.log import LogReader
+
+    emulator, pty = start_emulator(args.emulator_rt_priority)
+    log = tmp / f"estop-{index}.mcap"
+    run = start_run(pty, log, args.duration)
+    cli = None
+    try:
+        wait_streaming(log, run)
+        load = load_average()
+        t0_ns = time.monotonic_ns()
+        cmd = [*AIKO, "can", "estop", "--interface", "slcan", "--channel", pty, "--json"]
+        cli = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=120)
+        t1_ns = time.monotonic_ns()
+        _, run_err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            _, run_err = run.communicate()
+        counters, emulator_err = stop_emulator(emulator)
+    report = {}
+    if cli is not None and cli.stdout.strip():
+        try:
+            report = json.loads(cli.stdout)
+        except ValueError:
+            report = {}
+    confirmed = report.get("all_confirmed_s")
+    reader = LogReader(log)
+    stopped = reader.events("run_stopped")
+    refs_after = [t for t, _ in reader.messages("/references") if stopped and t > stopped[0].t_ns]
+    result = {
+        "kind": "estop",
+        "trial": index,
+        "estop_exit": cli.returncode if cli else None,
+        "estop_frames_sent": report.get("frames_sent"),
+        "cli_handler_start_to_send_ms": round(1e3 * report["sent_after_s"], 1) if report else None,
+        "send_to_all_modules_estop_ms": round(1e3 * confirmed, 1) if confirmed is not None else None,
+        "cli_handler_start_to_all_estop_ms": (
+            round(1e3 * (report["sent_after_s"] + confirmed), 1) if confirmed is not None else None
+        ),
+        "launch_to_send_ms": round(1e3 * (report["sent_monotonic_s"] - t0_ns / 1e9), 1) if report else None,
+        "launch_to_all_modules_estop_ms": (
+            round(1e3 * (report["sent_monotonic_s"] + confirmed - t0_ns / 1e9), 1) if confirmed is not None else None
+        ),
+        "launch_to_exit_ms": round((t1_ns - t0_ns) / 1e6, 1),
+        "run_exit": run.returncode,
+        "stopped_reasons": [e.fields.get("reasons") for e in stopped],
+        "run_stop_after_launch_ms": round((stopped[0].t_ns - t0_ns) / 1e6, 1) if stopped else None,
+        "references_after_the_stop": len(refs_after),
+        "traceback": has_traceback(run_err) or has_traceback(cli.stderr if cli else "") or has_traceback(emulator_err),
+        "estop_stderr": (cli.stderr.strip()[-300:] if cli else ""),
+        "module_states": sorted(set(counters["state"])),
+        "load_1min": load,
+    }
+    log.unlink(missing_ok=True)
+    return result
+
+
+def trial_stray(index: int, tmp: Path, args: argparse.Namespace) -> dict:
     import serial
 
     from firmware_protocol.codec import default_codec
     from firmware_protocol.dbc import MessageKind, Parameter
 
     codec = default_codec()
-    emulator, pty = start_emulator()
-    log = tmp / "stray.mcap"
+    emulator, pty = start_emulator(args.emulator_rt_priority)
+    log = tmp / f"stray-{index}.mcap"
     run = start_run(pty, log, 60.0)
-    rng = random.Random(seed)
+    rng = random.Random(args.seed + index)
     stray = []
     for node in range(1, 11):
         for parameter, value in ((Parameter.WATCHDOG_PERIODS, 100.0), (Parameter.REFERENCE_PERIOD_MS, 1000.0)):
@@ -180,7 +469,7 @@ def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
     command_id = codec.frame_id(MessageKind.COMMAND)
     protocol_ids = [i for i in sorted(codec.scheme._by_frame_id) if i != command_id]
     randoms = []
-    for _ in range(n_random):  # half on the protocol's own ids (random payloads), half on any 11-bit id
+    for _ in range(args.random_frames):  # half on the protocol's own ids (random payloads), half on any 11-bit id
         frame_id = rng.choice(protocol_ids) if rng.random() < 0.5 else rng.randrange(0x800)
         while frame_id == command_id:
             frame_id = rng.randrange(0x800)
@@ -201,20 +490,23 @@ def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
         time.sleep(0.3)
         alive = run.poll() is None
         run.send_signal(signal.SIGKILL)  # the PC goes silent
-        _, run_err = run.communicate(timeout=10)
+        _, run_err = run.communicate(timeout=30)
         time.sleep(1.0)
     finally:
         if run.poll() is None:
             run.kill()
-        counters = stop_emulator(emulator)
-    own = 4  # the run writes reference period, watchdog and both limits to each module before enabling
+        counters, _ = stop_emulator(emulator)
+    own = OWN_PARAMETER_WRITES
     silence = [
         None if trip is None else round(trip - last, 4)
         for trip, last in zip(counters["watchdog_trip_s"], counters["last_valid_reference_s"], strict=True)
     ]
+    log.unlink(missing_ok=True)
     return {
+        "kind": "stray",
+        "trial": index,
         "stray_parameter_frames": len(stray),
-        "random_frames": n_random,
+        "random_frames": args.random_frames,
         "run_alive_when_silenced": alive,
         "run_stderr_last_line": (run_err.strip().splitlines() or [""])[-1][:300],
         "stray_parameter_writes_accepted": sum(a - own for a in counters["parameter_writes_accepted"]),
@@ -226,54 +518,119 @@ def probe_stray(tmp: Path, n_random: int, seed: int) -> dict:
     }
 
 
-def probe_stall(tmp: Path) -> dict:
-    import numpy as np
+OWN_PARAMETER_WRITES = 9  # a run writes parameters 1-9 to each module before enabling (activation write-and-verify)
 
-    emulator, pty = start_emulator()
-    log = tmp / "stall.mcap"
-    # a 2 s module watchdog: the 1.5 s stall must not trip it, so the stream resumes (and could burst)
-    run = start_run(pty, log, 8.0, "can.watchdog_periods=20")
-    try:
-        wait_streaming(log, run)
-        run.send_signal(signal.SIGSTOP)
-        stopped_ns = time.monotonic_ns()
-        time.sleep(1.5)
-        run.send_signal(signal.SIGCONT)
-        out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-        counters = stop_emulator(emulator)
-    reader = read_log(log)
-    stamps = np.array([t for t, _ in reader.messages("/references")], dtype=np.int64)
-    gaps_ms = np.diff(stamps) / 1e6
-    after = stamps[stamps > stopped_ns]
-    return {
-        "run_exit_status": run.returncode,
-        "references": int(stamps.size),
-        "min_interval_between_references_ms": float(gaps_ms.min()),
-        "intervals_around_the_stall_ms": [round(float(g), 2) for g in np.diff(after[:6]) / 1e6],
-        "stall_gap_ms": float(gaps_ms.max()),
-        "deadline_missed_events": [e.fields for e in reader.events("deadline_missed")],
-        "watchdog_trips": sum(counters["watchdog_trips"]),
-    }
+
+def slcan_line(frame_id: int, data: bytes) -> bytes:
+    return f"t{frame_id:03X}{len(data)}{data.hex().upper()}\r".encode()
+
+
+def codec_length(codec, frame_id: int) -> int:
+    classified = codec.scheme.classify(frame_id)
+    return codec.layout(*classified).length if classified else 8
+
+
+# ------------------------------------------------------------------------------------------------ summary
+def _values(trials: list[dict], key: str) -> list[float]:
+    return [t[key] for t in trials if t.get(key) is not None]
+
+
+def summarise(kind: str, trials: list[dict]) -> dict:
+    out: dict = {"trials": len(trials), "tracebacks": sum(bool(t.get("traceback")) for t in trials)}
+    if kind == "estop":
+        out["stopped_with_estop"] = sum(t["stopped_reasons"] == [["estop_or_fault"]] for t in trials)
+        out["estop_confirmed"] = sum(t["estop_exit"] == 0 for t in trials)
+        for key in (
+            "cli_handler_start_to_send_ms",
+            "cli_handler_start_to_all_estop_ms",
+            "launch_to_send_ms",
+            "launch_to_all_modules_estop_ms",
+            "launch_to_exit_ms",
+            "run_stop_after_launch_ms",
+        ):
+            values = _values(trials, key)
+            if values:
+                out[key] = {"min": min(values), "median": statistics.median(values), "max": max(values)}
+        out["references_after_the_stop"] = sum(t["references_after_the_stop"] for t in trials)
+    elif kind in ("load", "freeze", "stall"):
+        out["runs_ended_by_themselves"] = sum(t["run_exit"] == 0 for t in trials)
+        out["runs_stopped"] = [
+            {"trial": t["trial"], "exit": t["run_exit"], "reasons": t["stopped_reasons"]}
+            for t in trials
+            if t["run_exit"] != 0
+        ]
+        out["module_watchdog_trips"] = sum(t["module_watchdog_trips"] for t in trials)
+        for key, pick in (
+            ("module_max_reference_gap_ms", max),
+            ("module_min_reference_spacing_ms", min),
+            ("pc_max_reference_gap_ms", max),
+            ("pc_min_reference_spacing_ms", min),
+            ("max_freeze_ms", max),
+        ):
+            values = _values(trials, key)
+            if values:
+                out[key] = pick(values)
+        fractions = _values(trials, "frozen_fraction")
+        if fractions:
+            out["frozen_fraction_mean"] = round(statistics.fmean(fractions), 3)
+        loads = [x for t in trials for x in t.get("load_1min", [])]
+        if loads:
+            out["load_1min_range"] = [min(loads), max(loads)]
+    elif kind == "stray":
+        out["stray_parameter_writes_accepted"] = sum(t["stray_parameter_writes_accepted"] for t in trials)
+        out["max_last_reference_to_watchdog_trip_s"] = max(_values(trials, "max_last_reference_to_watchdog_trip_s"))
+    return out
+
+
+def span(text: str) -> tuple[float, float]:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)", text)
+    if not match or float(match[1]) > float(match[2]):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected LO:HI in ms, e.g. 30:70")
+    return float(match[1]), float(match[2])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--probe", choices=("estop", "stray", "stall", "all"), default="all")
+    parser.add_argument("--probe", choices=("load", "freeze", "stall", "estop", "stray"), required=True)
+    parser.add_argument("--repeat", type=int, default=1, help="trials (default 1)")
+    parser.add_argument("--duration", type=float, default=30.0, help="run duration in s (default 30)")
+    parser.add_argument("--freeze-ms", type=span, default=(30.0, 70.0), help="freeze length LO:HI (default 30:70)")
+    parser.add_argument("--thaw-ms", type=span, default=(30.0, 70.0), help="running between LO:HI (default 30:70)")
+    parser.add_argument("--stall-at", type=float, default=10.0, help="stall after this many s of streaming")
+    parser.add_argument("--beside", default="", help="load beside the probe: busy, suite or busy,suite")
+    parser.add_argument("--emulator-rt-priority", type=int, default=30)
+    parser.add_argument("--jsonl", type=Path, help="append each trial to this file as it ends")
+    parser.add_argument("--keep-failed", type=Path, metavar="DIR", help="keep the logs of runs that stopped here")
     parser.add_argument("--random-frames", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=14)
     args = parser.parse_args()
-    results: dict = {"load_average_1min": os.getloadavg()[0]}
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.probe in ("estop", "all"):
-            results["estop"] = probe_estop(Path(tmp))
-        if args.probe in ("stray", "all"):
-            results["stray"] = probe_stray(Path(tmp), args.random_frames, args.seed)
-        if args.probe in ("stall", "all"):
-            results["stall"] = probe_stall(Path(tmp))
-    print(json.dumps(results))
+    beside = Beside({w for w in args.beside.split(",") if w})
+    trials: list[dict] = []
+    started = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory(prefix="aiko-safety-probe-") as tmp:
+            for index in range(args.repeat):
+                if args.probe == "estop":
+                    trial = trial_estop(index, Path(tmp), args)
+                elif args.probe == "stray":
+                    trial = trial_stray(index, Path(tmp), args)
+                else:
+                    trial = trial_run(args.probe, index, Path(tmp), args)
+                trials.append(trial)
+                if args.jsonl is not None:
+                    with args.jsonl.open("a") as fh:
+                        fh.write(json.dumps(trial) + "\n")
+    finally:
+        beside.stop()
+    result = {
+        "probe": args.probe,
+        "beside": args.beside,
+        "duration_s": args.duration,
+        "wall_s": round(time.monotonic() - started, 1),
+        "summary": summarise(args.probe, trials),
+        "trials": trials,
+    }
+    print(json.dumps(result))
     return 0
 
 

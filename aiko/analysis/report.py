@@ -187,7 +187,7 @@ def _gait_section(reader: LogReader) -> str:
     rows: list[tuple[str, Any]] = []
     try:
         table = tomllib.loads(meta.get("experiment_toml", "")).get("gait", {})
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         table = {}
     rows += [(f"[gait] {k}", v) for k, v in table.items()]
     rows += [(f"--set {k}", v) for k, v in (meta.get("overrides") or {}).items()]

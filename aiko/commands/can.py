@@ -3,6 +3,8 @@
 - ``aiko can decode LOG``: every frame of a python-can log (.asc .blf .log .csv .trc) decoded with the DBC.
 - ``aiko can estop --interface I --channel C``: send the emergency-stop frame (id 0) on a bus, from any shell, and
   confirm that every module reports ESTOP (exit 0), else name the silent ones (exit 1). See ``aiko.devices.can.estop``.
+- ``aiko can params NODE... --interface I --channel C [--read | --write K=V ...]``: read the modules' parameters, or
+  write some and read them back (an enabled module refuses: Locked). See ``aiko.devices.can.parameters``.
 - ``aiko can bus-load``: the worst-case load of the protocol at given rates.
 - ``aiko can scan --interface I --channel C``: the modules that answer (state, firmware, uptime, parameters,
   rejected frames) and the missing or duplicated node ids (exit 1 names them). See ``aiko.devices.can.scan``.
@@ -37,7 +39,9 @@ LOG_SUFFIXES = (".asc", ".blf", ".log", ".csv", ".trc")  # checked against frame
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    can_parser = sub.add_parser("can", help="CAN bus tools: decode logs, emergency stop, scan the modules, bus load")
+    can_parser = sub.add_parser(
+        "can", help="CAN bus tools: decode logs, emergency stop, scan the modules, module parameters, bus load"
+    )
     can_sub = can_parser.add_subparsers(dest="can_command", metavar="ACTION", parser_class=type(can_parser))
 
     decode = can_sub.add_parser("decode", help="decode a CAN frame log with aiko_joint.dbc")
@@ -84,6 +88,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     scan.add_argument("--json", action="store_true", help="one JSON object: found, missing, duplicated, modules")
     scan.set_defaults(handler=scan_command)
+
+    params = can_sub.add_parser(
+        "params",
+        help="read or write the joint modules' parameters (gains, limits, watchdog, rates)",
+        description="Read every parameter of the named modules (default), or write some and read them back. A "
+        "module that is enabled refuses writes (Locked), as the firmware does: disable it first. Exit 0 when every "
+        "module answered (and took every write), 1 otherwise (each problem on a line), 2 for bad input.",
+    )
+    params.add_argument("nodes", nargs="+", metavar="NODE", help="modules by node id: 3, 1-10 or 1,2,5")
+    params.add_argument("--interface", required=True, help="python-can interface (socketcan, slcan, pcan, ...)")
+    params.add_argument("--channel", required=True, help="channel (can0, /dev/ttyACM0, ...)")
+    params.add_argument("--bitrate", type=int, default=1_000_000)
+    action = params.add_mutually_exclusive_group()
+    action.add_argument("--read", action="store_true", help="read every parameter (the default)")
+    action.add_argument(
+        "--write",
+        action="append",
+        metavar="K=V",
+        help="write parameter K (KpH, KdH, KpV, KdV, LimitHDeg, LimitVDeg, WatchdogPeriods, ReferencePeriodMs, "
+        "FeedbackRateHz, or an index) = V, then read it back; repeatable",
+    )
+    params.add_argument("--timeout", type=float, default=1.0, metavar="S", help="wait this long for replies")
+    params.add_argument("--json", action="store_true", help="one JSON object: every module's answers")
+    params.set_defaults(handler=params_command)
 
     load = can_sub.add_parser("bus-load", help="worst-case bus load of the protocol")
     load.add_argument("--reference-rate", type=float, default=10.0, metavar="HZ")
@@ -241,6 +269,103 @@ def scan_command(args: argparse.Namespace) -> int:
     else:
         print(format_scan(result))
     return 0 if result.ok else 1
+
+
+def _parse_writes(items: list[str]) -> dict:
+    import math
+
+    from aiko.devices.can.parameters import parse_parameter
+
+    values = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise AikoError(f"--write {item!r}: expected K=V, e.g. KdH=6")
+        try:
+            parameter = parse_parameter(key)
+        except ValueError as exc:
+            raise AikoError(f"--write {item!r}: {exc}") from None
+        try:
+            value = float(text)
+        except ValueError:
+            raise AikoError(f"--write {item!r}: {text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise AikoError(f"--write {item!r}: the value must be a finite number")
+        values[parameter] = value
+    return values
+
+
+def _open_tool_bus(interface: str, channel: str, bitrate: int):
+    """A bus for a tool that may share the line with a run: slcan never closes the adapter's channel (see
+    ``aiko.devices.can.slcan_bus.SharedSlcanBus``); other interfaces are joined with python-can."""
+    import can
+
+    from aiko.devices.can.slcan_bus import SharedSlcanBus
+
+    try:
+        if interface == "slcan":
+            return SharedSlcanBus(channel=channel, bitrate=bitrate, sleep_after_open=0.0)
+        if interface == "virtual":
+            raise AikoError("--interface virtual is a bus inside one process: no module can hear it from here")
+        if interface == "socketcan":  # the kernel's interface holds the bitrate
+            return can.Bus(interface=interface, channel=channel)
+        return can.Bus(interface=interface, channel=channel, bitrate=bitrate)
+    except (can.CanError, OSError, ValueError, ImportError) as exc:
+        raise HardwareError(f"cannot open CAN bus {interface}:{channel}: {exc}") from None
+
+
+def params_command(args: argparse.Namespace) -> int:
+    from aiko.devices.can.parameters import (
+        PARAMETER_NAMES,
+        BusParameterLink,
+        parameter_name,
+        read_parameters,
+        write_parameters,
+    )
+
+    nodes = list(_parse_nodes(",".join(args.nodes)))
+    if not 0 < args.timeout <= 60:
+        raise AikoError(f"--timeout {args.timeout}: must be in (0, 60] s")
+    writes = _parse_writes(args.write or [])
+    bus = _open_tool_bus(args.interface, args.channel, args.bitrate)
+    try:
+        link = BusParameterLink(bus, nodes)
+        if writes:
+            outcomes = write_parameters(link, nodes, writes, args.timeout)
+        else:
+            outcomes = read_parameters(link, nodes, list(PARAMETER_NAMES), args.timeout)
+    finally:
+        bus.shutdown()
+    silent = [n for n in nodes if all(o.result is None for o in outcomes if o.node == n)]
+    problems = [f"joint module {n}: no reply (check its power, the wiring, the node id)" for n in silent]
+    problems += [o.describe() for o in outcomes if not o.ok and o.node not in silent]
+    if args.json:
+        table: dict[str, dict] = {str(n): {} for n in nodes}
+        for o in outcomes:
+            answer = {"result": o.result, "value": o.value}
+            if o.written is not None:
+                answer["written"] = o.written
+            table[str(o.node)][parameter_name(o.parameter)] = answer
+        print(json.dumps({"channel": f"{args.interface}:{args.channel}", "modules": table, "problems": problems}))
+    elif writes:
+        for o in outcomes:
+            if o.ok:
+                print(f"joint module {o.node}: {parameter_name(o.parameter)} = {o.value:g} (written, read back)")
+    else:
+        _print_parameter_table(nodes, outcomes)
+    for line in problems:
+        sys.stderr.write(f"aiko: {line}\n")
+    return 1 if problems else 0
+
+
+def _print_parameter_table(nodes: list[int], outcomes) -> None:
+    from aiko.devices.can.parameters import parameter_name
+
+    cells = {(o.node, o.parameter): ("-" if o.value is None or o.result != 0 else f"{o.value:g}") for o in outcomes}
+    parameters = list(dict.fromkeys(o.parameter for o in outcomes))
+    print(f"{'parameter':18s}" + "".join(f"{'module ' + str(n):>11s}" for n in nodes))
+    for p in parameters:
+        print(f"{parameter_name(p):18s}" + "".join(f"{cells[(n, p)]:>11s}" for n in nodes))
 
 
 def bus_load_command(args: argparse.Namespace) -> int:

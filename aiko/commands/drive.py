@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aiko.commands._can_options import add_can_arguments
 from aiko.commands.run import (
     _after_run,
     _live_views,
@@ -25,7 +26,6 @@ from aiko.commands.run import (
 )
 from aiko.core.errors import AikoError
 from aiko.core.recording import FanOutRecorder
-from aiko.robots.aiko.backends.can import add_can_arguments
 from aiko.robots.aiko.plugins import backend_help, backend_names
 
 INPUTS = ("keyboard", "gamepad", "foxglove")
@@ -121,9 +121,10 @@ def _teleop_server(args: argparse.Namespace, experiment: Any, backend: str, port
     """The live Foxglove server, taking what clients publish (the Teleop panel) as the drive's input."""
     from aiko.log.live_foxglove import FoxgloveLiveServer
     from aiko.robots.aiko.run import SIM_POSES
+    from aiko.robots.aiko.shape import body_drawing
 
     server = FoxgloveLiveServer(
-        experiment.robot,
+        body_drawing(experiment.robot),
         6,
         host=args.foxglove_host,
         port=port,

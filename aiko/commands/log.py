@@ -45,6 +45,10 @@ def run_info(args: argparse.Namespace) -> int:
     out.write(f"{info['path']}: {info['messages']} messages over {info['duration_s']:.3f} s")
     out.write(f" from {info['start_utc']}" if info["start_utc"] else "")
     out.write(" (TRUNCATED: run `aiko log recover`)\n" if info["truncated"] else "\n")
+    duplicates = info["duplicates"]
+    if duplicates["messages"]:
+        out.write(f"  found {duplicates['messages']} duplicate messages, counted once: ")
+        out.write("; ".join(duplicates["overlapping_chunks"]) + " (`aiko log recover` writes them once)\n")
     width = max((len(t) for t in info["channels"]), default=7)
     for topic, c in info["channels"].items():
         out.write(f"  {topic:<{width}}  {c['messages']:>8} msgs  {c['rate_hz']:>9.2f} Hz  {c['schema']}\n")

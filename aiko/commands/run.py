@@ -9,15 +9,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiko.commands._can_options import add_can_arguments, can_overrides, check_can_flags
 from aiko.commands._live_options import check_live_outputs
 from aiko.core.config import parse_override
 from aiko.core.errors import AikoError
 from aiko.core.progress import Progress
 from aiko.core.recording import FanOutRecorder
-from aiko.robots.aiko.backends.can import add_can_arguments, can_overrides
-from aiko.robots.aiko.experiment import Experiment, load_experiment
+from aiko.robots.aiko.experiment import Experiment, check_duration, load_experiment
 from aiko.robots.aiko.plugins import backend_help, backend_info, backend_names
-from aiko.robots.aiko.run import RunOptions, choose_clock
+from aiko.robots.aiko.run import RunOptions
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +52,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         const=8765,
         type=int,
         metavar="PORT",
-        help="serve the run live to Foxglove over its WebSocket protocol (default port 8765; 0 picks a free one)",
+        help="serve the run live to Foxglove over its WebSocket protocol, subprotocol foxglove.sdk.v1 (Foxglove 2.x, "
+        "Lichtblick >= 1.22; default port 8765; 0 picks a free one)",
+    )
+    run.add_argument(
+        "--foxglove-legacy",
+        nargs="?",
+        const=8766,
+        type=int,
+        metavar="PORT",
+        help="also serve the older foxglove.websocket.v1 subprotocol on PORT (default 8766), for Foxglove Studio 1.x, "
+        "Lichtblick before 1.22 and @foxglove/ws-protocol clients: a relay to the --foxglove server (implies it)",
     )
     run.add_argument(
         "--foxglove-host",
@@ -97,25 +107,12 @@ def _load(args: argparse.Namespace) -> tuple[Experiment, str]:
     overrides = dict(parse_override(item) for item in args.set)
     overrides.update(can_overrides(args))
     experiment = load_experiment(args.experiment, overrides)
+    if args.duration is not None:
+        check_duration(args.duration, experiment.run.reference_rate_hz, "--duration")
     backend = args.backend or experiment.default_backend
     if backend not in backend_names():
         raise AikoError(f"unknown backend {backend!r}; known backends: {', '.join(backend_names())}")
-    capabilities = backend_info(backend).capabilities
-    bus_flags = [
-        flag
-        for flag, value in (("--interface", args.interface), ("--channel", args.channel), ("--bitrate", args.bitrate))
-        if value is not None
-    ]
-    if bus_flags and "hardware_can_bus" not in capabilities:
-        raise AikoError(
-            f"{', '.join(bus_flags)} select the real bus of --backend can; --backend {backend} does not use it "
-            "(hil runs the emulated modules on its own virtual bus)"
-        )
-    can_flags = [flag for flag, value in (("--can-log", args.can_log), ("--rt-priority", args.rt_priority)) if value]
-    if can_flags and "can_bus" not in capabilities:
-        raise AikoError(
-            f"{', '.join(can_flags)} apply to the CAN bus of --backend can or hil; --backend {backend} has no CAN bus"
-        )
+    check_can_flags(args, backend, backend_info(backend).capabilities)
     return experiment, backend
 
 
@@ -127,8 +124,12 @@ def _log_path(args: argparse.Namespace, experiment: Experiment) -> Path:
     except OSError as exc:
         raise AikoError(f"cannot create the log directory {out.parent}: {exc.strerror}") from None
     check_live_outputs(args.live, args.live_screenshot)
-    if args.foxglove is not None and not 0 <= args.foxglove <= 65535:
-        raise AikoError(f"--foxglove PORT must be in 0..65535, got {args.foxglove}")
+    legacy = getattr(args, "foxglove_legacy", None)  # aiko drive shares these helpers and has no such option
+    if legacy is not None and args.foxglove is None:
+        args.foxglove = 8765  # the relay needs the SDK server behind it
+    for option, port in (("--foxglove", args.foxglove), ("--foxglove-legacy", legacy)):
+        if port is not None and not 0 <= port <= 65535:
+            raise AikoError(f"{option} PORT must be in 0..65535, got {port}")
     return out
 
 
@@ -148,15 +149,20 @@ def _live_views(args: argparse.Namespace, experiment: Experiment, backend: str, 
     if args.foxglove is not None:
         from aiko.log.live_foxglove import FoxgloveLiveServer
         from aiko.robots.aiko.run import SIM_POSES
+        from aiko.robots.aiko.shape import body_drawing
 
         foxglove = FoxgloveLiveServer(
-            experiment.robot,
+            body_drawing(experiment.robot),
             tracked_link,
             host=args.foxglove_host,
             port=args.foxglove,
             body_from_joints=backend not in SIM_POSES,
+            legacy_port=getattr(args, "foxglove_legacy", None),
         )
         print(f"Foxglove live view: open a connection to {foxglove.url}", file=sys.stderr, flush=True)
+        if foxglove.legacy_url is not None:
+            print(f"Foxglove live view, foxglove.websocket.v1 (Foxglove Studio 1.x, Lichtblick < 1.22): open a "
+                  f"connection to {foxglove.legacy_url}", file=sys.stderr, flush=True)  # fmt: skip
     return dashboard, foxglove
 
 
@@ -173,7 +179,6 @@ def _record(
             experiment,
             out,
             options,
-            clock=choose_clock(options.backend or experiment.default_backend, options.realtime),
             progress=progress,
             live=None if not live_recorders else FanOutRecorder(*live_recorders),
         )

@@ -179,12 +179,21 @@ def read_toml(
     regular UTF-8 file of sane size, each failure one line), then malformed TOML is a ``ConfigError`` too. Every
     configuration file of the stack (experiments, robots, rod experiments, sweeps) is read here."""
     text = read_config_text(path, what)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: malformed TOML: {exc}") from None
+    data = parse_toml(text, str(path))
     apply_overrides(data, overrides or {})
     return data, text
+
+
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    """TOML text as a table; malformed TOML is one ``ConfigError`` naming ``source``. That includes values nested so
+    deep that the parser (recursive, as tomllib is) runs out of stack: 4 kB of ``[[[[...`` is a bad file, not a
+    crash (issue 26)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: malformed TOML: arrays or tables nested too deep to read") from None
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -3,6 +3,7 @@
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 class AikoError(Exception):
@@ -21,7 +22,7 @@ class RunStopped(Exception):
     """A run ended early because the robot reported it is not safe to continue (a module in ESTOP, WATCHDOG or
     fault). Not a user error: the CLI prints one line and exits 1; the log holds a ``run_stopped`` event."""
 
-    def __init__(self, message: str, fields: dict | None = None) -> None:
+    def __init__(self, message: str, fields: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.fields = dict(fields or {})
 

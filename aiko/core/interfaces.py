@@ -23,7 +23,9 @@ class Recorder(Protocol):
 
     def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None: ...
 
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None: ...
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
+        """``kind`` and ``t_ns`` are positional-only, so an event may carry fields of any other name."""
+        ...
 
 
 CommandT = TypeVar("CommandT", bound=Payload)

@@ -14,7 +14,26 @@ from typing import Any
 
 import numpy as np
 
-MOCAP_TOPIC = "/mocap"
+from aiko.core.messages import WXYZ, XYZ, Channel, Message, booleans, integer, number, string, strings, vectors
+
+MOCAP_CHANNEL = Channel("/mocap", Message(
+    "aiko.MocapSample",
+    "One motion-capture sample as the control loop polled it: a pose per tracked body (body 0 is the run's "
+    "tracked point), NaN (null) where occluded.",
+    {
+        "received_t_ns": integer("when the frame arrived, on the run clock (network sources)", "ns", optional=True),
+        "reported_latency_s": number("latency the sender reported (Vicon LatencyInfo)", "s", optional=True),
+        "capture_t_ns": integer("when the poses were true, on the run clock", "ns"),
+        "latency_s": number("poll time minus capture time", "s"),
+        "frame": integer("the source's frame number (-1: none)"),
+        "source": string("vicon, opencv, simulated, ..."),
+        "names": strings("the tracked bodies, in order"),
+        "position_m": vectors("body positions, world frame; null where occluded", XYZ, "m"),
+        "quaternion_wxyz": vectors("body orientations (unit quaternions); null where occluded or unknown", WXYZ),
+        "occluded": booleans("true where the body was not seen (its pose is null)"),
+    },
+))  # fmt: skip
+MOCAP_TOPIC = MOCAP_CHANNEL
 
 
 @dataclass(frozen=True)
@@ -114,7 +133,7 @@ class MotionCapture(ABC):
 class MocapTask:
     """Glue for the control loop: poll the source and write ``/mocap`` plus its events to the recorder."""
 
-    def __init__(self, source: MotionCapture, recorder: Any, topic: str = MOCAP_TOPIC) -> None:
+    def __init__(self, source: MotionCapture, recorder: Any, topic: Channel = MOCAP_CHANNEL) -> None:
         self.source = source
         self.recorder = recorder
         self.topic = topic

@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from aiko.core.events import encode_event
 from aiko.core.interfaces import Recorder
+from aiko.core.messages import message_of
 
 
 class MemoryRecorder:
-    """Keeps every record in lists per channel: ``channels[name] -> [(t_ns, payload), ...]``."""
+    """Keeps every record in lists per channel: ``channels[name] -> [(t_ns, payload), ...]``.
+
+    Like the log file it takes only declared channels and event kinds and checks every payload against its
+    declaration (:mod:`aiko.core.messages`, :mod:`aiko.core.events`), so a run kept in memory (tests, sweeps) fails
+    where its log would."""
 
     def __init__(self) -> None:
         self.channels: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
@@ -17,9 +23,11 @@ class MemoryRecorder:
         self.metadata: dict[str, Any] = {}
 
     def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
+        message_of(channel).encode(payload, str(channel))
         self.channels[channel].append((t_ns, payload))
 
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
+        encode_event(kind, fields)
         self.events.append((t_ns, kind, fields))
 
     def event_kinds(self) -> list[str]:
@@ -36,6 +44,6 @@ class FanOutRecorder:
         for recorder in self.recorders:
             recorder.record(channel, t_ns, payload)
 
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
         for recorder in self.recorders:
             recorder.event(kind, t_ns, **fields)

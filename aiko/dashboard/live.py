@@ -35,7 +35,7 @@ class QueueRecorder:
         except queue.Full:
             self.dropped += 1
 
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
         self.record("/events", t_ns, {"kind": kind, **fields})
 
     def finish(self) -> None:

@@ -29,7 +29,7 @@ class LiveRecorder:
         self._queue.append((channel, t_ns, payload))
         self._appended += 1
 
-    def event(self, kind: str, t_ns: int, **fields: Any) -> None:
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
         self.record("/events", t_ns, {"kind": kind, **fields})
 
     def drain(self, limit: int = 100_000) -> list[tuple[str, int, dict[str, Any]]]:

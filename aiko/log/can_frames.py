@@ -14,7 +14,24 @@ from typing import Any
 
 import can
 
-CAN_TOPIC = "/can/frames"
+from aiko.core.messages import Channel, Message, boolean, integer, integers, number, string
+
+CAN_CHANNEL = Channel("/can/frames", Message(
+    "aiko.CanFrame",
+    "One raw CAN frame as python-can handed it over (the log's clock stamps its arrival).",
+    {
+        "arbitration_id": integer("the frame's identifier"),
+        "is_extended_id": boolean("29-bit identifier"),
+        "is_remote_frame": boolean("remote transmission request"),
+        "is_error_frame": boolean("error frame"),
+        "is_rx": boolean("received (false: sent by this PC)"),
+        "dlc": integer("data length code"),
+        "data": integers("the data bytes, 0..255"),
+        "channel": string("the interface's channel name"),
+        "bus_timestamp_s": number("python-can's own timestamp (its epoch depends on the interface)", "s"),
+    },
+))  # fmt: skip
+CAN_TOPIC = CAN_CHANNEL
 
 
 def frame_payload(msg: can.Message) -> dict[str, Any]:
@@ -32,7 +49,7 @@ def frame_payload(msg: can.Message) -> dict[str, Any]:
 
 
 class CanFrameLogger(can.Listener):
-    def __init__(self, recorder: Any, clock_ns: Callable[[], int] = time.monotonic_ns, topic: str = CAN_TOPIC):
+    def __init__(self, recorder: Any, clock_ns: Callable[[], int] = time.monotonic_ns, topic: Channel = CAN_CHANNEL):
         self.recorder = recorder
         self.clock_ns = clock_ns
         self.topic = topic

@@ -1,26 +1,64 @@
-"""JSON encoding of log payloads and the JSON schema that describes them.
+"""JSON encoding of log payloads, by their declared schemas, and back.
 
-Payloads are plain dicts of numbers, strings, booleans, numpy arrays and nested dicts. JSON cannot carry NaN,
-yet occluded motion-capture samples *are* NaN, so non-finite floats are written as ``null`` (valid JSON that
-Foxglove Studio and PlotJuggler accept) and the reader turns ``null`` back into NaN in numeric fields.
+Writing: a record's payload is encoded by its channel's declaration (:meth:`aiko.core.messages.Message.encode`:
+checked field by field, numpy to lists, NaN to null, (k, n) vectors to objects) and serialised as compact JSON
+(:func:`message_bytes`); an event likewise by its kind (:func:`aiko.core.events.encode_event`). Nothing here
+infers a schema.
+
+Reading: :func:`payload_decoder` turns a message read from a file back into the payload its writer had in memory,
+using the schema the file itself carries: arrays of number-only objects (our vectors) become (k, n) lists again.
+Logs written before schemas were declared (nested arrays, ``["number", "null"]`` unions) need no conversion and read
+as they always did. ``null`` stays ``None`` here; the reader's arrays turn it into NaN.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+
+from aiko.core.events import encode_event
+from aiko.core.messages import SchemaError, message_of
+
+Decoder = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class PayloadError(TypeError):
     """A payload holds a value that cannot be logged as JSON."""
 
 
+def message_bytes(channel: str, payload: Mapping[str, Any]) -> bytes:
+    """The logged bytes of one record on a declared channel (a :class:`SchemaError` if it does not match)."""
+    return _dumps(message_of(channel).encode(payload, str(channel)))
+
+
+def event_bytes(kind: str, fields: Mapping[str, Any]) -> bytes:
+    """The logged bytes of one ``/events`` message (a :class:`SchemaError` for an undeclared kind or field)."""
+    return _dumps(encode_event(kind, fields))
+
+
+def _dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON; floats keep all 17 significant digits."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+
+
+def schema_bytes(schema: Mapping[str, Any]) -> bytes:
+    """A JSON schema as the log file and the live server carry it (the same bytes in both)."""
+    return json.dumps(schema).encode()
+
+
+def decode(data: bytes) -> dict[str, Any]:
+    return json.loads(data)  # type: ignore[no-any-return]
+
+
 def to_jsonable(value: Any, path: str = "payload") -> Any:
-    """Convert numpy scalars/arrays to Python values, NaN/inf to None; reject anything else non-JSON."""
+    """Convert numpy scalars/arrays to Python values, NaN/inf to None; reject anything else non-JSON.
+
+    For payloads that never pass a recorder (a run kept in memory, read back as a log: ``LogReader.from_records``)
+    and for metadata, which are free-form."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, (int, np.integer)) and not isinstance(value, np.bool_):
@@ -31,13 +69,15 @@ def to_jsonable(value: Any, path: str = "payload") -> Any:
         v = float(value)
         return v if math.isfinite(v) else None
     if isinstance(value, np.ndarray):
-        if value.dtype.kind in "fc":
-            if value.dtype.kind == "c":
-                raise PayloadError(f"{path}: complex arrays cannot be logged; split real and imaginary parts")
+        if value.dtype.kind == "c":
+            raise PayloadError(f"{path}: complex arrays cannot be logged; split real and imaginary parts")
+        if value.dtype.kind == "f":
             out = value.astype(np.float64, copy=False)
             if np.all(np.isfinite(out)):
                 return out.tolist()
-            return _nan_to_none(out.tolist())
+            listed = out.astype(object)  # NaN and ±inf as None (JSON null)
+            listed[~np.isfinite(out)] = None
+            return listed.tolist()
         if value.dtype.kind in "iub":
             return value.tolist()
         if value.dtype.kind in "US":
@@ -58,42 +98,88 @@ def to_jsonable(value: Any, path: str = "payload") -> Any:
     )
 
 
-def _nan_to_none(values: Any) -> Any:
-    if isinstance(values, list):
-        return [_nan_to_none(v) for v in values]
-    return values if math.isfinite(values) else None
+def payload_decoder(schema: Mapping[str, Any]) -> Decoder | None:
+    """A function turning a message of this (file's) JSON schema back into its in-memory payload, or None when
+    the message is already that (no vectors: every log written before declared schemas)."""
+    return _object_decoder(schema)
 
 
-def encode(payload: Mapping[str, Any]) -> bytes:
-    """Payload dict → compact UTF-8 JSON bytes (floats keep all 17 significant digits)."""
-    return json.dumps(to_jsonable(payload), separators=(",", ":"), allow_nan=False).encode()
+def _vector_axes(schema: Any) -> list[str] | None:
+    """The axes of a vectors field: an array whose items are objects of numbers only."""
+    if not isinstance(schema, Mapping) or schema.get("type") != "array":
+        return None
+    items = schema.get("items")
+    if not isinstance(items, Mapping) or items.get("type") != "object":
+        return None
+    props = items.get("properties")
+    if not isinstance(props, Mapping) or not props:
+        return None
+    if all(isinstance(p, Mapping) and p.get("type") == "number" for p in props.values()):
+        return [str(k) for k in props]
+    return None
 
 
-def decode(data: bytes) -> dict[str, Any]:
-    return json.loads(data)
+def _object_decoder(schema: Any) -> Decoder | None:
+    if not isinstance(schema, Mapping):
+        return None
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return None
+    steps: list[tuple[str, Callable[[Any], Any]]] = []
+    for name, prop in props.items():
+        axes = _vector_axes(prop)
+        if axes is not None:
+            steps.append((name, _rows(axes)))
+            continue
+        if not isinstance(prop, Mapping):
+            continue
+        if prop.get("type") == "object":
+            inner = _object_decoder(prop)
+            if inner is not None:
+                steps.append((name, _each_object(inner)))
+        elif prop.get("type") == "array":
+            inner = _object_decoder(prop.get("items"))
+            if inner is not None:
+                steps.append((name, _each_item(inner)))
+    if not steps:
+        return None
+
+    def decode_object(message: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(message, dict):
+            return message
+        for name, convert in steps:
+            if name in message:
+                message[name] = convert(message[name])
+        return message
+
+    return decode_object
 
 
-def infer_schema(value: Any) -> dict[str, Any]:
-    """JSON schema (draft 2020-12 subset) describing ``value``, used when a channel is first recorded."""
-    value = to_jsonable(value)
-    return _schema_of(value)
+def _rows(axes: list[str]) -> Callable[[Any], Any]:
+    def rows(value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        return [[item.get(a) for a in axes] if isinstance(item, dict) else item for item in value]
+
+    return rows
 
 
-def _schema_of(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"type": "boolean"}
-    if isinstance(value, int):
-        return {"type": "integer"}
-    if isinstance(value, float) or value is None:
-        # A float may later be NaN (→ null); None alone most likely stands for a NaN float.
-        return {"type": ["number", "null"]}
-    if isinstance(value, str):
-        return {"type": "string"}
-    if isinstance(value, list):
-        items = _schema_of(value[0]) if value else {"type": ["number", "null"]}
-        if any(isinstance(v, float) or v is None for v in value) and items.get("type") == "integer":
-            items = {"type": ["number", "null"]}
-        return {"type": "array", "items": items}
-    if isinstance(value, dict):
-        return {"type": "object", "properties": {k: _schema_of(v) for k, v in value.items()}}
-    raise PayloadError(f"no JSON schema for {type(value).__name__}")
+def _each_object(inner: Decoder) -> Callable[[Any], Any]:
+    return lambda value: inner(value) if isinstance(value, dict) else value
+
+
+def _each_item(inner: Decoder) -> Callable[[Any], Any]:
+    return lambda value: [inner(v) if isinstance(v, dict) else v for v in value] if isinstance(value, list) else value
+
+
+__all__ = [
+    "Decoder",
+    "PayloadError",
+    "SchemaError",
+    "decode",
+    "event_bytes",
+    "message_bytes",
+    "payload_decoder",
+    "schema_bytes",
+    "to_jsonable",
+]

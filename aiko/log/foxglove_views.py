@@ -15,13 +15,16 @@ topic                      schema                  from
 =========================  ======================  ==========================================================
 
 Link poses come from the simulator's ``/sim/link_poses`` where a backend writes them; otherwise (HIL, hardware) from
-the measured joint angles (``aiko.robots.aiko.shape``) placed at the last motion-capture pose of the tracked link.
+the measured joint angles placed at the last motion-capture pose of the tracked link, by the body-shape function the
+run hands over in a :class:`BodyDrawing` (for Aiko, ``aiko.robots.aiko.shape.body_drawing``): the log knows no robot.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,6 +45,25 @@ _ROD_COLOR = (0.2, 0.5, 0.95, 1.0)
 
 class FoxgloveUnavailable(RuntimeError):
     pass
+
+
+BodyShapeFunction = Callable[
+    [np.ndarray, np.ndarray, int, np.ndarray | None, np.ndarray | None], tuple[np.ndarray, np.ndarray]
+]
+"""``(angle_h_rad, angle_v_rad, tracked_link, tracked_position_m, tracked_quaternion_wxyz) -> (positions_m (n, 3),
+quaternions_wxyz (n, 4))``: every link's pose from the joint angles, the tracked link (1-based) at its measured pose
+(at the origin when it is None)."""
+
+
+@dataclass(frozen=True)
+class BodyDrawing:
+    """What the views need to draw a snake robot, as data handed over by the run: link sizes, and the body shape
+    from joint angles (None: the body is drawn only from the link poses a simulator logs)."""
+
+    n_joints: int
+    link_length_m: float
+    link_radius_m: float
+    shape_from_joints: BodyShapeFunction | None = None
 
 
 def foxglove_messages_module() -> Any:
@@ -71,15 +93,17 @@ def _yaw_wxyz(theta: float) -> tuple[float, float, float, float]:
 class FoxgloveViews:
     """Turns aiko records into Foxglove messages: ``messages(topic, epoch_ns, payload) -> [(topic, message)]``.
 
-    ``robot`` (an ``aiko.robots.aiko.description.RobotDescription``) sizes the link capsules and lets joint angles
-    give the body shape (unless ``body_from_joints`` is False: a simulator that logs its link poses); without it
-    only simulator poses and the rod are shown. Keeps a little state (the last tracked-link pose, the last body
-    time), so one instance serves one run, fed in time order from one thread.
+    ``body`` sizes the link capsules and lets joint angles give the body shape (unless ``body_from_joints`` is
+    False: a simulator that logs its link poses); without it only simulator poses and the rod are shown. Keeps a
+    little state (the last tracked-link pose, the last body time), so one instance serves one run, fed in time
+    order from one thread.
     """
 
-    def __init__(self, robot: Any | None = None, tracked_link: int = 6, *, body_from_joints: bool = True) -> None:
+    def __init__(
+        self, body: BodyDrawing | None = None, tracked_link: int = 6, *, body_from_joints: bool = True
+    ) -> None:
         self.m = foxglove_messages_module()
-        self.robot = robot
+        self.body = body
         self.tracked_link = tracked_link
         self._tracked_pose: tuple[np.ndarray, np.ndarray] | None = None
         self._sim_poses = not body_from_joints  # True once a simulator's own poses arrive
@@ -129,7 +153,8 @@ class FoxgloveViews:
         ]
         states = m.JointStates(timestamp=_timestamp(m, epoch_ns), joints=joints)
         out: list[tuple[str, Any]] = [(JOINT_STATES_TOPIC, states)]
-        if self.robot is None or self._sim_poses or len(h) != self.robot.n_joints:
+        body = self.body
+        if body is None or body.shape_from_joints is None or self._sim_poses or len(h) != body.n_joints:
             return out
         if self._last_body_ns is not None and epoch_ns - self._last_body_ns < BODY_PERIOD_NS:
             return out
@@ -137,8 +162,9 @@ class FoxgloveViews:
             return out
         self._last_body_ns = epoch_ns
         p, q = self._tracked_pose if self._tracked_pose is not None else (None, None)
-        shape = self.robot.body_shape(np.asarray(h, float), np.asarray(v, float), self.tracked_link, p, q)
-        return out + self._body(epoch_ns, shape.positions_m, shape.quaternions_wxyz, along_x=False)
+        h_rad, v_rad = np.asarray(h, float), np.asarray(v, float)
+        positions, quaternions = body.shape_from_joints(h_rad, v_rad, self.tracked_link, p, q)
+        return out + self._body(epoch_ns, positions, quaternions, along_x=False)
 
     def _sim_link_poses(self, epoch_ns: int, payload: dict[str, Any]) -> list[tuple[str, Any]]:
         self._sim_poses = True
@@ -163,8 +189,8 @@ class FoxgloveViews:
             )
             for i, (p, q) in enumerate(zip(positions, quats, strict=True))
         ]
-        if self.robot is not None:
-            length, diameter = float(self.robot.link_length_m), float(self.robot.link_radius_m)
+        if self.body is not None:
+            length, diameter = float(self.body.link_length_m), float(self.body.link_radius_m)
         else:  # from the spacing of the link centres
             gaps = np.linalg.norm(np.diff(positions, axis=0), axis=1)
             length = float(np.median(gaps)) if gaps.size else 0.1
@@ -254,11 +280,13 @@ def _rotation_x_to(direction: np.ndarray) -> tuple[float, float, float, float]:
     return (w / norm, *(float(a) / norm for a in axis))
 
 
-def views_or_none(robot: Any | None, tracked_link: int = 6, *, body_from_joints: bool = True) -> FoxgloveViews | None:
+def views_or_none(
+    body: BodyDrawing | None, tracked_link: int = 6, *, body_from_joints: bool = True
+) -> FoxgloveViews | None:
     """The Foxglove-schema views of a run's log (3D body, joint states, rod), or None (and a warning) without
     foxglove-sdk: a log without them is still a complete log."""
     try:
-        return FoxgloveViews(robot, tracked_link, body_from_joints=body_from_joints)
+        return FoxgloveViews(body, tracked_link, body_from_joints=body_from_joints)
     except FoxgloveUnavailable as exc:
         log.warning("%s; the log has no Foxglove 3D channels", exc)
         return None

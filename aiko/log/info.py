@@ -32,6 +32,8 @@ def log_info(reader: LogReader) -> dict[str, Any]:
             else None
         ),
         "messages": sum(c["messages"] for c in channels.values()),
+        # messages the file holds more than once (counted once above) and the chunks that overlap earlier ones
+        "duplicates": reader.duplicates.as_dict(),
         "channels": channels,
         "events": [{"t_ns": e.t_ns, "kind": e.kind, **e.fields} for e in reader.events()],
         "metadata": sorted(reader.metadata),

@@ -1,7 +1,9 @@
 """``aiko run --foxglove [PORT]``: the run served live over the Foxglove WebSocket protocol (foxglove-sdk server).
 
-Open Foxglove, "Open connection", ``ws://127.0.0.1:8765``: every channel of the log (JSON, as recorded) and the
-Foxglove-schema views of ``aiko.log.foxglove_views`` (3D body, joint states, rod) arrive as the run goes.
+Open Foxglove, "Open connection", ``ws://127.0.0.1:8765``: every channel of the log and the Foxglove-schema views of
+``aiko.log.foxglove_views`` (3D body, joint states, rod) arrive as the run goes. Each channel has the schema the log
+file has, name and content (its declaration, :mod:`aiko.core.messages`; ``/events``: :mod:`aiko.core.events`), and
+the same JSON bytes per message.
 
 The control loop only pays a ``put_nowait`` per record: a bounded queue hands records to a sender thread that
 encodes them and gives them to the SDK's server (which keeps its own bounded per-client backlog). A full queue
@@ -19,14 +21,17 @@ import time
 from typing import Any
 
 from aiko.core.errors import AikoError
-from aiko.log.encoding import encode, infer_schema
-from aiko.log.foxglove_views import FoxgloveUnavailable, FoxgloveViews
+from aiko.core.events import EVENT_SCHEMA_NAME, EVENTS_TOPIC, events_json_schema
+from aiko.core.messages import message_of
+from aiko.log.encoding import event_bytes, message_bytes, payload_decoder, schema_bytes
+from aiko.log.foxglove_views import BodyDrawing, FoxgloveUnavailable, FoxgloveViews
+from aiko.log.live_relay import LegacySubprotocolRelay
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8765
 DEFAULT_HOST = "127.0.0.1"
-_STOP = ("", 0, {})
+_STOP = ("", "", 0, {})
 
 
 class FoxgloveLiveServer:
@@ -37,7 +42,7 @@ class FoxgloveLiveServer:
 
     def __init__(
         self,
-        robot: Any | None = None,
+        body: BodyDrawing | None = None,
         tracked_link: int = 6,
         *,
         host: str = DEFAULT_HOST,
@@ -45,6 +50,7 @@ class FoxgloveLiveServer:
         queue_size: int = 4096,
         name: str = "aiko",
         body_from_joints: bool = True,
+        legacy_port: int | None = None,
         client_publish: Any | None = None,
     ) -> None:
         try:
@@ -52,7 +58,7 @@ class FoxgloveLiveServer:
         except ImportError:
             raise AikoError("--foxglove needs the foxglove-sdk package: pip install foxglove-sdk") from None
         try:
-            self._views: FoxgloveViews | None = FoxgloveViews(robot, tracked_link, body_from_joints=body_from_joints)
+            self._views: FoxgloveViews | None = FoxgloveViews(body, tracked_link, body_from_joints=body_from_joints)
         except FoxgloveUnavailable as exc:
             raise AikoError(str(exc)) from None
         self._fg = foxglove
@@ -70,11 +76,21 @@ class FoxgloveLiveServer:
             raise AikoError(f"--foxglove: cannot serve on {host}:{port}: {exc}") from None
         self.host = host
         self.port = int(self._server.port)
+        self.legacy: LegacySubprotocolRelay | None = None
+        if legacy_port is not None:
+            try:
+                local = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host  # where this process reaches the SDK
+                self.legacy = LegacySubprotocolRelay(f"ws://{local}:{self.port}", host, legacy_port)
+            except OSError as exc:
+                self._server.stop()
+                raise AikoError(f"--foxglove-legacy: cannot serve on {host}:{legacy_port}: {exc}") from None
         self.log_time_offset_ns = time.time_ns() - time.monotonic_ns()
         self.dropped = 0
         self.sent = 0
-        self._queue: queue.Queue[tuple[str, int, dict[str, Any]]] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[tuple[str, str, int, Any]] = queue.Queue(maxsize=queue_size)
         self._channels: dict[str, Any] = {}
+        self._decoders: dict[str, Any] = {}
+        self._json_channel(EVENTS_TOPIC, EVENT_SCHEMA_NAME, events_json_schema())  # announced from the start
         self._closed = False
         self._thread = threading.Thread(target=self._send_loop, name="foxglove-live", daemon=True)
         self._thread.start()
@@ -83,15 +99,23 @@ class FoxgloveLiveServer:
     def url(self) -> str:
         return f"ws://{self.host}:{self.port}"
 
+    @property
+    def legacy_url(self) -> str | None:
+        """Where apps that offer only ``foxglove.websocket.v1`` connect (``legacy_port``), or None."""
+        return self.legacy.url if self.legacy is not None else None
+
     # -- Recorder protocol (the control loop's side)
     def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
-        try:
-            self._queue.put_nowait((channel, t_ns, payload))
-        except queue.Full:
-            self.dropped += 1
+        self._put(("record", channel, t_ns, payload))
 
     def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
-        self.record("/events", t_ns, {"kind": kind, **fields})
+        self._put(("event", kind, t_ns, fields))
+
+    def _put(self, item: tuple[str, str, int, Any]) -> None:
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self.dropped += 1
 
     # -- sender thread
     def _send_loop(self) -> None:
@@ -99,30 +123,46 @@ class FoxgloveLiveServer:
             item = self._queue.get()
             if item is _STOP:
                 return
-            channel, t_ns, payload = item
+            what, name, t_ns, payload = item
             try:
-                self._send(channel, t_ns, payload)
+                if what == "event":
+                    self._send_event(name, t_ns, payload)
+                else:
+                    self._send(name, t_ns, payload)
             except Exception:  # the live view is a convenience: never take the run down with it
-                log.exception("Foxglove live view: sending %s failed", channel)
+                log.exception("Foxglove live view: sending %s failed", name)
+
+    def _send_event(self, kind: str, t_ns: int, fields: dict[str, Any]) -> None:
+        self._channels[EVENTS_TOPIC].log(event_bytes(kind, fields), log_time=t_ns + self.log_time_offset_ns)
+        self.sent += 1
 
     def _send(self, topic: str, t_ns: int, payload: dict[str, Any]) -> None:
+        """One record on its declared channel (the log's schema and bytes), then its Foxglove-schema views."""
         epoch_ns = t_ns + self.log_time_offset_ns
-        data = encode(payload)
-        json_schema = lambda: self._fg.Schema(
-            name="aiko" + topic.replace("/", "."),
-            encoding="jsonschema",
-            data=json.dumps(infer_schema(payload)).encode(),
-        )
-        self._channel(topic, json_schema, "json").log(data, log_time=epoch_ns)
+        message = message_of(topic)
+        data = message_bytes(topic, payload)
+        if str(topic) not in self._channels:
+            schema = message.json_schema()
+            self._json_channel(str(topic), message.name, schema)
+            self._decoders[str(topic)] = payload_decoder(schema)
+        self._channels[str(topic)].log(data, log_time=epoch_ns)
         self.sent += 1
         if self._views is None:
             return
-        for view_topic, message in self._views.messages(topic, epoch_ns, json.loads(data)):
+        decode = self._decoders[str(topic)]
+        logged = json.loads(data)
+        for view_topic, message in self._views.messages(str(topic), epoch_ns, decode(logged) if decode else logged):
             schema = type(message).get_schema()
             channel = self._channel(view_topic, lambda s=schema: self._fg.Schema(
                 name=s.name, encoding=s.encoding, data=bytes(s.data)), schema.encoding)  # fmt: skip
             channel.log(message.encode(), log_time=epoch_ns)
             self.sent += 1
+
+    def _json_channel(self, topic: str, name: str, schema: dict[str, Any]) -> None:
+        """A JSON channel with its declared schema: the bytes the log file holds for it (``schema_bytes``)."""
+        fg_schema = self._fg.Schema(name=name, encoding="jsonschema", data=schema_bytes(schema))
+        self._channels[topic] = self._fg.Channel(topic, message_encoding="json", schema=fg_schema,
+                                                 context=self._context)  # fmt: skip
 
     def _channel(self, topic: str, schema: Any, encoding: str) -> Any:
         channel = self._channels.get(topic)
@@ -145,6 +185,8 @@ class FoxgloveLiveServer:
                 if time.monotonic() > deadline:
                     break
         self._thread.join(max(0.0, deadline - time.monotonic()) + 0.5)
+        if self.legacy is not None:
+            self.legacy.close()
         self._server.stop()
 
     def __enter__(self) -> FoxgloveLiveServer:

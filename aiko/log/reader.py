@@ -2,9 +2,10 @@
 
 The reader walks the file once, record by record, with the salvage scanner (``aiko.log.salvage``; it does not need
 the summary at the end), so a log whose writer was killed is readable up to its last complete chunk and
-``truncated`` says so. A file damaged anywhere else (a bad CRC, a bad length, a message on a channel the file never
-defines, an undecodable record) is refused with one ``LogReadError`` naming the damage; ``aiko log recover``
-salvages such a file.
+``truncated`` says so. A message the file holds twice (a chunk written twice; same channel, sequence, log time and
+bytes) is read once; ``duplicates`` counts them and says which chunks overlap which. A file damaged anywhere else
+(a bad CRC, a bad length, a message on a channel the file never defines, an undecodable record) is refused with
+one ``LogReadError`` naming the damage; ``aiko log recover`` salvages such a file.
 """
 
 from __future__ import annotations
@@ -20,9 +21,19 @@ from typing import Any
 import numpy as np
 
 from aiko.core.errors import AikoError
-from aiko.log.encoding import to_jsonable
-from aiko.log.recorder import EVENTS_TOPIC, LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
-from aiko.log.salvage import AttachmentRecord, ChannelRecord, MessageRecord, MetadataRecord, SchemaRecord, scan_bytes
+from aiko.core.events import EVENTS_TOPIC
+from aiko.log.encoding import Decoder, payload_decoder, to_jsonable
+from aiko.log.recorder import LOG_TIME_OFFSET_FIELD, RUN_METADATA_NAME, decode_metadata
+from aiko.log.salvage import (
+    AttachmentRecord,
+    ChannelRecord,
+    Duplicates,
+    MessageRecord,
+    MetadataRecord,
+    SchemaRecord,
+    find_duplicates,
+    scan_bytes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +145,7 @@ class LogReader:
         self._channels: dict[int, ChannelRecord] = {}
         self._messages: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         self._foreign: dict[str, list[int]] = {}  # log times of messages not in JSON (protobuf Foxglove views)
+        self._decoders: dict[int, Decoder | None] = {}  # channel id -> file message to in-memory payload
         self._load()
 
     @classmethod
@@ -151,8 +163,10 @@ class LogReader:
         reader.truncated = False
         reader.truncation_error = ""
         reader.log_time_offset_ns = 0
+        reader.duplicates = Duplicates()
         reader.metadata, reader.attachments, reader._schemas, reader._channels, reader._foreign = {}, {}, {}, {}, {}
-        reader._messages = {topic: [(t, to_jsonable(p)) for t, p in msgs] for topic, msgs in channels.items()}
+        reader._decoders = {}
+        reader._messages = {str(topic): [(t, to_jsonable(p)) for t, p in msgs] for topic, msgs in channels.items()}
         for t_ns, kind, fields in events:
             reader._messages.setdefault(EVENTS_TOPIC, []).append((t_ns, to_jsonable({"kind": kind, **fields})))
         return reader
@@ -165,8 +179,11 @@ class LogReader:
         scan = scan_bytes(data)  # record by record; never raises, whatever the bytes (aiko.log.salvage)
         if not scan.magic or not (scan.records or scan.clean):
             raise LogReadError(f"{self.path} is not a readable MCAP log: {printable(scan.describe())}")
+        self.duplicates = find_duplicates(scan)  # a chunk written twice: kept once, counted, reported
         damage: list[str] = []
-        for record in scan.records:
+        for index, record in enumerate(scan.records):
+            if index in self.duplicates.indices:
+                continue
             problem = self._take(record)
             if problem and len(damage) < 3:
                 damage.append(problem)
@@ -183,6 +200,13 @@ class LogReader:
                 self._messages[topic] = [(t - self.log_time_offset_ns, p) for t, p in msgs]
             for topic, times in self._foreign.items():
                 self._foreign[topic] = [t - self.log_time_offset_ns for t in times]
+        if self.duplicates.messages:
+            log.warning(
+                "%s holds %d duplicate messages, read once (%s)",
+                self.path,
+                self.duplicates.messages,
+                printable("; ".join(self.duplicates.describe()[:3])),
+            )
         if not scan.clean:
             self.truncated = True
             self.truncation_error = scan.describe()
@@ -213,6 +237,11 @@ class LogReader:
                 payload = json.loads(record.data)
             except (ValueError, RecursionError):
                 return f"an undecodable message on {channel.topic} at log time {record.log_time}"
+            if record.channel_id not in self._decoders:
+                self._decoders[record.channel_id] = payload_decoder(_schema_dict(self._schemas.get(channel.schema_id)))
+            decode = self._decoders[record.channel_id]
+            if decode is not None:  # declared vectors (objects per row) back to (k, n) lists, as written
+                payload = decode(payload)
             self._messages[channel.topic].append((record.log_time, payload))
         elif isinstance(record, MetadataRecord):
             try:

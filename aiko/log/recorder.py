@@ -1,5 +1,10 @@
 """The experiment log writer: one MCAP file per run, JSON-schema channels, all stamps on the run's clock.
 
+Schemas: every channel is declared beside its message type (:mod:`aiko.core.messages`), every event kind in
+:mod:`aiko.core.events`; the recorder writes those declarations as the channels' schemas and encodes each record by
+its declaration. It refuses (:class:`aiko.core.messages.SchemaError`) a channel that was not declared, a field that
+was not declared, a missing field, a value of the wrong type, and an undeclared event kind: a log says what it holds.
+
 Time: callers stamp records on the run's clock (``time.monotonic_ns`` based, which never jumps). The file's MCAP
 log and publish times are Unix-epoch nanoseconds, so Foxglove and PlotJuggler place a run on its real date and two
 runs line up by time: ``log_time = t_ns + log_time_offset_ns``, the offset (wall clock minus monotonic clock) taken
@@ -31,24 +36,18 @@ from typing import Any
 from mcap.writer import CompressionType, Writer
 
 from aiko.core.errors import AikoError
+from aiko.core.events import EVENT_SCHEMA_NAME, EVENTS_TOPIC, events_json_schema
+from aiko.core.messages import Message, SchemaError, message_of
 from aiko.core.provenance import provenance
-from aiko.log.encoding import encode, infer_schema, to_jsonable
+from aiko.log.encoding import event_bytes, message_bytes, payload_decoder, schema_bytes, to_jsonable
 
 log = logging.getLogger(__name__)
 
-EVENTS_TOPIC = "/events"
 RUN_METADATA_NAME = "aiko.run"
 LOG_TIME_OFFSET_FIELD = "log_time_offset_ns"
 """Run metadata key: MCAP log time (Unix epoch ns) minus the run-clock stamp the recorder was given."""
 JSON_KEYS_FIELD = "_json_keys"
 """Metadata values are strings in MCAP; non-string values are JSON-encoded and their keys listed here."""
-
-EVENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"kind": {"type": "string"}},
-    "required": ["kind"],
-    "additionalProperties": True,
-}
 
 
 class LogWriteError(RuntimeError):
@@ -83,14 +82,15 @@ def decode_metadata(data: Mapping[str, str]) -> dict[str, Any]:
 class McapRecorder:
     """Recorder (``aiko.core.interfaces.Recorder``) writing an MCAP file; use as a context manager.
 
-    ``record(channel, t_ns, payload)`` registers a JSON-schema channel on first use (schema inferred from the
-    first payload unless declared with ``declare_channel``); ``event(kind, t_ns, **fields)`` writes to
-    ``/events``. ``t_ns`` is the run's monotonic clock in int64 nanoseconds; the MCAP log time is that plus
-    ``log_time_offset_ns`` (Unix epoch ns).
+    ``record(channel, t_ns, payload)`` writes a record on a declared channel (an :class:`aiko.core.messages.Channel`;
+    its schema is registered on first use, or before with ``declare``); ``event(kind, t_ns, **fields)`` writes to
+    ``/events``, whose schema (every declared kind) is in the file from the start. ``t_ns`` is the run's monotonic
+    clock in int64 nanoseconds; the MCAP log time is that plus ``log_time_offset_ns`` (Unix epoch ns).
 
-    The caller's thread only encodes the payload to JSON (so later changes to its arrays cannot alter the log)
-    and appends it to a queue; a writer thread owns the MCAP writer, compresses chunks and flushes them. The
-    control loop therefore never waits for compression or the disk (a chunk flush costs ~20 ms).
+    The caller's thread only encodes the payload by its declaration (so a payload that does not match fails where
+    it was recorded, and later changes to its arrays cannot alter the log) and appends it to a queue; a writer
+    thread owns the MCAP writer, compresses chunks and flushes them. The control loop therefore never waits for
+    compression or the disk (a chunk flush costs ~20 ms).
     """
 
     def __init__(
@@ -124,7 +124,7 @@ class McapRecorder:
         self.flush_interval_s = float(flush_interval_s)
         self._flush_period_s = 0.5 * self.flush_interval_s
         self._lock = threading.Lock()  # caller side: channel table and counts
-        self._channels: set[str] = set()
+        self._channels: dict[str, Message | None] = {}  # topic -> its message type (None: /events)
         self._counts: dict[str, int] = {}
         self._ops: collections.deque[tuple[Any, ...]] = collections.deque()
         self._wake = threading.Event()
@@ -132,6 +132,7 @@ class McapRecorder:
         self._error: BaseException | None = None
         self._channel_ids: dict[str, int] = {}  # writer-thread side
         self._view_counts: dict[str, int] = {}
+        self._decoders: dict[str, Any] = {}
         self._views = foxglove_views  # aiko.log.foxglove_views.FoxgloveViews: Foxglove-schema channels beside ours
         self._view_topics: set[str] = {"/sim/link_poses", "/joint_feedback", "/mocap", "/sim/rod/centreline",
                                        "/sim/rod/base_wrench"}  # fmt: skip
@@ -152,36 +153,55 @@ class McapRecorder:
         self._thread.start()
         atexit.register(self._close_at_exit)  # a recorder left open still gets its summary at interpreter exit
         self.add_metadata(RUN_METADATA_NAME, run_meta)
-        self.declare_channel(EVENTS_TOPIC, EVENT_SCHEMA, "aiko.Event")
+        with self._lock:
+            self._channels[EVENTS_TOPIC] = None
+            self._counts[EVENTS_TOPIC] = 0
+            self._ops.append(("declare", EVENTS_TOPIC, events_json_schema(), EVENT_SCHEMA_NAME))
 
     # -- Recorder protocol
     def record(self, channel: str, t_ns: int, payload: Mapping[str, Any]) -> None:
-        data = encode(payload)
-        with self._lock:
-            self._check_open()
-            if channel not in self._channels:
-                self._channels.add(channel)
-                self._ops.append(("declare", channel, infer_schema(payload), _schema_name(channel)))
-            sequence = self._counts.get(channel, 0)
-            self._counts[channel] = sequence + 1
-            self._ops.append(("message", channel, int(t_ns), data, sequence))
+        """Write ``payload`` on ``channel``, a declared :class:`aiko.core.messages.Channel` (a plain topic string, an
+        undeclared field, a missing field or a wrong type: :class:`SchemaError`, nothing written)."""
+        if channel == EVENTS_TOPIC:
+            raise SchemaError(f"{EVENTS_TOPIC} takes events: recorder.event(kind, t_ns, **fields)")
+        data = message_bytes(channel, payload)
+        self._append(str(channel), message_of(channel), int(t_ns), data)
 
     def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
-        if "kind" in fields:
-            raise ValueError("event field name 'kind' is reserved for the event kind")
-        self.record(EVENTS_TOPIC, t_ns, {"kind": str(kind), **fields})
+        """Write an event of a kind declared in :mod:`aiko.core.events`, with that kind's fields."""
+        data = event_bytes(str(kind), fields)
+        self._append(EVENTS_TOPIC, None, int(t_ns), data)
         log.debug("event %s at %d ns: %s", kind, t_ns, fields)
 
-    # -- extras
-    def declare_channel(self, channel: str, schema: Mapping[str, Any], schema_name: str | None = None) -> None:
-        """Register a channel with an explicit JSON schema before its first message."""
+    def _append(self, topic: str, message: Message | None, t_ns: int, data: bytes) -> None:
         with self._lock:
             self._check_open()
-            if channel in self._channels:
-                raise ValueError(f"channel {channel!r} is already registered")
-            self._channels.add(channel)
-            self._counts.setdefault(channel, 0)
-            self._ops.append(("declare", channel, dict(schema), schema_name or _schema_name(channel)))
+            self._declare_locked(topic, message)
+            sequence = self._counts.get(topic, 0)
+            self._counts[topic] = sequence + 1
+            self._ops.append(("message", topic, t_ns, data, sequence))
+
+    def _declare_locked(self, topic: str, message: Message | None) -> None:
+        if topic in self._channels:
+            known = self._channels[topic]
+            if known is not message and (known is None or message is None or known.name != message.name):
+                raise SchemaError(
+                    f"channel {topic!r} is already in this log as {known.name if known else 'events'}; "
+                    f"{message.name if message else 'events'} needs a topic of its own"
+                )
+            return
+        assert message is not None  # /events is declared when the recorder opens
+        self._channels[topic] = message
+        self._counts.setdefault(topic, 0)
+        self._ops.append(("declare", topic, message.json_schema(), message.name))
+
+    # -- extras
+    def declare(self, channel: str) -> None:
+        """Register a declared channel before its first message (it is in the file even if nothing is recorded)."""
+        message = message_of(channel)
+        with self._lock:
+            self._check_open()
+            self._declare_locked(str(channel), message)
 
     def add_metadata(self, name: str, data: Mapping[str, Any]) -> None:
         """Write a metadata record (robot description, experiment file, calibration...); on disk on return."""
@@ -291,8 +311,9 @@ class McapRecorder:
                         pending = True
                     elif kind == "declare":
                         _, channel, schema, schema_name = op
+                        self._decoders[channel] = payload_decoder(schema)
                         schema_id = self._writer.register_schema(
-                            name=schema_name, encoding="jsonschema", data=json.dumps(schema).encode()
+                            name=schema_name, encoding="jsonschema", data=schema_bytes(schema)
                         )
                         self._channel_ids[channel] = self._writer.register_channel(
                             topic=channel, message_encoding="json", schema_id=schema_id
@@ -332,7 +353,11 @@ class McapRecorder:
 
     def _write_views(self, channel: str, epoch_ns: int, data: bytes) -> None:
         """The Foxglove-schema messages derived from one of our records, on their own protobuf channels."""
-        for topic, message in self._views.messages(channel, epoch_ns, json.loads(data)):
+        payload = json.loads(data)
+        decode = self._decoders.get(channel)
+        if decode is not None:
+            payload = decode(payload)  # the record as its writer had it in memory (vectors as (k, n) lists)
+        for topic, message in self._views.messages(channel, epoch_ns, payload):
             if topic not in self._channel_ids:
                 schema = type(message).get_schema()
                 schema_id = self._writer.register_schema(
@@ -350,7 +375,3 @@ class McapRecorder:
                 data=message.encode(),
                 sequence=sequence,
             )
-
-
-def _schema_name(channel: str) -> str:
-    return "aiko" + channel.replace("/", ".")

@@ -4,8 +4,9 @@ A killed writer (SIGKILL, power cut) leaves no summary, no footer and possibly h
 gone wrong flips bits anywhere: in a chunk, in a record length, in a schema name. ``recover`` reads the file with
 the salvage scanner (``aiko.log.salvage``: record by record, CRC-checked, resynchronising after damage), keeps every
 record that is whole and consistent (a message needs a channel defined somewhere in the file and, on a JSON channel,
-a payload that parses), and writes them with mcap's ``Writer`` to a temporary file beside the output, renamed into
-place only when complete: a failed recover never leaves a half-written output. What was dropped is reported.
+a payload that parses; a message the file holds twice, as after a chunk written twice, is written once), and writes
+them with mcap's ``Writer`` to a temporary file beside the output, renamed into place only when complete: a failed
+recover never leaves a half-written output. What was dropped is reported.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from aiko.log.salvage import (
     MetadataRecord,
     SchemaRecord,
     decodable_json,
+    find_duplicates,
     scan_bytes,
 )
 
@@ -59,6 +61,7 @@ def recover(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
     scan = scan_bytes(data)
     if not scan.records:
         raise LogReadError(f"{source} holds no readable MCAP records: {printable(scan.describe())}")
+    duplicates = find_duplicates(scan)  # a chunk written twice: its messages are written once
 
     dropped: dict[str, int] = {}
 
@@ -102,8 +105,11 @@ def recover(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
                         schema_ids[old] = writer.register_schema(s.name, s.encoding, s.data)
                     return schema_ids[old]
 
-                for record in scan.records:
+                for index, record in enumerate(scan.records):
                     if isinstance(record, MessageRecord):
+                        if index in duplicates.indices:
+                            drop("duplicate message")
+                            continue
                         channel = channels.get(record.channel_id)
                         if channel is None:
                             drop(f"message on unknown channel id {record.channel_id}")
@@ -147,6 +153,9 @@ def recover(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
             tmp.unlink(missing_ok=True)
             raise
     problems = scan.describe() if not scan.clean else ""
+    if duplicates.messages:
+        overlaps = "; ".join(duplicates.describe())
+        problems = f"{problems}; {overlaps}" if problems else overlaps
     if dropped:
         what = ", ".join(f"{n} {reason}" for reason, n in sorted(dropped.items()))
         problems = f"{problems}; dropped {what}" if problems else f"dropped {what}"

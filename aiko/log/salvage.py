@@ -138,12 +138,22 @@ class Problem:
         return f"byte {self.offset}: {self.what}"
 
 
+@dataclass(frozen=True)
+class ChunkSpan:
+    """Which of a scan's records came out of one chunk: ``records[first:end]``, the chunk at byte ``offset``."""
+
+    offset: int
+    first: int
+    end: int
+
+
 @dataclass
 class Scan:
     """Everything intact in a file, in file order, and what was wrong with the rest."""
 
     size: int
     records: list[Any] = field(default_factory=list)  # Schema/Channel/Message/Metadata/Attachment records
+    chunks: list[ChunkSpan] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     bytes_skipped: int = 0  # bytes of damaged records and garbage passed over
     truncated_at: int | None = None  # the file ends inside a record (a writer cut off) at this offset
@@ -246,6 +256,7 @@ def _parse_chunk(body: _Cursor, offset: int, scan: Scan) -> None:
         raise _Bad("chunk CRC mismatch")
     inner = Scan(size=len(records))
     _walk(records, 0, inner, in_chunk=True)
+    scan.chunks.append(ChunkSpan(offset, len(scan.records), len(scan.records) + len(inner.records)))
     scan.records.extend(inner.records)
     for problem in inner.problems:
         scan.problems.append(Problem(offset, f"inside the chunk: {problem}"))
@@ -276,6 +287,8 @@ def _try(data, pos: int, scan: Scan, *, in_chunk: bool) -> int | None:
         _parse(op, _Cursor(data, pos + 9, end), pos, trial, in_chunk=in_chunk)
     except _Bad:
         return None
+    base = len(scan.records)
+    scan.chunks.extend(ChunkSpan(c.offset, c.first + base, c.end + base) for c in trial.chunks)
     scan.records.extend(trial.records)
     scan.problems.extend(trial.problems)
     scan.footer = scan.footer or trial.footer
@@ -335,6 +348,58 @@ def _why(data, pos: int, in_chunk: bool) -> str:
     except _Bad as exc:
         return f"opcode 0x{op:02X}: {exc}"
     return f"opcode 0x{op:02X}"
+
+
+@dataclass
+class Duplicates:
+    """Messages a file holds more than once (a chunk written twice, a copy gone wrong): same channel, sequence and
+    log time, and the same bytes. Duplicates are not data: readers keep the first and count the rest.
+
+    The bytes are part of the key because a writer that leaves every sequence at 0 may log two different messages
+    on one channel at one time; a repeated chunk repeats them byte for byte."""
+
+    indices: set[int] = field(default_factory=set)  # of the scan's records that repeat an earlier one
+    repeats: dict[int, dict[int, int]] = field(default_factory=dict)  # chunk offset -> {earlier chunk offset: n}
+
+    @property
+    def messages(self) -> int:
+        return len(self.indices)
+
+    def describe(self) -> list[str]:
+        """One phrase per chunk that overlaps an earlier one (or per group of loose records)."""
+        out = []
+        for offset, sources in self.repeats.items():
+            where = f"the chunk at byte {offset}" if offset >= 0 else "records outside chunks"
+            for source, n in sources.items():
+                earlier = f"the chunk at byte {source}" if source >= 0 else "records outside chunks"
+                out.append(f"{where} repeats {n} messages of {earlier}")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"messages": self.messages, "overlapping_chunks": self.describe()}
+
+
+def find_duplicates(scan: Scan) -> Duplicates:
+    """The messages of ``scan`` that repeat an earlier one, and which chunks overlap which (see ``Duplicates``)."""
+    chunk_of = {}
+    for span in scan.chunks:
+        for index in range(span.first, span.end):
+            chunk_of[index] = span.offset
+    first_seen: dict[tuple[int, int, int], dict[bytes, int]] = {}  # key -> {bytes: chunk offset of the first}
+    found = Duplicates()
+    for index, record in enumerate(scan.records):
+        if not isinstance(record, MessageRecord):
+            continue
+        where = chunk_of.get(index, -1)
+        seen = first_seen.setdefault((record.channel_id, record.sequence, record.log_time), {})
+        earlier = seen.get(record.data)
+        if earlier is None:
+            seen[record.data] = where
+        else:
+            found.indices.add(index)
+            counts = found.repeats.setdefault(where, {})
+            counts[earlier] = counts.get(earlier, 0) + 1
+    return found
 
 
 def scan_bytes(data: bytes) -> Scan:

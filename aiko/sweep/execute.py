@@ -11,8 +11,6 @@ on (its workers died ``distributed.scheduler.allowed-failures`` times) is a row 
 from __future__ import annotations
 
 import logging
-import math
-import os
 import sys
 import time
 import uuid
@@ -21,6 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from aiko.core.errors import AikoError
+from aiko.core.progress import Progress
+from aiko.sweep.connect import close_cluster, connect
 from aiko.sweep.results import ResultStore, final_run_ids, write_manifest
 from aiko.sweep.spec import RunPoint, SweepSpec, run_overrides
 from aiko.sweep.timelimit import backstop_grace_s
@@ -42,147 +42,6 @@ class SweepOptions:
     run_timeout_s: float | None = None  # wins over the spec's [limits] run_timeout_s
     retry_timeouts: bool = False  # with resume: run again the runs whose row says timeout
     task_function: str = "aiko.sweep.worker:run_dict"  # what a task calls on a worker (tests put a hanging one here)
-
-
-def default_workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-class Progress:
-    """A bar with rate and ETA on a terminal; a plain line every ``interval_s`` (and at the end) otherwise."""
-
-    def __init__(self, total: int, stream: IO[str] | None, interval_s: float = 10.0) -> None:
-        self.total = total
-        self.stream = stream
-        self.tty = bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
-        self.interval_s = interval_s
-        self.start = time.monotonic()
-        self._last = -math.inf
-        self._last_done = -1
-
-    def text(self, done: int, failed: int, lost: int, timeout: int = 0) -> str:
-        elapsed = time.monotonic() - self.start
-        rate = done / elapsed if elapsed > 0 else 0.0
-        eta = (self.total - done) / rate if rate > 0 else math.nan
-        extra = "".join(
-            f", {n} {what}" for n, what in ((failed, "failed"), (timeout, "timed out"), (lost, "lost")) if n
-        )
-        eta_text = _duration(eta) if math.isfinite(eta) else "?"
-        return f"{done}/{self.total} runs{extra}, {rate:.2f} runs/s, elapsed {_duration(elapsed)}, ETA {eta_text}"
-
-    def update(self, done: int, failed: int = 0, lost: int = 0, timeout: int = 0, *, final: bool = False) -> None:
-        if self.stream is None:
-            return
-        now = time.monotonic()
-        if self.tty:
-            if final or now - self._last >= 0.2:
-                width = 30
-                filled = int(width * done / self.total) if self.total else width
-                bar = "#" * filled + "." * (width - filled)
-                self.stream.write(f"\r  [{bar}] {self.text(done, failed, lost, timeout)}  " + ("\n" if final else ""))
-                self.stream.flush()
-                self._last = now
-        elif (final and done != self._last_done) or now - self._last >= self.interval_s:
-            self.stream.write(f"sweep: {self.text(done, failed, lost, timeout)}\n")
-            self.stream.flush()
-            self._last, self._last_done = now, done
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
-def _probe(experiment: str | None = None) -> dict[str, Any]:
-    """Runs on every worker before the sweep: can it import the run path and read the experiment file?"""
-    import aiko
-    import aiko.sweep.worker  # noqa: F401
-
-    return {
-        "aiko_version": aiko.__version__,
-        "aiko_path": os.path.dirname(aiko.__file__),
-        "pid": os.getpid(),
-        "experiment_readable": experiment is None or os.access(experiment, os.R_OK),
-    }
-
-
-def connect(options: SweepOptions, experiment: str | None = None) -> tuple[Any, Any]:
-    """A Dask client (and the ``LocalCluster`` it owns, or None), with every worker able to run aiko runs (and
-    to read ``experiment``)."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise AikoError("aiko sweep needs Dask: pip install 'aiko-stack[sweep]' (dask[distributed], pyarrow)") from None
-    if logging.getLogger().getEffectiveLevel() > logging.INFO:  # Dask's INFO chatter only with -v
-        logging.getLogger("distributed").setLevel(logging.WARNING)
-    cluster = None
-    try:
-        if options.scheduler:
-            try:
-                client = Client(options.scheduler, timeout=f"{options.connect_timeout_s}s")
-            except (OSError, TimeoutError) as exc:
-                raise AikoError(f"cannot reach the Dask scheduler at {options.scheduler}: {exc}") from None
-            if options.workers:
-                try:
-                    client.wait_for_workers(options.workers, timeout=options.connect_timeout_s)
-                except TimeoutError:
-                    n = len(client.scheduler_info()["workers"])
-                    client.close()
-                    raise AikoError(
-                        f"the scheduler at {options.scheduler} has {n} workers; --workers asked for "
-                        f"{options.workers} (waited {options.connect_timeout_s:.0f} s)"
-                    ) from None
-        else:
-            cluster = LocalCluster(
-                n_workers=options.workers or default_workers(),
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address="127.0.0.1:0",  # its HTTP server always starts; not on 8787, which may be taken
-                scheduler_kwargs={"dashboard": False},
-                silence_logs=logging.ERROR,
-            )
-            client = Client(cluster)
-    except BaseException:
-        if cluster is not None:
-            cluster.close()
-        raise
-    try:
-        if not client.scheduler_info()["workers"]:
-            client.wait_for_workers(1, timeout=options.connect_timeout_s)
-        probes = client.run(_probe, experiment)
-    except TimeoutError:
-        _close(client, cluster)
-        raise AikoError(f"the Dask cluster has no workers (waited {options.connect_timeout_s:.0f} s)") from None
-    except Exception as exc:  # noqa: BLE001 - any import failure on a worker
-        _close(client, cluster)
-        raise AikoError(
-            f"the Dask workers cannot run aiko sweeps ({type(exc).__name__}: {exc}); "
-            "install this aiko stack (with the sweep extra) into the workers' environment"
-        ) from None
-    blind = sorted(address for address, p in probes.items() if not p["experiment_readable"])
-    if blind:
-        _close(client, cluster)
-        raise AikoError(
-            f"{len(blind)} Dask worker(s) cannot read {experiment} (e.g. {blind[0]}): workers need the experiment "
-            "and its robot file at the same path (a shared file system or the same checkout)"
-        )
-    import aiko
-
-    versions = {p["aiko_version"] for p in probes.values()}
-    if versions != {aiko.__version__}:
-        log.warning("workers run aiko %s, this client %s", ", ".join(sorted(versions)), aiko.__version__)
-    return client, cluster
-
-
-def _close(client: Any, cluster: Any) -> None:
-    try:
-        client.close()
-    finally:
-        if cluster is not None:
-            cluster.close()
 
 
 def run_sweep(
@@ -245,7 +104,7 @@ def run_sweep(
             submit_and_collect(client, spec, todo, backend, options, store, counts, progress_stream)
         finally:
             store.flush()
-            _close(client, cluster)
+            close_cluster(client, cluster)
     results_path = store.compact()
     wall = time.monotonic() - started
     summary = summarize(options.out, ids)
@@ -266,6 +125,34 @@ def run_sweep(
 
         summary["plots"] = [str(p) for p in plot_sweep(results_path, spec.parameter_keys, spec.metrics, options.out)]
     return summary
+
+
+class SweepProgress:
+    """A sweep's progress on the spine's :class:`aiko.core.progress.Progress` (a bar with rate and ETA on a
+    terminal, a line every ``interval_s`` otherwise), counted in runs, with the failed, timed-out and lost ones."""
+
+    def __init__(self, total: int, stream: IO[str] | None, interval_s: float = 10.0) -> None:
+        self.total = total
+        self.progress = (
+            Progress("sweep", "runs", stream=stream, interval_s=interval_s, integer=True, eta=True)
+            if stream is not None
+            else None
+        )
+
+    def update(self, counts: dict[str, int]) -> None:
+        if self.progress is None:
+            return
+        trouble = ((STATUS_FAILED, "failed"), (STATUS_TIMEOUT, "timed out"), (STATUS_LOST, "lost"))
+        note = ", ".join(f"{counts[status]} {what}" for status, what in trouble if counts.get(status))
+        self.progress(sum(counts.values()), self.total, note)
+
+    def finish(self, counts: dict[str, int]) -> None:
+        """The last state, always said (off a terminal too), and the bar closed."""
+        if self.progress is None:
+            return
+        self.update(counts)
+        self.progress.line()
+        self.progress.close()
 
 
 def _check_same_sweep(out: Path, experiment: str, backend: str) -> None:
@@ -371,8 +258,7 @@ def submit_and_collect(
         key = f"aiko-run-{run.run_id}-{nonce}"
         by_key[key] = run
         futures.append(client.submit(*_by_name(options.task_function, asdict(task)), key=key, pure=False))
-    progress = Progress(len(todo), progress_stream, options.progress_interval_s)
-    progress.update(0, final=False)
+    progress = SweepProgress(len(todo), progress_stream, options.progress_interval_s)
     written: set[str] = set()  # keys with a row (a cancelled future still comes out of as_completed)
 
     def record(run: RunPoint, row: dict[str, Any]) -> None:
@@ -380,7 +266,7 @@ def submit_and_collect(
         row.update(index=run.index, seed=run.seed, params=params, finished_unix_s=time.time())
         if store.add(row):  # False: a duplicate of a run already written
             counts[row["status"]] = counts.get(row["status"], 0) + 1
-        progress.update(sum(counts.values()), counts[STATUS_FAILED], counts[STATUS_LOST], counts[STATUS_TIMEOUT])
+        progress.update(counts)
 
     pending = as_completed(futures)
     next_check = time.monotonic()
@@ -413,9 +299,7 @@ def submit_and_collect(
         for future in futures:
             future.cancel()
         raise
-    progress.update(
-        sum(counts.values()), counts[STATUS_FAILED], counts[STATUS_LOST], counts[STATUS_TIMEOUT], final=True
-    )
+    progress.finish(counts)
 
 
 def _overdue(

@@ -236,7 +236,7 @@ def identify(
     and every start's outcome is in ``summary["starts"]``."""
     from scipy.optimize import least_squares
 
-    from aiko.sweep.execute import _close, connect
+    from aiko.sweep.connect import close_cluster, connect
 
     if not 0 < step <= 0.5:
         raise ConfigError(f"--step must be in (0, 0.5] (a fraction of each parameter's range), got {step}")
@@ -278,7 +278,7 @@ def identify(
         after = evaluator.one(fit.x)
         replays = evaluator.replays
     finally:
-        _close(client, cluster)
+        close_cluster(client, cluster)
     m, n = len(fit.fun), len(keys)
     s2 = float(np.sum(fit.fun**2)) / max(m - n, 1)
     covariance = s2 * np.linalg.pinv(fit.jac.T @ fit.jac)

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from aiko.core.errors import AikoError
-from aiko.sweep.execute import SweepOptions, _check_same_sweep, _close, connect, submit_and_collect
+from aiko.sweep.connect import close_cluster, connect
+from aiko.sweep.execute import SweepOptions, _check_same_sweep, submit_and_collect
 from aiko.sweep.optimize_spec import OptimizeSpec
 from aiko.sweep.results import ResultStore, final_run_ids, read_table, write_manifest
 from aiko.sweep.spec import RunPoint, _run_id, _run_seed
@@ -144,7 +145,7 @@ def run_optimization(
     finally:
         store.flush()
         if client is not None:
-            _close(client, cluster)
+            close_cluster(client, cluster)
     results_path = store.compact()
     worked = [e for e in evaluations if e["status"] == STATUS_OK and e["value"] is not None]
     best = (max if spec.goal == "maximize" else min)(worked, key=lambda e: e["value"])

@@ -96,7 +96,7 @@ class MetricRecorder(MemoryRecorder):
 def _run(task: RunTask) -> tuple[Any, dict[str, Any], Any]:
     from aiko.log import LogReader
     from aiko.robots.aiko.experiment import load_experiment
-    from aiko.robots.aiko.run import RunOptions, record_run, run_with_mocap
+    from aiko.robots.aiko.run import RunOptions, record_run, run_experiment
 
     overrides = dict(task.overrides)
     experiment = load_experiment(task.experiment_path, overrides)
@@ -111,7 +111,7 @@ def _run(task: RunTask) -> tuple[Any, dict[str, Any], Any]:
         os.makedirs(os.path.dirname(task.log_path) or ".", exist_ok=True)
         summary = record_run(experiment, task.log_path, options, live=memory, extra_tasks=tasks)
     else:
-        summary = run_with_mocap(experiment, memory, options, extra_tasks=tasks)
+        _, summary = run_experiment(experiment, memory, options, extra_tasks=tasks)
     return experiment, summary, LogReader.from_records(memory.channels, memory.events, name=f"run {task.run_id}")
 
 

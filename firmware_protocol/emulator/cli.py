@@ -47,7 +47,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--free-play-deg", type=float, default=4.0, help="joint free play (default 4)")
     p.add_argument("--limit-deg", type=float, default=45.0, help="joint limit of both axes (default 45)")
     p.add_argument("--reply-to-references", action="store_true", help="answer each accepted reference at once")
-    p.add_argument("--rt-priority", type=int, default=0, metavar="P", help="SCHED_FIFO priority (Linux; 0 = off)")
+    p.add_argument(
+        "--rt-priority",
+        type=int,
+        default=0,
+        metavar="P",
+        help="SCHED_FIFO priority of every thread on the frame path (Linux; 0 = off)",
+    )
     p.add_argument("--duration", type=float, metavar="S", help="exit after S seconds (default: run until signalled)")
     p.add_argument(
         "--duplicate",
@@ -130,6 +136,18 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"aiko-emulator: {exc}\n")
         return 2
 
+    # Before any thread starts (the slcan reader, the Notifier that writes frames to the pty, the modules' thread):
+    # each inherits the policy of the thread that starts it. Set after them, as it once was, only this main thread
+    # (which just waits for a signal) ran at SCHED_FIFO, and the PC's frames reached the modules up to 40 ms late
+    # on a loaded machine (issue 26).
+    if not 0 <= args.rt_priority <= 99:
+        sys.stderr.write(f"aiko-emulator: --rt-priority {args.rt_priority}: allowed 0 (off) .. 99\n")
+        return 2
+    if args.rt_priority > 0:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+        except (AttributeError, OSError) as exc:
+            sys.stderr.write(f"aiko-emulator: real-time priority refused ({exc}); running without\n")
     server = None
     opened: list[can.BusABC] = []  # shut down again if the start fails half-way
     problem: str | None = None
@@ -166,11 +184,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"aiko-emulator: {problem}\n")
         return 2
 
-    if args.rt_priority > 0:  # before the threads start, so that they inherit it
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
-        except (AttributeError, OSError) as exc:
-            sys.stderr.write(f"aiko-emulator: real-time priority refused ({exc}); running without\n")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -196,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         if server is not None:
             counters["slcan_frames_from_pc"] = server.frames_from_pc
             counters["slcan_frames_to_pc"] = server.frames_to_pc
+            counters["slcan_frames_dropped_to_pc"] = server.frames_dropped_to_pc
         print(json.dumps(counters), flush=True)
         for opened_bus in opened[1:] if server is None else opened[2:]:
             opened_bus.shutdown()  # the duplicates' bus ends

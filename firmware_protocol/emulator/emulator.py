@@ -239,6 +239,10 @@ class JointControllerEmulator:
         self.reference_period_s = np.full(n, float(c.reference_period_s))
         self.feedback_rate_hz = np.full(n, float(c.feedback_rate_hz))
         self.accepted_references = np.zeros(n, np.int64)
+        # what the PC's stream looked like from here: the longest time without a valid reference while enabled (what
+        # the watchdog measures) and the shortest between two (a burst after a stall would show here)
+        self.max_reference_gap_s = np.zeros(n)
+        self.min_reference_spacing_s = np.full(n, np.inf)
         self.ignored_while_disabled = np.zeros(n, np.int64)  # valid references to a disabled module
         self.watchdog_trips = np.zeros(n, np.int64)
         # controller ticks in which each axis hit the H-bridge current limit while enabled (and the enabled axis ticks
@@ -655,6 +659,10 @@ class JointControllerEmulator:
             self._reject(verdict, row, f"node {self.config.node_ids[row]} seq {sequence} after {last}")
             return
         self.last_sequence[row] = sequence
+        gap_s = self.time_s - self.last_valid_reference_s[row]  # since the last one, or since Enable for the first
+        self.max_reference_gap_s[row] = max(self.max_reference_gap_s[row], gap_s)
+        if last >= 0:
+            self.min_reference_spacing_s[row] = min(self.min_reference_spacing_s[row], gap_s)
         angles = np.radians([values["AngleH"], values["AngleV"]])
         self.reference_rad[row] = np.clip(angles, -self.limits_rad[row], self.limits_rad[row])
         self.reference_rate_rad_s[row] = np.radians([values["RateH"], values["RateV"]])
@@ -747,6 +755,8 @@ class JointControllerEmulator:
                 "parameter_writes_accepted": self.parameter_writes_accepted.tolist(),
                 "state": [ModuleState(int(x)).name for x in self.state],
                 "last_valid_reference_s": self.last_valid_reference_s.tolist(),
+                "max_reference_gap_s": self.max_reference_gap_s.tolist(),
+                "min_reference_spacing_s": [None if math.isinf(x) else float(x) for x in self.min_reference_spacing_s],
                 "watchdog_trip_s": [None if math.isnan(x) else float(x) for x in self.watchdog_trip_s],
                 "rejected": {k: v.tolist() for k, v in self.rejected.items()},
                 "rejected_total": int(sum(v.sum() for v in self.rejected.values())),

@@ -71,6 +71,12 @@ class SlcanPtyServer(can.Listener):
         self.on_garbage = on_garbage or (lambda n: None)
         self.master_fd, self._slave_fd = os.openpty()
         tty.setraw(self._slave_fd)  # no echo, no CR/LF translation: the line discipline must not touch bytes
+        # Writes toward the PC never block: when nobody reads the pty (the PC frozen, a tool that left the channel
+        # open and exited) its buffer fills, and an adapter then drops frames; it does not stop handling the PC's
+        # commands nor queue minutes of stale feedback for whoever opens the port next.
+        os.set_blocking(self.master_fd, False)
+        self._unsent = b""  # the rest of a line the pty had no room for: sent before anything new (lines stay whole)
+        self.frames_dropped_to_pc = 0
         self.slave_path = os.ttyname(self._slave_fd)
         self.channel_open = False
         self.listen_only = False  # opened with "L": the adapter only listens (a frame to send is refused)
@@ -106,15 +112,33 @@ class SlcanPtyServer(can.Listener):
     # bus -> PC
     def on_message_received(self, msg: can.Message) -> None:
         if self.channel_open and not msg.is_error_frame:
-            self._write(format_frame(msg))
-            self.frames_to_pc += 1
+            if self._write(format_frame(msg)):
+                self.frames_to_pc += 1
+            else:
+                self.frames_dropped_to_pc += 1
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> bool:
+        """Write to the PC without blocking; False if there was no room (the data is dropped, as an adapter's
+        overflow drops frames). A line cut short by a full buffer is finished before anything else is sent."""
         with self._write_lock:
-            try:
-                os.write(self.master_fd, data)
-            except OSError as exc:  # PC side gone; keep serving until stopped
-                log.debug("pty write failed: %s", exc)
+            if self._unsent:
+                self._unsent = self._unsent[self._write_some(self._unsent) :]
+                if self._unsent:
+                    return False
+            written = self._write_some(data)
+            if written == 0:
+                return False
+            self._unsent = data[written:]
+            return True
+
+    def _write_some(self, data: bytes) -> int:
+        try:
+            return os.write(self.master_fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:  # PC side gone (no slave open: EIO); keep serving until stopped
+            log.debug("pty write failed: %s", exc)
+            return len(data)
 
     # PC -> bus
     def _read_loop(self) -> None:

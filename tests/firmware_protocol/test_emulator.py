@@ -839,3 +839,19 @@ def test_every_handled_frame_is_counted_and_shown_to_the_hooks_and_remote_frames
     r.step_to(0.001)
     assert r.emu.frames_received == 2 and [m.arbitration_id for m in seen] == [0x010, reference_id]
     assert r.emu.unknown_id_frames == 1 and r.emu.counters()["rejected_total"] == 0
+
+
+def test_the_modules_count_the_longest_gap_and_the_shortest_spacing_of_the_references(rig):
+    """What the PC's stream looked like from the module (the outside probes report it): from Enable at 0.1 s,
+    references at 0.2, 0.3, 0.55 and 0.58 s: the longest gap 0.25 s, the shortest spacing 0.03 s."""
+    r = rig(EmulatorConfig(node_ids=(1,), watchdog_periods=10))
+    r.step_to(0.1)
+    r.enable()
+    for t_s in (0.2, 0.3, 0.55, 0.58):
+        r.step_to(t_s)
+        r.reference_all(1.0)
+    r.step_to(0.6)
+    counters = r.emu.counters()
+    assert counters["max_reference_gap_s"] == [pytest.approx(0.25, abs=2e-3)]
+    assert counters["min_reference_spacing_s"] == [pytest.approx(0.03, abs=2e-3)]
+    assert rig(EmulatorConfig(node_ids=(2,))).emu.counters()["min_reference_spacing_s"] == [None]  # none yet

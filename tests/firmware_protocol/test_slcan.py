@@ -55,6 +55,49 @@ def test_server_answers_lawicel_commands_and_counts_garbage():
         peer.shutdown()
 
 
+def test_a_pc_that_does_not_read_makes_the_adapter_drop_frames_not_stop_listening():
+    """Nobody reads the pty (a frozen PC, a tool that left the channel open and exited): its buffer fills and the
+    frames toward the PC are dropped, as an adapter's overflow drops them, while the PC's own frames are still
+    handled; whoever opens the port next finds at most a buffer of stale frames, not minutes of them."""
+    import os
+
+    bus = can.Bus(interface="virtual", channel="test-slcan-overflow")
+    peer = can.Bus(interface="virtual", channel="test-slcan-overflow")
+    server = SlcanPtyServer(bus)
+    slave = os.open(server.slave_path, os.O_RDWR | os.O_NOCTTY)
+    try:
+        server.start()
+        os.write(slave, b"O\r")
+        give_up = time.monotonic() + 30.0  # liveness only
+        while not server.channel_open and time.monotonic() < give_up:
+            time.sleep(0.01)
+        for k in range(20_000):  # ~440 kB of feedback-like frames that nobody reads
+            frame = can.Message(arbitration_id=0x201, data=k.to_bytes(8, "little"), is_extended_id=False)
+            server.on_message_received(frame)
+        assert server.frames_dropped_to_pc > 0 and server.frames_to_pc + server.frames_dropped_to_pc == 20_000
+        os.write(slave, b"t1002AABB\r")  # the PC still reaches the bus
+        received = peer.recv(timeout=30.0)
+        assert received is not None and (received.arbitration_id, bytes(received.data)) == (0x100, b"\xaa\xbb")
+        os.set_blocking(slave, False)
+        stale = b""
+        while True:
+            try:
+                chunk = os.read(slave, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            stale += chunk
+        lines = stale.split(b"\r")[1:-1]  # after the answer to O: whole lines, none cut
+        assert lines and all(line == b"z" or (line[:5] == b"t2018" and len(line) == 21) for line in lines)
+        assert len(stale) < 200_000  # a pty's buffer, not the 20 000 frames
+    finally:
+        os.close(slave)
+        server.shutdown()
+        bus.shutdown()
+        peer.shutdown()
+
+
 @pytest.fixture
 def emulator_process():
     cmd = [sys.executable, "-m", "firmware_protocol.emulator", "--nodes", "1-3", "--feedback-rate", "50"]
@@ -82,7 +125,7 @@ def test_pc_drives_the_emulator_process_through_python_can_slcan(emulator_proces
         bus.serialPortOrig.write(b"garbage line\r\x00\x01\x02\rt1238AABB\r")  # noise on the serial line
         bus.serialPortOrig.flush()
         feedback = {}
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 60.0  # liveness only: ends as soon as all three answered
         while time.monotonic() < deadline and len(feedback) < 3:
             msg = bus.recv(timeout=0.1)
             if msg is not None and (CODEC.scheme.classify(msg.arbitration_id) or (None,))[0] is MessageKind.FEEDBACK:
@@ -108,3 +151,47 @@ def test_emulator_cli_bad_link_is_one_line(tmp_path, capsys):
     assert main(["--link", str(tmp_path / "no" / "such" / "dir" / "tty"), "--duration", "0.1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("aiko-emulator: cannot create --link"), err
+
+
+def _fifo_granted() -> bool:
+    import os
+
+    try:
+        fifo = "import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))"
+        probe = subprocess.run([sys.executable, "-c", fifo])
+    except OSError:
+        return False
+    return probe.returncode == 0 and hasattr(os, "sched_getscheduler")
+
+
+@pytest.mark.skipif(not _fifo_granted(), reason="SCHED_FIFO is not granted to this user (no CAP_SYS_NICE/rtprio)")
+def test_rt_priority_raises_every_thread_on_the_frame_path():
+    """`aiko emulate can --rt-priority P`: the slcan reader, the Notifier that writes the modules' frames to the pty and
+    the modules' own thread all run at SCHED_FIFO P, not only the main thread (issue 26: they started first and
+    stayed at normal priority; the PC's frames reached the modules up to 40 ms late)."""
+    import os
+    from pathlib import Path
+
+    cmd = [sys.executable, "-m", "aiko.cli", "emulate", "can", "--rt-priority", "7", "--nodes", "1-2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("slcan: ")
+        tasks = Path(f"/proc/{proc.pid}/task")
+        give_up = time.monotonic() + 60.0  # liveness only: the fourth thread starts right after the first line
+        while len(list(tasks.iterdir())) < 4 and time.monotonic() < give_up:
+            time.sleep(0.05)
+        policies = {int(t.name): (os.sched_getscheduler(int(t.name)), os.sched_getparam(int(t.name)).sched_priority)
+                    for t in tasks.iterdir()}  # fmt: skip
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    assert len(policies) >= 4, policies  # main, slcan reader, Notifier, the modules' thread
+    assert set(policies.values()) == {(os.SCHED_FIFO, 7)}, policies
+
+
+def test_rt_priority_out_of_range_is_one_line(capsys):
+    from firmware_protocol.emulator.cli import main
+
+    assert main(["--rt-priority", "100", "--duration", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert err == "aiko-emulator: --rt-priority 100: allowed 0 (off) .. 99\n"

@@ -20,13 +20,12 @@ from dataclasses import dataclass
 import can
 import numpy as np
 
-from aiko.core.errors import HardwareError
-from aiko.core.polling import poll_until
 from aiko.devices.can.frame_log import LockedFrameLog
 from aiko.devices.can.health import HealthMonitor
+from aiko.devices.can.parameters import ModuleParameters, write_and_verify
 from aiko.devices.can.shaping import ReferenceShaper
 from firmware_protocol.codec import AikoCodec, default_codec
-from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, Parameter, ParameterResult
+from firmware_protocol.dbc import ESTOP_KEY, Command, MessageKind, Parameter
 from firmware_protocol.errors import ProtocolError
 from firmware_protocol.status import feedback_status_bits
 
@@ -45,7 +44,9 @@ class CanDriverSettings:
     stale_after_s: float = 0.5
     enable_timeout_s: float = 1.0
     watchdog_periods: float = 3.0
-    configure_modules: bool = True  # write reference period, watchdog and limits as module parameters
+    # the modules' controller as the robot description tunes it (ParameterRequest 1-4) and their feedback rate (9)
+    gains_v: tuple[float, float, float, float] = (400.0, 6.0, 400.0, 6.0)  # KpH V/rad, KdH V s/rad, KpV, KdV
+    module_feedback_rate_hz: float = 100.0
 
 
 class _FeedbackTable:
@@ -101,6 +102,7 @@ class CanJointDriver(can.Listener):
         self.frames_sent = 0
         self.frames_received = 0
         self.send_errors = 0
+        self.receive_errors = 0
         self.bad_frames = 0
         self.foreign_frames = 0
         self.clamped_samples = 0
@@ -139,23 +141,37 @@ class CanJointDriver(can.Listener):
             self.frame_log.stop()
 
     # ------------------------------------------------------------------ sending
-    def _send(self, frame_id: int, data: bytes) -> bool:
-        msg = can.Message(
+    def _message(self, frame_id: int, data: bytes) -> can.Message:
+        return can.Message(
             arbitration_id=frame_id,
             data=data,
             is_extended_id=False,
             is_rx=False,  # sent by this PC: frame logs mark it Tx
             timestamp=self.timestamp_offset_s + self.now_s(),
         )
+
+    def _send(self, frame_id: int, data: bytes) -> bool:
+        return self._send_all([self._message(frame_id, data)])
+
+    def _send_all(self, messages: list[can.Message]) -> bool:
+        """Send frames that belong together (one reference to every module). A bus that can write them at once
+        (``send_batch``: slcan, one write to the port) does, so that a PC frozen between two of them (SIGSTOP, a
+        preempted process) never leaves some modules on the new reference and the rest on the old one."""
+        send_batch = getattr(self.bus, "send_batch", None)
         try:
-            self.bus.send(msg, timeout=0.01)
+            if send_batch is not None and len(messages) > 1:
+                send_batch(messages)
+            else:
+                for msg in messages:
+                    self.bus.send(msg, timeout=0.01)
         except can.CanError as exc:
             self.send_errors += 1
             self._warn_once(f"send:{type(exc).__name__}", f"CAN send failed ({exc}); the stream continues")
             return False
-        self.frames_sent += 1
+        self.frames_sent += len(messages)
         if self.frame_log is not None:
-            self.frame_log.on_message_received(msg)
+            for msg in messages:
+                self.frame_log.on_message_received(msg)
         return True
 
     def send_command(self, command: Command, target_node: int = 0) -> None:
@@ -193,44 +209,30 @@ class CanJointDriver(can.Listener):
         with self._lock:
             return self._parameter_replies.get((node, int(parameter)))
 
-    def module_parameters(self) -> dict[Parameter, float]:
+    def module_parameters(self) -> ModuleParameters:
+        """Every writable parameter of the modules, as this run needs them (all written and read back before Enable)."""
         s = self.settings
-        return {
-            Parameter.REFERENCE_PERIOD_MS: 1000.0 / s.reference_rate_hz,
-            Parameter.WATCHDOG_PERIODS: s.watchdog_periods,
-            Parameter.LIMIT_H_DEG: math.degrees(s.limit_h_rad),
-            Parameter.LIMIT_V_DEG: max(math.degrees(s.limit_v_rad), 1.0),
-        }
+        kp_h, kd_h, kp_v, kd_v = s.gains_v
+        return ModuleParameters(
+            kp_h_v_per_rad=kp_h,
+            kd_h_v_s_per_rad=kd_h,
+            kp_v_v_per_rad=kp_v,
+            kd_v_v_s_per_rad=kd_v,
+            limit_h_deg=math.degrees(s.limit_h_rad),
+            limit_v_deg=max(math.degrees(s.limit_v_rad), 1.0),  # a yaw-only robot: the unused axis at its minimum
+            watchdog_periods=s.watchdog_periods,
+            reference_period_ms=1000.0 / s.reference_rate_hz,
+            feedback_rate_hz=s.module_feedback_rate_hz,
+        )
 
     def write_module_parameters(self, wait: Callable[[float], None], timeout_s: float) -> None:
-        """Write the run's parameters to every module and check the replies; HardwareError if one is silent.
+        """Write every parameter of the run to every module and read each back (``aiko.devices.can.parameters``);
+        HardwareError naming the module and the parameter if one is silent, refuses, or holds another value.
 
         The modules accept parameter writes only while disabled (an enabled one answers Locked), so a Disable
         goes out first: a module left enabled by a crashed PC (until its watchdog) is configured all the same."""
-        wanted = self.module_parameters()
         self.send_command(Command.DISABLE)
-        for node in self.settings.nodes:
-            for parameter, value in wanted.items():
-                self.request_parameter(node, parameter, value)
-        missing: list[tuple[int, Parameter]] = []
-
-        def answered() -> bool:
-            missing[:] = [(n, p) for n in self.settings.nodes for p in wanted if self.parameter_reply(n, p) is None]
-            return not missing
-
-        if not poll_until(answered, timeout_s, wait, first_wait=True):
-            nodes = sorted({n for n, _ in missing})
-            raise HardwareError(
-                f"joint modules {nodes} did not answer parameter requests within {timeout_s} s "
-                "(check power, termination, bitrate and node ids)"
-            )
-        for node in self.settings.nodes:
-            for parameter in wanted:
-                result, _ = self.parameter_reply(node, parameter)
-                if result != ParameterResult.OK:
-                    raise HardwareError(
-                        f"joint module {node} refused parameter {parameter.name}: {ParameterResult(result).name}"
-                    )
+        write_and_verify(self, self.settings.nodes, self.module_parameters(), wait, timeout_s)
 
     def write(self, t_s: float, angle_rad: np.ndarray, rate_rad_s: np.ndarray) -> None:
         """Shape (clamp, slew-limit) and send one JointReference per module; arrays (n, 2), columns h, v.
@@ -245,8 +247,7 @@ class CanJointDriver(can.Listener):
         rate_deg = np.clip(np.degrees(shaped.rate_rad_s), -_MAX_RATE_DEG_S, _MAX_RATE_DEG_S)
         sequence = self._sequence
         self._sequence = (self._sequence + 1) % 256
-        self.send_times_ns.append(time.monotonic_ns())
-        send_s = time.perf_counter()
+        messages = []
         for node, row in self.rows.items():
             values = {
                 "AngleH": float(angle_deg[row, 0]),
@@ -255,10 +256,13 @@ class CanJointDriver(can.Listener):
                 "RateV": float(rate_deg[row, 1]),
                 "Sequence": sequence,
             }
-            frame_id, data = self.codec.encode(MessageKind.REFERENCE, node, values)
-            with self._lock:
+            messages.append(self._message(*self.codec.encode(MessageKind.REFERENCE, node, values)))
+        self.send_times_ns.append(time.monotonic_ns())
+        send_s = time.perf_counter()
+        with self._lock:
+            for node in self.rows:
                 self._pending_latency[(node, sequence)] = send_s
-            self._send(frame_id, data)
+        self._send_all(messages)
         self.health.check(self.now_s())
 
     # ---------------------------------------------------------------- receiving
@@ -307,6 +311,18 @@ class CanJointDriver(can.Listener):
         if kind is MessageKind.FEEDBACK:
             self.health.on_feedback(decoded.node, now, v)
 
+    def on_error(self, exc: Exception) -> None:
+        """python-can's ``Notifier`` calls this for an exception in its receive thread. Handled here (counted, logged
+        once, an event): the thread goes on receiving, because a transient bus error must never end reception (a
+        run that stops hearing its modules misses their ESTOP). A bus that fails for good stays silent, and the
+        feedback timeout stops the run; the short sleep keeps such a bus from spinning the thread."""
+        self.receive_errors += 1
+        self._warn_once(
+            f"receive:{type(exc).__name__}",
+            f"CAN receive failed ({type(exc).__name__}: {exc}); reception continues",
+        )
+        time.sleep(0.001)
+
     def feedback_arrays(self) -> dict[str, np.ndarray]:
         """A consistent copy of the latest feedback of every module."""
         with self._lock:
@@ -339,11 +355,15 @@ class CanJointDriver(can.Listener):
             "can_frames_sent": self.frames_sent,
             "can_frames_received": self.frames_received,
             "can_send_errors": self.send_errors,
+            # reads that failed and were retried (a port shared with another process, a bus error): never fatal
+            "can_receive_errors": self.receive_errors + int(getattr(self.bus, "read_errors", 0)),
             "can_bad_frames": self.bad_frames,
             "reference_samples_clamped": self.clamped_samples,
             "reference_samples_slew_limited": self.slew_limited_samples,
             "module_health_transitions": self.health.transitions,
         }
+        if hasattr(self.bus, "garbage_lines"):  # slcan: half lines another reader of the port took
+            stats["slcan_garbage_lines"] = int(self.bus.garbage_lines)
         if latencies.size:
             stats["ref_to_feedback_latency_p50_ms"] = float(np.percentile(latencies, 50))
             stats["ref_to_feedback_latency_p99_ms"] = float(np.percentile(latencies, 99))

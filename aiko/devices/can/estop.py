@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 # -- protocol constants (aiko_joint.dbc; checked by tests/aiko/devices/can/test_estop.py)
 ESTOP_FRAME_ID = 0x000
@@ -49,13 +48,16 @@ class EstopRefused(Exception):
     """An interface on which an emergency stop cannot reach any module (process-local bus)."""
 
 
-@dataclass
 class EstopResult:
-    nodes: tuple[int, ...]
-    confirmed: dict[int, float] = field(default_factory=dict)  # node -> seconds after the first frame was sent
-    frames_sent: int = 0
-    sent_after_s: float = 0.0  # from `run` being called to the first frame on the wire
-    sent_monotonic_s: float = 0.0  # time.monotonic() of the first frame (system-wide clock: other processes compare)
+    """What a stop did. A plain class, not a dataclass: ``dataclasses`` imports ``inspect`` (and ``ast``, ``dis``,
+    ``tokenize``), milliseconds a stop should not spend."""
+
+    def __init__(self, nodes: tuple[int, ...]) -> None:
+        self.nodes = nodes
+        self.confirmed: dict[int, float] = {}  # node -> seconds after the first frame was sent
+        self.frames_sent = 0
+        self.sent_after_s = 0.0  # from `run` being called to the first frame on the wire
+        self.sent_monotonic_s = 0.0  # time.monotonic() of the first frame (system-wide: other processes compare)
 
     @property
     def silent(self) -> list[int]:

@@ -1,21 +1,79 @@
-"""python-can's slcan interface with a buffered reader.
+"""python-can's slcan interface with a buffered reader that survives a shared port.
 
 `can.interfaces.slcan.SlcanBus._read` (python-can 4.6) fetches the serial port one byte per call. Ten Aiko
 modules at 100 Hz send 2000 frames/s, ~44 000 bytes/s: one pyserial call per byte costs more than a CPU core
 here and starves the reference stream. This subclass reads whatever is waiting in one call and splits lines
 itself; everything else (commands, parsing, sending) is python-can's own code.
+
+A port shared with another process (``aiko can estop`` on the run's pty or adapter, a terminal left open on it)
+splits the incoming bytes between the readers: each gets part of the stream, and a read that the other process
+won raises pyserial's ``SerialException: device reports readiness to read but returned no data``. Raised from the
+python-can ``Notifier`` thread, that ended reception for the rest of the run: the run then missed the modules'
+ESTOP and streamed on until their feedback went stale (issue 26). Here a failed read is counted, logged, and is "no
+data this time"; half lines the other reader took are counted as garbage and skipped. A port that really went
+away keeps failing: reception then stays silent, the driver's feedback timeout stops the run, and the counters
+say why.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import can
 import serial
+from can.exceptions import error_check
 from can.interfaces.slcan import slcanBus as SlcanBus
 
+log = logging.getLogger(__name__)
+
 _TERMINATORS = (ord("\r"), ord("\a"))
+_ERROR_BACKOFF_S = 0.001  # after a failed read: a port that keeps failing must not spin the receive thread
+_LOG_EVERY_S = 1.0  # read errors are logged at most this often (with the count since the last line)
+
+
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_ID_DIGITS = {ord("t"): 3, ord("r"): 3, ord("T"): 8, ord("R"): 8}
+
+
+def well_formed(line: bytes) -> bool:
+    """Whether a line (without its terminator) may be handed on: a frame line ``tIIIL<data>`` / ``TIIIIIIIIL<data>`` /
+    ``rIIIL`` / ``RIIIIIIIIL`` of exactly its length (optionally a 4-digit timestamp), all hex; anything else an
+    adapter says (``z``, ``Z``, ``V1013``, an empty line) is python-can's business.
+
+    python-can parses a frame line with no length check: a line whose middle another reader of the port took (the
+    start of one frame glued to the end of another) would be decoded into a frame neither module sent. The exact
+    length refuses almost all of them; the Lawicel format has no checksum, so nothing refuses all (docs/can_hil.md:
+    never read one port from two processes for long)."""
+    if not line:
+        return True
+    id_digits = _ID_DIGITS.get(line[0])
+    if id_digits is None:
+        return True
+    if len(line) < 2 + id_digits or not all(c in _HEX for c in line[1:]):
+        return False
+    dlc = int(line[1 + id_digits : 2 + id_digits], 16)
+    if dlc > 8:
+        return False
+    length = 2 + id_digits + (0 if line[0] in b"rR" else 2 * dlc)
+    return len(line) in (length, length + 4)
 
 
 class BufferedSlcanBus(SlcanBus):
+    """See the module docstring. Opening discards what the port holds from before (frames an adapter kept while
+    nobody read it: stale, and seconds of them to wade through before the first answer of this run)."""
+
     garbage_lines = 0  # malformed lines from the adapter (or half lines another reader of the port took)
+    read_errors = 0  # reads that failed (another process on the port, a disconnected adapter); never fatal
+    _errors_logged = 0
+    _last_error_log_s = -float("inf")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.serialPortOrig.reset_input_buffer()
+        self._buffer.clear()
 
     def _recv_internal(self, timeout):
         # python-can parses the line with int()/bytes.fromhex and lets ValueError escape, which ends the Notifier
@@ -32,18 +90,77 @@ class BufferedSlcanBus(SlcanBus):
         while True:
             for index, byte in enumerate(self._buffer):
                 if byte in _TERMINATORS:
-                    line = self._buffer[: index + 1].decode(errors="replace")
+                    raw = bytes(self._buffer[:index])
                     del self._buffer[: index + 1]
-                    return line
-            chunk = self.serialPortOrig.read(max(1, self.serialPortOrig.in_waiting))
-            if chunk:
-                self._buffer.extend(chunk)
-                continue
-            if deadline.expired():
-                return None
+                    if not well_formed(raw):
+                        self.garbage_lines += 1
+                        break  # look again from the next line
+                    return raw.decode(errors="replace") + chr(byte)
+            else:
+                chunk = self._read_waiting()
+                if chunk:
+                    self._buffer.extend(chunk)
+                    continue
+                if deadline.expired():
+                    return None
+
+    def _read_waiting(self) -> bytes:
+        """What the port holds now (at least one byte, waiting up to the port's timeout); b"" after a failed read."""
+        port = self.serialPortOrig
+        try:
+            data: bytes = port.read(max(1, port.in_waiting))
+            return data
+        except (serial.SerialException, OSError) as exc:
+            self._read_failed(exc)
+            return b""
+
+    def _read_failed(self, exc: Exception) -> None:
+        self.read_errors += 1
+        now = time.monotonic()
+        if now - self._last_error_log_s >= _LOG_EVERY_S:
+            new = self.read_errors - self._errors_logged
+            log.warning(
+                "slcan read failed %d time(s) (%s); reception goes on (is another process reading %s?)",
+                new,
+                exc,
+                getattr(self.serialPortOrig, "port", "the port"),
+            )
+            self._errors_logged, self._last_error_log_s = self.read_errors, now
+        time.sleep(_ERROR_BACKOFF_S)
+
+    _batch: list[str] | None = None  # lines python-can formatted while send_batch collects them
+
+    def send_batch(self, msgs: Iterable[can.Message]) -> None:
+        """Several frames in one write to the port (python-can formats each; see ``CanJointDriver._send_all``)."""
+        self._batch = []
+        try:
+            for msg in msgs:
+                self.send(msg)
+            data = b"".join(line.encode() + self.LINE_TERMINATOR for line in self._batch)
+        finally:
+            self._batch = None
+        with error_check("Could not write to serial device"):
+            self.serialPortOrig.write(data)
+            self.serialPortOrig.flush()
+
+    def _write(self, string: str) -> None:
+        if self._batch is not None:
+            self._batch.append(string)
+            return
+        super()._write(string)
 
     def send(self, msg, timeout: float | None = None) -> None:
         # pyserial 3.5 checks its write timeout *after* a complete os.write and raises SerialTimeoutException
         # when the thread was merely descheduled for longer than the timeout, although every byte went out.
         # A pty or USB-serial write does not block for long, so write without a timeout.
         super().send(msg, None)
+
+
+class SharedSlcanBus(BufferedSlcanBus):
+    """An slcan port opened beside another process that may be streaming on it (``aiko can params``): python-can
+    sends the Lawicel close ``C`` on open (``set_bitrate`` closes, sets, reopens) and on shutdown, which stops
+    an adapter forwarding frames for everyone on it. This one never closes the channel: ``Sn`` and ``O`` go out
+    (an adapter that is already open answers BEL and stays as it is), and shutdown only closes the file."""
+
+    def close(self) -> None:
+        """Never send ``C``: the channel belongs to whoever else uses the adapter as well."""

@@ -119,6 +119,7 @@ class ViconMocap(MotionCapture):
         self._thread: threading.Thread | None = None
         self._connected = False
         self.frames_received = 0
+        self.frames_discarded = 0  # read across a dropped connection: not stored
         self.reconnects = 0
         self._latency_warned = False
         # the real SDK in a child process; a stand-in client (tests) on the reader thread
@@ -269,7 +270,14 @@ class ViconMocap(MotionCapture):
             if not self._latency_warned:  # once, not at 100 Hz: capture times are now late by the real latency
                 self._latency_warned = True
                 log.warning("Vicon latency unavailable (%s); capture_t_ns = receive time", exc)
-        frame = _Frame(received, int(client.get_frame_number() or -1), latency_s, position, quaternion, occluded)
+        frame_number = int(client.get_frame_number() or -1)
+        if not client.is_connected():
+            # the stream dropped while this frame was read (a server restart): the getters after the drop answered
+            # from no frame (a segment None, the latency 0.0, seen once on CI), so the frame is not stored; the
+            # next get_frame reports the loss and the reconnect follows
+            self.frames_discarded += 1
+            return
+        frame = _Frame(received, frame_number, latency_s, position, quaternion, occluded)
         with self._lock:
             self._latest = frame
             self.frames_received += 1

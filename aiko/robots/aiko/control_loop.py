@@ -1,5 +1,7 @@
 """Aiko's control loop: the gait sampled at the reference rate, joint feedback read at the feedback rate and
-checked for modules that are no longer safe to drive, everything recorded — on the spine's :class:`TaskLoop`.
+checked for modules that are no longer safe to drive, everything recorded. It is a set of tasks for the spine's
+:class:`~aiko.core.loop.TaskLoop` with two hooks for the run's owner (:func:`aiko.core.run.run`): ``start`` (where
+the robot starts) and ``result`` (where it ended, the backend's summary); it moves no backend through its lifecycle.
 
 At one instant, feedback is read before references are computed, so a reactive gait sees the freshest state.
 """
@@ -14,9 +16,16 @@ import numpy as np
 from aiko.core.clock import Clock
 from aiko.core.errors import RunStopped
 from aiko.core.interfaces import Recorder
-from aiko.core.loop import PeriodicTask, ProgressCallback, TaskLoop
-from aiko.robots.aiko.gait import Gait
-from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointStatus
+from aiko.core.loop import PeriodicTask, ProgressCallback, TaskLoopResult
+from aiko.core.run import BackendSession, run_active
+from aiko.robots.aiko.joints import (
+    FEEDBACK_CHANNEL,
+    REFERENCES_CHANNEL,
+    Gait,
+    JointFeedback,
+    JointInterface,
+    JointStatus,
+)
 
 
 @dataclass
@@ -29,6 +38,8 @@ class LoopResult:
     backend_summary: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     deadlines_missed: int = 0
+    # per task: runs, missed, max gap, min spacing (aiko.core.loop.TaskTiming)
+    task_timing: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
 
 
 class ControlLoop:
@@ -54,34 +65,30 @@ class ControlLoop:
         self.tracked_link = tracked_link
         self.allow_degraded = allow_degraded
         self.latest_feedback: JointFeedback | None = None
-        self.loop = TaskLoop(
-            backend,
-            recorder,
-            clock,
-            [
-                PeriodicTask("feedback", feedback_rate_hz, self._read_feedback, priority=10),
-                # a reference more than 10 % of a period late is skipped: consecutive references are never closer
-                # than 0.9 periods in wall time, and after a stall the stream resumes on its own grid
-                PeriodicTask("references", reference_rate_hz, self._send_references, priority=20, late_fraction=0.1),
-            ],
-            progress=progress,
-        )
+        self.progress = progress
+        self._tasks: list[PeriodicTask] = [
+            PeriodicTask("feedback", feedback_rate_hz, self._read_feedback, priority=10),
+            # late is sent late, once (the newest reference), never skipped into silence nor replayed in a burst:
+            # the spine's deadline rule (aiko.core.loop)
+            PeriodicTask("references", reference_rate_hz, self._send_references, priority=20),
+        ]
+        self._start_point: list[float] | None = None
         self._reference_updates = 0
         self._feedback_reads = 0
 
     @property
     def tasks(self) -> list[PeriodicTask]:
-        return self.loop.tasks
+        return self._tasks
 
     def add_task(self, task: PeriodicTask) -> None:
-        """Extra periodic work on the run clock (motion capture, dashboards, …)."""
-        self.loop.add_task(task)
+        """Extra periodic work on the run clock (motion capture, dashboards, an operator's commands, …)."""
+        self._tasks.append(task)
 
     def _read_feedback(self, t_s: float) -> None:
         feedback = self.backend.read()
         self.latest_feedback = feedback
         self._feedback_reads += 1
-        self.recorder.record("/joint_feedback", self.clock.now_ns(), feedback.as_payload())
+        self.recorder.record(FEEDBACK_CHANNEL, self.clock.now_ns(), feedback.as_payload())
         if not self.allow_degraded:
             self._stop_if_unsafe(feedback)
 
@@ -125,7 +132,7 @@ class ControlLoop:
         refs = self.gait.references(t_s, self.latest_feedback)
         self.backend.write(refs)
         self._reference_updates += 1
-        self.recorder.record("/references", self.clock.now_ns(), refs.as_payload())
+        self.recorder.record(REFERENCES_CHANNEL, self.clock.now_ns(), refs.as_payload())
 
     def _tracked_point(self) -> list[float] | None:
         poses = self.backend.link_poses()
@@ -135,22 +142,31 @@ class ControlLoop:
         index = min(max(self.tracked_link - 1, 0), len(positions) - 1)
         return [float(x) for x in positions[index]]
 
-    def run(self, duration_s: float) -> LoopResult:
-        """Run for ``duration_s``. The backend is deactivated on every exit path, including Ctrl-C."""
-        start_point: list[float] | None = None
+    def start(self) -> None:
+        """Right after activation (the run owner's ``on_start``): where the tracked point starts."""
+        self._start_point = self._tracked_point()
 
-        def at_start() -> None:
-            nonlocal start_point
-            start_point = self._tracked_point()
-
-        result = self.loop.run(duration_s, on_start=at_start)
+    def result(self, loop: TaskLoopResult) -> LoopResult:
+        """After deactivation, before the backend is closed (the run owner's ``before_close``): the run's result
+        with where the tracked point ended and the backend's summary."""
         return LoopResult(
-            duration_s=result.duration_s,
+            duration_s=loop.duration_s,
             reference_updates=self._reference_updates,
             feedback_reads=self._feedback_reads,
-            tracked_point_start_m=start_point,
+            tracked_point_start_m=self._start_point,
             tracked_point_end_m=self._tracked_point(),
             backend_summary=self.backend.summary(),
-            interrupted=result.interrupted,
-            deadlines_missed=result.deadlines_missed,
+            interrupted=loop.interrupted,
+            deadlines_missed=loop.deadlines_missed,
+            task_timing=loop.timing,
         )
+
+    def run(self, duration_s: float) -> LoopResult:
+        """The active part of a run on a backend the caller configured and will close (tests, tools that inspect
+        a backend around a run): activated here and deactivated on every exit path, including Ctrl-C. A run of an
+        experiment goes through :func:`aiko.robots.aiko.run.run_experiment` instead, which configures and closes."""
+        with BackendSession(self.backend, configured_by_caller=True) as session:
+            loop = run_active(
+                session, self.recorder, self.clock, self.tasks, duration_s, progress=self.progress, on_start=self.start
+            )
+            return self.result(loop)

@@ -8,7 +8,7 @@ as on Aiko) or ``yaw`` joints (one axis, for planar snakes).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +17,25 @@ from aiko.core.config import Table, read_toml
 from aiko.core.errors import ConfigError
 
 JOINT_TYPES = ("cardan", "yaw")
+
+
+@dataclass(frozen=True)
+class ModuleSettings:
+    """The joint modules' own settings as this robot's modules are tuned: the PD gains of each axis (the firmware's
+    controller, volts per radian of error) and the rate of their feedback. A run writes them to every module and
+    reads each back before it enables (aiko.devices.can.parameters): what the description says is what drives.
+    Defaults: the firmware's (400 V/rad with the 300:1, 7.9 Ω drive: ~8 Hz, ζ ≈ 0.7)."""
+
+    kp_h_v_per_rad: float = 400.0
+    kd_h_v_s_per_rad: float = 6.0
+    kp_v_v_per_rad: float = 400.0
+    kd_v_v_s_per_rad: float = 6.0
+    feedback_rate_hz: float = 100.0
+
+    @property
+    def gains_v(self) -> tuple[float, float, float, float]:
+        """(KpH, KdH, KpV, KdV), the order of the protocol's parameters 1-4."""
+        return (self.kp_h_v_per_rad, self.kd_h_v_s_per_rad, self.kp_v_v_per_rad, self.kd_v_v_s_per_rad)
 
 
 @dataclass(frozen=True)
@@ -40,6 +59,7 @@ class RobotDescription:
     source: str = ""
     # the fastest joint motion the modules track (their slew limit): a gait that needs more is a config error
     max_joint_rate_rad_s: float = math.radians(180.0)
+    modules: ModuleSettings = field(default_factory=ModuleSettings)
 
     @property
     def n_joints(self) -> int:
@@ -52,20 +72,6 @@ class RobotDescription:
     @property
     def total_mass_kg(self) -> float:
         return self.n_links * self.link_mass_kg
-
-    def body_shape(
-        self,
-        angle_h_rad: np.ndarray,
-        angle_v_rad: np.ndarray | None = None,
-        tracked_link: int = 1,
-        tracked_position_m: np.ndarray | None = None,
-        tracked_quaternion_wxyz: np.ndarray | None = None,
-    ):
-        """The body's link poses for these joint angles (see :func:`aiko.robots.aiko.shape.body_shape`): what a
-        viewer that knows no robot asks the robot for."""
-        from aiko.robots.aiko.shape import body_shape
-
-        return body_shape(self, angle_h_rad, angle_v_rad, tracked_link, tracked_position_m, tracked_quaternion_wxyz)
 
     def clamp(self, angle_h_rad: np.ndarray, angle_v_rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Joint angles clamped to the mechanical limits (what the driver and every backend enforce)."""
@@ -119,6 +125,7 @@ def robot_from_table(table: Table) -> RobotDescription:
         raise ConfigError(f"{_src(table)}joints.can_node_ids: node ids must be unique, got {ids!r}")
     if joint_type == "yaw" and limit_v != 0.0:
         raise ConfigError(f"{_src(table)}joints.limit_v_deg: a yaw-only robot has no vertical axis; omit it")
+    modules = _module_settings(table.table("modules", {}))
     table.finish()
     return RobotDescription(
         name=name,
@@ -137,7 +144,23 @@ def robot_from_table(table: Table) -> RobotDescription:
         can_node_ids=tuple(ids),
         source=table.source,
         max_joint_rate_rad_s=max_rate,
+        modules=modules,
     )
+
+
+def _module_settings(table: Table) -> ModuleSettings:
+    """The optional ``[modules]`` table, in the ranges the firmware accepts (docs/can_protocol.md)."""
+    d = ModuleSettings()
+    settings = ModuleSettings(
+        kp_h_v_per_rad=table.number("kp_h_v_per_rad", d.kp_h_v_per_rad, min=1.0, max=5000.0),
+        kd_h_v_s_per_rad=table.number("kd_h_v_s_per_rad", d.kd_h_v_s_per_rad, min=0.0, max=500.0),
+        kp_v_v_per_rad=table.number("kp_v_v_per_rad", d.kp_v_v_per_rad, min=1.0, max=5000.0),
+        kd_v_v_s_per_rad=table.number("kd_v_v_s_per_rad", d.kd_v_v_s_per_rad, min=0.0, max=500.0),
+        # 0 (feedback only on request) is the firmware's, not a run's: a run without feedback stops as stale
+        feedback_rate_hz=table.number("feedback_rate_hz", d.feedback_rate_hz, min=0.0, min_exclusive=True, max=1000.0),
+    )
+    table.finish()
+    return settings
 
 
 def _src(table: Table) -> str:

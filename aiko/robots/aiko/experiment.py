@@ -8,29 +8,25 @@ the allowed ones; an out-of-range value names the range. Sections owned by plug-
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiko.core import registry
-from aiko.core.config import Table, apply_overrides, read_toml
+from aiko.core.clock import Clock
+from aiko.core.config import Table, apply_overrides, parse_toml, read_toml
 from aiko.core.errors import ConfigError
+from aiko.core.interfaces import Recorder
 from aiko.robots.aiko.description import RobotDescription, load_robot, robot_from_table
-from aiko.robots.aiko.gait import Gait, gait_from_table
+from aiko.robots.aiko.gait import gait_from_table
+from aiko.robots.aiko.joints import Gait, RunContext
 from aiko.robots.aiko.plugins import backend_names, load_plugins, validate_backend_table
+from aiko.robots.aiko.run_settings import RunSettings
+
+__all__ = ["Experiment", "LogSettings", "RunSettings", "experiment_from_dict", "load_experiment", "run_context"]
 
 CORE_SECTIONS = ("description", "robot", "gait", "run", "backend", "log")
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    duration_s: float
-    reference_rate_hz: float
-    feedback_rate_hz: float
-    # keep running when a module reports ESTOP, WATCHDOG or a fault (default: such a run stops at once)
-    allow_degraded: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +65,29 @@ class Experiment:
         return registry.section_parser(name)(Table(self.tables.get(name, {}), name, str(self.path)), self)
 
 
+def run_context(
+    experiment: Experiment,
+    recorder: Recorder,
+    clock: Clock,
+    *,
+    duration_s: float | None = None,
+    realtime: bool = False,
+) -> RunContext:
+    """What a backend of this experiment is configured with (:class:`aiko.robots.aiko.joints.RunContext`)."""
+    return RunContext(
+        robot=experiment.robot,
+        run=experiment.run,
+        source=str(experiment.path),
+        recorder=recorder,
+        clock=clock,
+        gait=experiment.gait,
+        duration_s=experiment.run.duration_s if duration_s is None else duration_s,
+        realtime=realtime,
+        sections=experiment.settings,
+        backends=dict(experiment.backend_settings),
+    )
+
+
 def load_experiment(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Experiment:
     """Read, override and validate an experiment file."""
     path = Path(path)
@@ -98,6 +117,7 @@ def experiment_from_dict(
         allow_degraded=run_table.boolean("allow_degraded", False),
     )
     run_table.finish()
+    check_duration(run.duration_s, run.reference_rate_hz, f"{source}: run.duration_s")
 
     log_table = top.table("log", {})
     log = LogSettings(
@@ -169,6 +189,17 @@ def _load_robot_entry(entry: Any, experiment_path: Path) -> RobotDescription:
     raise ConfigError(f"{experiment_path}: robot: expected a file path or a table, got {entry!r}")
 
 
+def check_duration(duration_s: float, reference_rate_hz: float, what: str) -> None:
+    """A run shorter than one reference period is a config error: it would enable the modules to send one
+    reference (t = 0) and disable them again (``duration_s = 1e-300`` did exactly that)."""
+    period_s = 1.0 / reference_rate_hz
+    if duration_s < period_s:
+        raise ConfigError(
+            f"{what} = {duration_s:g} s is shorter than one reference period ({period_s:g} s at "
+            f"run.reference_rate_hz = {reference_rate_hz:g}); a run needs at least one"
+        )
+
+
 class LoggedExperimentError(ConfigError):
     """A log whose metadata holds no usable experiment (not written by ``aiko run``, or damaged)."""
 
@@ -181,12 +212,12 @@ def experiment_from_log(reader: Any, overrides: Mapping[str, Any] | None = None)
         raise LoggedExperimentError(f"{reader.path} has no experiment in its metadata (was it written by `aiko run`?)")
     path = Path(str(meta.get("experiment_path", "logged_experiment.toml")))
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LoggedExperimentError(f"{reader.path}: logged experiment is not valid TOML: {exc}") from None
-    robot_text = meta.get("robot_toml")
-    if isinstance(robot_text, str) and robot_text:
-        data["robot"] = tomllib.loads(robot_text)
+        data = parse_toml(text, f"{reader.path}: logged experiment")
+        robot_text = meta.get("robot_toml")
+        if isinstance(robot_text, str) and robot_text:
+            data["robot"] = parse_toml(robot_text, f"{reader.path}: logged robot description")
+    except ConfigError as exc:
+        raise LoggedExperimentError(str(exc)) from None
     merged = {**dict(meta.get("overrides") or {}), **dict(overrides or {})}
     apply_overrides(data, merged)
     return experiment_from_dict(data, path, text, merged)

@@ -18,26 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import numpy as np
 
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
 from aiko.robots.aiko.description import RobotDescription
+from aiko.robots.aiko.joints import Gait as Gait  # the protocol lives beside the references; gaits import it here
 from aiko.robots.aiko.joints import JointFeedback, JointReferences
-
-
-class Gait(Protocol):
-    """Joint references as a function of time and, for reactive gaits, of the latest feedback."""
-
-    n_joints: int
-
-    def references(self, t_s: float, feedback: JointFeedback | None = None) -> JointReferences: ...
-
-    def initial_posture(self) -> JointReferences:
-        """The joint angles a run starts from (what a simulator places the robot in at t = 0)."""
-        ...
 
 
 @dataclass(frozen=True)

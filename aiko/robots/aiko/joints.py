@@ -1,22 +1,61 @@
-"""Aiko's command and observation types (two-axis joint references and feedback), the run context its backends
-are configured with, and the backend interface they implement."""
+"""Aiko's command and observation types (two-axis joint references and feedback), the gait protocol that produces
+the references, the run context its backends are configured with, and the backend interface they implement.
+
+This module imports nothing of the experiment loader (the run context is built from an experiment by
+:func:`aiko.robots.aiko.experiment.run_context`): the loader imports the gaits, which import these types.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from aiko.core.clock import Clock
 from aiko.core.interfaces import Backend, Recorder
+from aiko.core.messages import Channel, Message, integers, number, numbers
+from aiko.robots.aiko.description import RobotDescription
+from aiko.robots.aiko.run_settings import RunSettings
 from firmware_protocol.status import JointStatus
 
-if TYPE_CHECKING:
-    from aiko.core.clock import Clock
-    from aiko.robots.aiko.description import RobotDescription
-    from aiko.robots.aiko.experiment import Experiment, RunSettings
+__all__ = [
+    "FEEDBACK_CHANNEL",
+    "Gait",
+    "REFERENCES_CHANNEL",
+    "JointFeedback",
+    "JointInterface",
+    "JointReferences",
+    "JointStatus",
+    "RunContext",
+]
 
-__all__ = ["JointFeedback", "JointInterface", "JointReferences", "JointStatus", "RunContext"]
+_ANGLES = {
+    "t_s": number("run time of the sample", "s"),
+    "angle_h_rad": numbers("horizontal (yaw) joint angles, joint 1 (next to the head) first", "rad"),
+    "angle_v_rad": numbers("vertical (pitch) joint angles, joint 1 first", "rad"),
+    "rate_h_rad_s": numbers("horizontal joint rates", "rad/s"),
+    "rate_v_rad_s": numbers("vertical joint rates", "rad/s"),
+}
+REFERENCES_CHANNEL = Channel("/references", Message(
+    "aiko.JointReferences",
+    "The joint references sent to every joint module at the reference rate (10 Hz on Aiko); the rates are the "
+    "gait's feed-forward.",
+    _ANGLES,
+))  # fmt: skip
+FEEDBACK_CHANNEL = Channel("/joint_feedback", Message(
+    "aiko.JointFeedback",
+    "What the joint modules report, read at the feedback rate: measured angles and rates, status, effort.",
+    {
+        **_ANGLES,
+        "status": integers("status flags per module: 1 ENABLED, 2 FAULT, 4 WATCHDOG, 8 AT_LIMIT, 16 SATURATED "
+                           "(firmware_protocol.status.JointStatus)"),
+        "effort_h": numbers("horizontal motor effort where known: PWM duty -1..1 from the joint modules (can, hil), "
+                            "joint torque in N m from the simulators", optional=True),
+        "effort_v": numbers("vertical motor effort, as effort_h", optional=True),
+    },
+))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -76,45 +115,37 @@ class JointFeedback:
         return payload
 
 
+class Gait(Protocol):
+    """Joint references as a function of time and, for reactive gaits, of the latest feedback."""
+
+    n_joints: int
+
+    def references(self, t_s: float, feedback: JointFeedback | None = None) -> JointReferences: ...
+
+    def initial_posture(self) -> JointReferences:
+        """The joint angles a run starts from (what a simulator places the robot in at t = 0)."""
+        ...
+
+
 @dataclass
 class RunContext:
     """What a backend is configured with: the robot, the run's settings, and each experiment section already
-    parsed into its typed settings (``settings("can")``) — never the raw tables, which are read once, at load."""
+    parsed into its typed settings (``settings("can")``) — never the raw tables, which are read once, at load.
+
+    The sections are the plug-ins' own types (``CanSection``, ``SimSettings``, …), so ``settings`` and
+    ``backend_settings`` return ``Any``: the backend that owns a section annotates what it reads
+    (``section: CanSection = ctx.settings("can")``)."""
 
     robot: RobotDescription
     run: RunSettings
     source: str  # the experiment file, for messages
     recorder: Recorder
     clock: Clock
-    gait: Any = None
+    gait: Gait | None = None
     duration_s: float = 0.0
     realtime: bool = False
-    sections: Any = None  # callable name -> typed settings (Experiment.settings)
+    sections: Callable[[str], Any] | None = None  # section name -> its typed settings (Experiment.settings)
     backends: dict[str, Any] = field(default_factory=dict)  # parsed [backend.<name>] tables, by backend name
-
-    @classmethod
-    def of(
-        cls,
-        experiment: Experiment,
-        recorder: Recorder,
-        clock: Clock,
-        backend_name: str,
-        *,
-        duration_s: float | None = None,
-        realtime: bool = False,
-    ) -> RunContext:
-        return cls(
-            robot=experiment.robot,
-            run=experiment.run,
-            source=str(experiment.path),
-            recorder=recorder,
-            clock=clock,
-            gait=experiment.gait,
-            duration_s=experiment.run.duration_s if duration_s is None else duration_s,
-            realtime=realtime,
-            sections=experiment.settings,
-            backends=dict(experiment.backend_settings),
-        )
 
     def backend_settings(self, backend: str) -> Any:
         """The parsed ``[backend.<backend>]`` table; None if the file has none (the backend's defaults apply)."""

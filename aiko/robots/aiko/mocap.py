@@ -25,15 +25,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from aiko.core.clock import Clock
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
+from aiko.core.interfaces import Recorder
+from aiko.core.loop import PeriodicTask
 from aiko.core.mocap import MocapTask, MotionCapture
 from aiko.core.registry import register_section
+from aiko.robots.aiko.description import RobotDescription
 
-if TYPE_CHECKING:
-    from aiko.robots.aiko.experiment import Experiment
+
+class Experiment(Protocol):
+    """What this section needs of the experiment it belongs to (:class:`aiko.robots.aiko.experiment.Experiment`,
+    which imports the plug-ins: a protocol here, so the section does not import its loader back)."""
+
+    robot: RobotDescription
+    tables: dict[str, dict[str, Any]]
+
+    def settings(self, name: str) -> Any: ...
+
 
 SOURCES = ("simulated", "vicon", "opencv", "none")
 
@@ -119,7 +131,8 @@ register_section("mocap", parse_mocap_section)
 
 def mocap_settings(experiment: Experiment) -> MocapSettings:
     """The experiment's motion-capture settings (parsed once, when the file was loaded)."""
-    return experiment.settings("mocap")
+    settings: MocapSettings = experiment.settings("mocap")
+    return settings
 
 
 def create_mocap(settings: MocapSettings, backend: Any = None, clock_ns: Any = None) -> MotionCapture | None:
@@ -185,16 +198,20 @@ def _resolve(base_dir: str, path: str | None) -> str:
     return str(p if p.is_absolute() else Path(base_dir) / p)
 
 
-def mocap_task(settings: MocapSettings, backend: Any, recorder: Any, clock: Any):
+def mocap_task(
+    settings: MocapSettings, backend: Any, recorder: Recorder, clock: Clock
+) -> tuple[PeriodicTask | None, MocapTask | None]:
     """A ``PeriodicTask`` for ``aiko.core.loop.ControlLoop`` (None without motion capture), and its MocapTask.
 
     The source is started here; call ``task_state.source.stop()`` when the run ends.
     """
-    from aiko.core.loop import PeriodicTask
-
     source = create_mocap(settings, backend, clock.now_ns if hasattr(clock, "now_ns") else None)
     if source is None:
         return None, None
     source.start()
     state = MocapTask(source, recorder)
-    return PeriodicTask("mocap", settings.rate_hz, lambda t_s: state(clock.now_ns()), priority=30), state
+
+    def sample(t_s: float) -> None:
+        state(clock.now_ns())
+
+    return PeriodicTask("mocap", settings.rate_hz, sample, priority=30), state

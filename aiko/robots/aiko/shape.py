@@ -8,16 +8,14 @@ so that one tracked link (link 6 under Vicon, or any link a simulator reports) s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from aiko.core.errors import ConfigError
+from aiko.log.foxglove_views import BodyDrawing
+from aiko.robots.aiko.description import RobotDescription
 from aiko.robots.aiko.joints import JointFeedback
-
-if TYPE_CHECKING:  # the description asks this module for its body shape
-    from aiko.robots.aiko.description import RobotDescription
 from sim import lie
 from sim.chain import ChainModelError
 from sim.chain.cardan import link_poses_from_joint_angles, quaternions_wxyz
@@ -91,3 +89,20 @@ def body_shape_from_feedback(
         tracked_quaternion_wxyz,
         use_axis_offset,
     )
+
+
+def body_drawing(robot: RobotDescription) -> BodyDrawing:
+    """What a log's or a live view's 3D body needs of ``robot``, as data: its link sizes and its shape from joint
+    angles (the viewers know no robot; the run hands them this)."""
+
+    def shape_from_joints(
+        angle_h_rad: np.ndarray,
+        angle_v_rad: np.ndarray,
+        tracked_link: int,
+        tracked_position_m: np.ndarray | None,
+        tracked_quaternion_wxyz: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        shape = body_shape(robot, angle_h_rad, angle_v_rad, tracked_link, tracked_position_m, tracked_quaternion_wxyz)
+        return shape.positions_m, shape.quaternions_wxyz
+
+    return BodyDrawing(robot.n_joints, robot.link_length_m, robot.link_radius_m, shape_from_joints)

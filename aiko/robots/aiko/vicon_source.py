@@ -27,6 +27,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -215,10 +216,10 @@ def main(argv: list[str] | None = None) -> int:
 class _NullRecorder:
     """The emulator's own run keeps no log."""
 
-    def record(self, channel: str, t_ns: int, payload: dict) -> None:
+    def record(self, channel: str, t_ns: int, payload: dict[str, Any]) -> None:
         pass
 
-    def event(self, kind: str, t_ns: int, **fields: object) -> None:
+    def event(self, kind: str, t_ns: int, /, **fields: Any) -> None:
         pass
 
 

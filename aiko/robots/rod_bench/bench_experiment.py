@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from aiko.core.config import read_toml
+from aiko.core.config import parse_toml, read_toml
 from aiko.core.errors import ConfigError
 from aiko.robots.rod_bench.experiment import scenario_from_dict
 from aiko.robots.rod_bench.sensor_settings import CameraSettings, FTSensorSettings, parse_camera, parse_ft_sensor
@@ -44,12 +44,7 @@ def load_bench_experiment(path: str | Path, overrides: Mapping[str, Any] | None 
 
 def bench_experiment_from_text(text: str, source: str = "<log>") -> BenchExperiment:
     """The experiment as a log stored it (``aiko bench replay`` needs no file)."""
-    import tomllib
-
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: stored experiment is not valid TOML: {exc}") from None
+    data = parse_toml(text, f"{source}: stored experiment")
     return bench_experiment_from_dict(data, text, Path(source))
 
 

@@ -3,7 +3,8 @@ bench observed at the observe rate, every sensor task on the same clock, everyth
 experiment text and provenance at its head and the summary at its end); the arm is always stopped and the
 emulator (HIL) always ended, on every exit path.
 
-The loop is the spine's :class:`aiko.core.loop.TaskLoop`; the bench brings its tasks:
+The run's owner is the spine's :func:`aiko.core.run.run` (it alone moves the backend through configure, activate,
+deactivate and close); the bench brings its tasks:
 
 ========== ============================ ===================================================================
 priority   task                          what it does
@@ -34,31 +35,38 @@ import numpy as np
 from aiko.core.clock import Clock, SimulatedClock, WallClock
 from aiko.core.errors import AikoError
 from aiko.core.interfaces import Recorder
-from aiko.core.loop import PeriodicTask, TaskLoop
+from aiko.core.loop import PeriodicTask
 from aiko.core.provenance import provenance
 from aiko.core.recording import FanOutRecorder
+from aiko.core.run import RunPlan, run
 from aiko.log import McapRecorder
 from aiko.log.foxglove_views import views_or_none
 from aiko.robots.rod_bench.backends import bench_backend_info, create_bench_backend
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
 from aiko.robots.rod_bench.context import BenchContext
+from aiko.robots.rod_bench.messages import COMMAND_CHANNEL, OBSERVATION_CHANNEL
 from aiko.robots.rod_bench.mount import Mount
-from aiko.robots.rod_bench.rod_samples import ROD_STATE
+from aiko.robots.rod_bench.rod_samples import ROD_CHANNELS, ROD_STATE
 from aiko.robots.rod_bench.sensor_task import FinishedRun, SensorTask
 from aiko.robots.rod_bench.trajectory import BaseTrajectory
 from sim.cosserat.scenario import BaseMotion
 
 log = logging.getLogger(__name__)
 
-COMMAND = "/bench/command"
-OBSERVATION = "/bench/observation"
+COMMAND = COMMAND_CHANNEL
+OBSERVATION = OBSERVATION_CHANNEL
 SUMMARY_METADATA_NAME = "aiko.summary"
 BENCH_METADATA_NAME = "aiko.bench"
 
 
-def _sensor_periodic(sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int):
+def _sensor_periodic(
+    sensor: SensorTask, recorder: Recorder, clock_of: Callable[[], Clock], priority: int
+) -> PeriodicTask:
+    sample = sensor.sample
+    assert sample is not None  # only sensors that sample in the loop get a task
+
     def action(t_s: float) -> None:
-        payload = sensor.sample(t_s)
+        payload = sample(t_s)
         if payload is not None:
             recorder.record(sensor.channel, clock_of().stamp_ns(t_s), payload)
 
@@ -140,10 +148,12 @@ def record_bench_run(
             recorder.record(OBSERVATION, ctx.clock.stamp_ns(t_s), payload)
             base_poses.append((t_s + offset_s, np.asarray(observation.base_alpha, dtype=float)))
 
-        result = None
         wall_loop0 = wall0
-        try:
-            backend.configure(ctx)
+
+        def prepare() -> Clock:
+            """After configure, before activate: the run goes on the controller's clock where the backend keeps
+            one, and the sensors open on it."""
+            nonlocal wall_loop0
             if hasattr(backend, "run_clock"):
                 ctx.clock = backend.run_clock()
             for sensor in sensors:
@@ -154,26 +164,27 @@ def record_bench_run(
             log_recorder.add_metadata(
                 BENCH_METADATA_NAME, {"clock": type(ctx.clock).__name__, "clock_start_ns": ctx.clock.start_ns}
             )
-            tasks = [
-                PeriodicTask("command", experiment.bench.control_rate_hz, command, priority=10),
-                PeriodicTask("observe", experiment.bench.observe_rate_hz, observe, priority=20),
-                *(
-                    _sensor_periodic(s, recorder, lambda: ctx.clock, 30 + i)
-                    for i, s in enumerate(sensors)
-                    if s.sample is not None
-                ),
-            ]
-            loop = TaskLoop(backend, recorder, ctx.clock, tasks, progress=progress)
             wall_loop0 = time.perf_counter()
-            result = loop.run(duration - offset_s)
+            return ctx.clock
+
+        tasks = [
+            PeriodicTask("command", experiment.bench.control_rate_hz, command, priority=10),
+            PeriodicTask("observe", experiment.bench.observe_rate_hz, observe, priority=20),
+            *(
+                _sensor_periodic(s, recorder, lambda: ctx.clock, 30 + i)
+                for i, s in enumerate(sensors)
+                if s.sample is not None
+            ),
+        ]
+        plan = RunPlan(backend, ctx, recorder, ctx.clock, duration - offset_s, tasks, progress, prepare=prepare)
+        result = None
+        try:
+            result = run(plan)  # the backend is closed when it returns, on every path
         finally:
             wall_loop = time.perf_counter() - wall_loop0
-            try:
-                backend.close()
-            finally:
-                for sensor in sensors:
-                    if sensor.close is not None:
-                        sensor.close()
+            for sensor in sensors:
+                if sensor.close is not None:
+                    sensor.close()
             states: list[tuple[float, dict[str, Any]]] = []
             merged, mounted_at_s = _merge_side_records(backend, recorder, ctx.clock, duration, states)
         if result is not None:
@@ -234,7 +245,7 @@ def _merge_side_records(
         if t_s <= duration_s + 1e-9:
             if "t_s" in payload:
                 payload = {**payload, "t_s": t_s}
-            recorder.record(channel, clock.stamp_ns(t_s), payload)
+            recorder.record(ROD_CHANNELS[channel], clock.stamp_ns(t_s), payload)
             n += 1
             if channel == ROD_STATE and t_s >= 0.0:
                 states.append((t_s, payload))

@@ -27,13 +27,36 @@ import numpy as np
 from aiko.core.clock import Clock
 from aiko.core.errors import ConfigError
 from aiko.core.interfaces import Recorder
+from aiko.core.messages import XYZ, Channel, Message, booleans, integer, number, vectors
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
+from aiko.robots.rod_bench.messages import STRAIN_AXES
 from aiko.robots.rod_bench.sensor_task import FinishedRun
 
 log = logging.getLogger(__name__)
 
-MARKERS = "/bench/markers"
-OBSERVED_STRAIN = "/bench/observed_strain"
+MARKERS = Channel("/bench/markers", Message(
+    "aiko.bench.Markers",
+    "The camera's red beads on the rod, one message per frame: where the tracker saw them (null where unseen).",
+    {
+        "t_s": number("run time of the frame", "s"),
+        "pixels": vectors("bead centres in the image; null where unseen", ("u", "v"), "px"),
+        "visible": booleans("the tracker saw the bead"),
+        "world_m": vectors("bead centres on the calibrated plane, world frame; null where unseen", XYZ, "m"),
+        "true_m": vectors("the beads' true centres (HIL: from the plant)", XYZ, "m", optional=True),
+    },
+))  # fmt: skip
+OBSERVED_STRAIN = Channel("/bench/observed_strain", Message(
+    "aiko.bench.ObservedStrain",
+    "The strain observer's estimate from one frame's beads (paper 004, X).",
+    {
+        "t_s": number("run time of the frame", "s"),
+        "strain": vectors("estimated nodal strains [kappa; eps], base first", STRAIN_AXES, "1/m, 1"),
+        "centreline_m": vectors("the observer's rod centreline, world frame", XYZ, "m", optional=True),
+        "true_strain": vectors("the plant's true nodal strains (HIL)", STRAIN_AXES, "1/m, 1", optional=True),
+        "markers_seen": integer("beads seen in the frame"),
+        "iterations": integer("observer iterations"),
+    },
+))  # fmt: skip
 MARKER_COMPLIANCE_M_PER_N = 1e-3  # as the camera's own end-to-end test (tests/aiko/devices/camera/test_emulator.py)
 
 

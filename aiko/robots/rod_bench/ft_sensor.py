@@ -37,6 +37,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from aiko.core.errors import ConfigError
+from aiko.core.messages import Channel, Message, boolean, integer, number, numbers
 from aiko.devices.force_sensor import ATI_NETFT_DEFAULT, ONROBOT_HEX_DEFAULT, CountsScale
 from aiko.devices.force_sensor.reader import ForceSensorReader
 from aiko.robots.rod_bench.ft_frame import IDENTITY, SensorMount
@@ -45,7 +46,24 @@ from aiko.robots.rod_bench.sensor_settings import FTSensorSettings
 
 log = logging.getLogger(__name__)
 
-WRENCH = "/bench/wrench"
+WRENCH = Channel("/bench/wrench", Message(
+    "aiko.bench.Wrench",
+    "The flange force/torque sensor at the log rate: the newest sample and the mean of the samples since the last "
+    "log (the log's anti-aliasing), in the flange frame and in the sensor's own frame.",
+    {
+        "t_s": number("run time of the log", "s"),
+        "force_n": numbers("newest force, flange frame [x, y, z]", "N"),
+        "torque_nm": numbers("newest torque, flange frame [x, y, z]", "N m"),
+        "sensor_force_n": numbers("newest force, sensor frame", "N"),
+        "sensor_torque_nm": numbers("newest torque, sensor frame", "N m"),
+        "force_mean_n": numbers("mean force since the last log, flange frame", "N"),
+        "torque_mean_nm": numbers("mean torque since the last log, flange frame", "N m"),
+        "sequence": integer("the device's sample number of the newest sample"),
+        "sensor_t_ns": integer("when the reader received the newest sample (time.monotonic_ns)", "ns"),
+        "samples": integer("samples received since the last log"),
+        "saturated": boolean("any of them saturated"),
+    },
+))  # fmt: skip
 FT_ADDRESS_ENV = "AIKO_BENCH_FT_ADDRESS"  # HIL, UDP: the plant process serves RDT at this IP:PORT
 FT_PTY_ENV = "AIKO_BENCH_FT_PTY"  # HIL, serial: the plant process serves the USB DAQ on a pty linked here
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from aiko.core.errors import ConfigError, HardwareError
 from aiko.robots.rod_bench.context import BenchContext
-from aiko.robots.rod_bench.ft_sensor import FT_PTY_ENV, hil_pty_path
-from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, FT_ADDRESS_ENV, PLANT_LOG_ENV
+from aiko.robots.rod_bench.ft_sensor import FT_ADDRESS_ENV, FT_PTY_ENV, hil_pty_path
+from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, PLANT_LOG_ENV
 
 DEFAULT_HOST = "127.0.0.41"
 PLANT = "aiko.robots.rod_bench.plant:rod_plant"
@@ -91,19 +91,25 @@ class EmulatedController:
         if self._reader is not None:
             self._reader.join(timeout=5)
 
-    def side_records(self) -> list[tuple[str, float, dict[str, Any]]]:
-        """The plant's rod channels: (channel, controller time, payload)."""
-        out: list[tuple[str, float, dict[str, Any]]] = []
+    def _plant_rows(self) -> list[dict[str, Any]]:
+        """The plant log's rows: rod channels at a controller time, or an event (the plant never prints)."""
         if self.plant_log is None or not self.plant_log.exists():
-            return out
+            return []
+        rows = []
         for line in self.plant_log.read_text().splitlines():
             try:
-                row = json.loads(line)
+                rows.append(json.loads(line))
             except json.JSONDecodeError:
                 continue  # a line cut by the emulator's stop
-            for channel, payload in row["channels"].items():
-                out.append((channel, float(row["controller_time_s"]), payload))
-        return out
+        return rows
+
+    def side_records(self) -> list[tuple[str, float, dict[str, Any]]]:
+        """The plant's rod channels: (channel, controller time, payload)."""
+        return [
+            (channel, float(row["controller_time_s"]), payload)
+            for row in self._plant_rows()
+            for channel, payload in row.get("channels", {}).items()
+        ]
 
     def summary(self) -> dict[str, Any]:
         counters: dict[str, Any] = {}
@@ -115,4 +121,5 @@ class EmulatedController:
                     pass
                 break
         events = [json.loads(x)["event"] for x in self.lines if x.startswith('{"event"')]
+        events += [row["event"] for row in self._plant_rows() if "event" in row]
         return {"controller_rate_hz": self.controller_rate_hz, "emulator": counters, "emulator_events": events[-10:]}

@@ -81,6 +81,13 @@ class RodPlant:
         self.side_log.write(json.dumps(line) + "\n")
         self.side_log.flush()
 
+    def _event(self, controller_time_s: float, event: str) -> None:
+        """An event for the bench's summary, in the plant log beside the rod's channels (the bench reads it back:
+        ``aiko.robots.rod_bench.hil_site.EmulatedController.summary``)."""
+        if self.side_log is not None:
+            self.side_log.write(json.dumps({"controller_time_s": controller_time_s, "event": event}) + "\n")
+            self.side_log.flush()
+
     def _at_start(self, alpha: np.ndarray, flange_speed: np.ndarray) -> bool:
         speed = np.asarray(flange_speed, dtype=float)
         if np.linalg.norm(speed[0:3]) > MOUNT_SPEED_M_S or np.linalg.norm(speed[3:6]) > MOUNT_SPEED_RAD_S:
@@ -105,7 +112,7 @@ class RodPlant:
         except AikoError as exc:
             self.failed = str(exc)
             log.error("%s", exc)
-            print(json.dumps({"event": f"rod plant stopped: {exc}"}), flush=True)
+            self._event(float(t_s), f"rod plant stopped: {exc}")
             return self._wrench
         if self.rod.info is not None:
             self._wrench = self.mount.flange_wrench(self.rod.info.base_wrench).tolist()

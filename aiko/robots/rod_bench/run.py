@@ -14,6 +14,7 @@ from aiko.core.errors import AikoError
 from aiko.core.interfaces import Recorder
 from aiko.log import McapRecorder
 from aiko.log.foxglove_views import views_or_none
+from aiko.robots.rod_bench.rod_samples import BASE_WRENCH, CENTRELINE, CONTACTS
 from sim.cosserat import ConvergenceError
 from sim.cosserat.scenario import Sample, Scenario, simulate
 
@@ -71,7 +72,7 @@ def record_rod_run(
 def record_sample(recorder: Recorder, t_ns: int, sample: Sample) -> None:
     """One logged instant: centreline and strains; contact forces and base wrench when the step reports them."""
     recorder.record(
-        "/sim/rod/centreline",
+        CENTRELINE,
         t_ns,
         {
             "t_s": sample.t_s,
@@ -82,12 +83,12 @@ def record_sample(recorder: Recorder, t_ns: int, sample: Sample) -> None:
     if sample.info is None:
         return
     recorder.record(
-        "/sim/rod/contacts",
+        CONTACTS,
         t_ns,
         {"force_n": sample.info.contact_force_n.tolist(), "gap_m": sample.info.contact_gap_m.tolist()},
     )
     recorder.record(
-        "/sim/rod/base_wrench",
+        BASE_WRENCH,
         t_ns,
         {
             "moment_n_m": sample.info.base_wrench[0:3].tolist(),

@@ -11,6 +11,7 @@ import numpy as np
 
 from aiko.core.clock import Clock
 from aiko.core.interfaces import Recorder
+from aiko.core.messages import Channel
 
 
 @dataclass
@@ -31,7 +32,7 @@ class SensorTask:
 
     name: str
     rate_hz: float
-    channel: str
+    channel: Channel  # declared beside the sensor's message type (aiko.core.messages)
     sample: Callable[[float], dict[str, Any] | None] | None
     close: Callable[[], None] | None = None
     open: Callable[[], None] | None = None  # after the backend is configured (HIL: its emulators run), before t = 0

@@ -10,14 +10,17 @@ import pytest
 import aiko.robots.aiko.mocap  # noqa: F401
 from aiko.analysis.compare import CompareError, compare_logs, sample_track, tracked_point
 from aiko.cli import main
+from aiko.core.messages import find_channel
 from aiko.log import LogReader, McapRecorder
 from aiko.robots.aiko.experiment import load_experiment
+from aiko.robots.aiko.joints import REFERENCES_CHANNEL
 from aiko.robots.aiko.run import RunOptions, record_run
 from tests.aiko.robots.aiko.chain_backend import ChainBackend
 
 REPO = Path(__file__).resolve().parents[3]
 MOCAP_PERIOD_S = 0.05
 OFFSET_M = np.array([0.31, -0.17, 0.0])
+ANGLES = ("angle_h_rad", "angle_v_rad", "rate_h_rad_s", "rate_v_rad_s")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +46,7 @@ def shifted_copy(src, dst, shift_s, offset_m, occlude_every=0, noise_std_m=0.0):
     shift_ns = round(shift_s * 1e9)
     occluded_added = 0
     k = 0
+    schemas = {topic: info.schema_name for topic, info in reader.channel_info().items()}
     with McapRecorder(dst, {"copy_of": str(src)}) as rec:
         for topic, t_ns, payload in reader.iter_all():
             if topic == "/events":
@@ -60,7 +64,7 @@ def shifted_copy(src, dst, shift_s, offset_m, occlude_every=0, noise_std_m=0.0):
                 payload.update(position_m=p, occluded=flags, capture_t_ns=payload["capture_t_ns"] + shift_ns)
                 t_ns += shift_ns
                 k += 1
-            rec.record(topic, t_ns, payload)
+            rec.record(find_channel(topic, schemas[topic]), t_ns, payload)
     return occluded_added
 
 
@@ -135,7 +139,7 @@ def test_cli_json_and_plot(run_a, tmp_path, capsys):
 def test_log_without_mocap_is_a_one_line_error(tmp_path, capsys):
     path = tmp_path / "x.mcap"
     with McapRecorder(path) as rec:
-        rec.record("/references", 0, {"t_s": 0.0})
+        rec.record(REFERENCES_CHANNEL, 0, {"t_s": 0.0, **{k: [0.0] * 10 for k in ANGLES}})
     with pytest.raises(CompareError, match="no /mocap"):
         compare_logs(path, path)
     assert main(["compare", str(path), str(path)]) == 2

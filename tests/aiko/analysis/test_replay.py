@@ -76,10 +76,12 @@ def test_zero_order_hold_between_logged_references():
 
 def test_replay_errors_are_specific(tmp_path, original):
     from aiko.log import McapRecorder
+    from aiko.robots.aiko.joints import REFERENCES_CHANNEL
 
     bare = tmp_path / "bare.mcap"
     with McapRecorder(bare) as rec:
-        rec.record("/references", 0, {"t_s": 0.0, "angle_h_rad": [0.0], "angle_v_rad": [0.0]})
+        rec.record(REFERENCES_CHANNEL, 0, {"t_s": 0.0, "angle_h_rad": [0.0], "angle_v_rad": [0.0],
+                                           "rate_h_rad_s": [0.0], "rate_v_rad_s": [0.0]})  # fmt: skip
     with pytest.raises(LoggedExperimentError, match="no experiment in its metadata"):
         experiment_from_log(LogReader(bare))
     path, _ = original

@@ -32,6 +32,12 @@ def write_experiment(tmp_path, text):
 
 BAD_FILES = {
     "malformed TOML": ("[gait\npreset = 1", "malformed TOML"),
+    "TOML nested 2000 deep (4 kB)": ("x = " + "[" * 2000 + "]" * 2000, "malformed TOML: arrays or tables nested too"),
+    "inline tables nested 1000 deep": ("x = " + "{a = " * 1000 + "1" + "}" * 1000, "nested too deep to read"),
+    "a run shorter than one reference period": (
+        GOOD.replace("2.0", "1e-300"),
+        "run.duration_s = 1e-300 s is shorter than one reference period (0.1 s",
+    ),
     "unknown section": (GOOD + "[gaits]\nx = 1\n", "gaits: unknown section"),
     "unknown gait key": (
         GOOD.replace('preset = "sidewinding"', 'preset = "sidewinding"\namplitude = 3'),
@@ -102,6 +108,7 @@ def test_bad_experiment_files_give_one_line_and_status_2(tmp_path, robot_path, c
         (["run", "does/not/exist.toml"], "experiment file not found"),
         (["run", "{exp}", "--backend", "warp"], "unknown backend 'warp'"),
         (["run", "{exp}", "--duration", "-3"], "--duration must be"),
+        (["run", "{exp}", "--backend", "can", "--duration", "1e-300"], "--duration = 1e-300 s is shorter than one"),
         (["run", "{exp}", "--set", "novalue"], "expected KEY=VALUE"),
         (["gait", "show", "{exp}", "--csv", "{tmp}/g.csv", "--rate", "0"], "--rate must be"),
         (["gait", "show", "{exp}", "--csv", "/proc/forbidden/g.csv"], "cannot write"),
@@ -283,7 +290,7 @@ def test_a_run_that_fails_before_it_starts_removes_its_stub_log_and_says_so(tmp_
     def fail(*args, **kwargs):
         raise ConfigError("the bus is not there")
 
-    monkeypatch.setattr(aiko.robots.aiko.run, "run_experiment", fail)
+    monkeypatch.setattr(aiko.robots.aiko.run, "run_planned", fail)
     out = tmp_path / "run.mcap"
     assert main(["run", str(EXPERIMENTS / "sidewinding.toml"), "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -294,11 +301,11 @@ def test_a_run_that_fails_before_it_starts_removes_its_stub_log_and_says_so(tmp_
 def test_a_run_that_fails_after_it_started_keeps_its_log_and_says_so(tmp_path, capsys, monkeypatch):
     import aiko.robots.aiko.run
 
-    def fail(experiment, recorder, *args, clock, **kwargs):
-        recorder.event("start", clock.now_ns())
+    def fail(planned, recorder, **kwargs):
+        recorder.event("start", planned.clock.now_ns(), duration_s=1.0)
         raise RuntimeError("the plant diverged")
 
-    monkeypatch.setattr(aiko.robots.aiko.run, "run_experiment", fail)
+    monkeypatch.setattr(aiko.robots.aiko.run, "run_planned", fail)
     out = tmp_path / "run.mcap"
     assert main(["run", str(EXPERIMENTS / "sidewinding.toml"), "--out", str(out)]) == 1
     err = capsys.readouterr().err

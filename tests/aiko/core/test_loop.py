@@ -105,3 +105,18 @@ def test_extra_periodic_tasks_run_on_the_same_clock(sidewinding):
     task = PeriodicTask("mocap", 20.0, times.append, priority=30)
     run_experiment(sidewinding, MemoryRecorder(), RunOptions(duration_s=1.0), extra_tasks=[task])
     np.testing.assert_allclose(times, np.arange(21) / 20)
+
+
+def test_a_run_shorter_than_one_reference_period_is_refused_before_anything_is_enabled(sidewinding):
+    from aiko.core.errors import ConfigError
+
+    class Spy(KinematicBackend):
+        configured = False
+
+        def configure(self, ctx):
+            Spy.configured = True
+            super().configure(ctx)
+
+    with pytest.raises(ConfigError, match=r"run duration = 1e-300 s is shorter than one reference period \(0.1 s"):
+        run_experiment(sidewinding, MemoryRecorder(), RunOptions(duration_s=1e-300), backend=Spy())
+    assert not Spy.configured

@@ -8,7 +8,7 @@ import pytest
 from aiko.core import registry
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
-from aiko.robots.aiko.backends.can import CanSection
+from aiko.robots.aiko.backends.can_settings import CanSection
 from aiko.robots.aiko.experiment import load_experiment
 from aiko.robots.aiko.run import choose_clock
 

@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("pyqtgraph")
 
 from aiko.cli import main  # noqa: E402
+from aiko.core.messages import find_channel  # noqa: E402
 from aiko.log import LogReader  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
@@ -71,9 +72,14 @@ def test_the_bench_view_shows_the_camera_markers_and_the_observers_rod_as_the_ca
     clock.start_ns = t0
     out = tmp_path / "with_camera.mcap"
     with McapRecorder(out) as recorder:
+        schemas = {topic: info.schema_name for topic, info in source.channel_info().items()}
         for topic in source.topics:
             for t, payload in source.messages(topic):
-                recorder.record(topic, t, payload)
+                if topic == "/events":
+                    payload = dict(payload)
+                    recorder.event(payload.pop("kind"), t, **payload)
+                else:
+                    recorder.record(find_channel(topic, schemas[topic]), t, payload)
         frames = [(SimpleNamespace(t_ns=int(t_s * 1e9)), None) for t_s in (0.2, 0.4)]
         stats = observe_frames(frames, Pipeline(), recorder, clock)
     assert stats["frames"] == 2 and stats["observer_failed"] == 0

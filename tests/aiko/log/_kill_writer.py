@@ -10,13 +10,14 @@ import time
 import numpy as np
 
 from aiko.log import McapRecorder
+from tests.aiko.log._channels import KILL_TEST_CHANNELS
 
 path = sys.argv[1]
-rates_hz = {"/mocap": 20.0, "/references": 10.0, "/joint_feedback": 100.0}
+rates_hz = {"/test/mocap": 20.0, "/test/references": 10.0, "/test/joint_feedback": 100.0}
 n_joints = 10
 with McapRecorder(path, {"experiment": "kill-test"}, 1.0) as rec:  # the default of [log] flush_interval_s
     t0 = time.monotonic_ns()
-    rec.event("start", t0)
+    rec.event("start", t0, duration_s=60.0)
     rec.flush()
     print("ready", flush=True)
     next_ns = {topic: t0 for topic in rates_hz}
@@ -29,7 +30,7 @@ with McapRecorder(path, {"experiment": "kill-test"}, 1.0) as rec:  # the default
         t_ns = time.monotonic_ns()
         k = seq[topic]
         phase = 0.1 * k + np.arange(n_joints)
-        if topic == "/mocap":
+        if topic == "/test/mocap":
             payload = {
                 "seq": k,
                 "position_m": [np.sin(0.1 * k), np.cos(0.1 * k), 0.05],
@@ -37,7 +38,7 @@ with McapRecorder(path, {"experiment": "kill-test"}, 1.0) as rec:  # the default
             }
         else:
             payload = {"seq": k, "angle_h_rad": np.sin(phase), "angle_v_rad": np.cos(phase)}
-        rec.record(topic, t_ns, payload)
+        rec.record(KILL_TEST_CHANNELS[topic], t_ns, payload)
         print(topic, k, t_ns, flush=True)
         seq[topic] = k + 1
         next_ns[topic] += int(1e9 / rates_hz[topic])

@@ -2,9 +2,10 @@
 benchmarks/log_fuzz.py).
 
 ``damage(rng, logs)`` returns the bytes of one damaged log made from real logs: bit flips, truncations, splices
-of two logs, deleted or duplicated spans, overwritten runs. ``check_case(data, directory)`` runs both commands
-in-process on it and returns None, or what went wrong (a crash, a wrong exit status, an output the ``mcap``
-library cannot read, a temporary file left behind).
+of two logs, deleted or duplicated spans, whole chunks written twice, overwritten runs.
+``check_case(data, directory)`` runs both commands in-process on it and returns None, or what went wrong (a crash,
+a wrong exit status, an output the ``mcap`` library cannot read, a message written twice, a temporary file left
+behind).
 """
 
 from __future__ import annotations
@@ -18,29 +19,61 @@ from pathlib import Path
 def make_logs(directory: Path) -> list[bytes]:
     """Two small real logs (several zstd chunks, metadata, events), as the recorder writes them."""
     from aiko.log import McapRecorder
+    from tests.aiko.log._channels import SERIES, SLOW_SERIES
 
     logs = []
     for index, compression in enumerate(("zstd", "none")):
         path = directory / f"seed{index}.mcap"
         with McapRecorder(path, {"robot": "aiko", "run": index}, compression=compression, chunk_size_bytes=1024) as rec:
-            rec.event("start", 1_000)
+            rec.event("start", 1_000, duration_s=0.6)
             for k in range(60):
-                rec.record("/joint_feedback", 1_000 + k * 10_000_000, {"k": k, "angle_h_rad": [0.01 * k] * 4})
+                rec.record(SERIES, 1_000 + k * 10_000_000, {"k": k, "angle_h_rad": [0.01 * k] * 4})
                 if k % 10 == 0:
-                    rec.record("/references", 1_000 + k * 10_000_000, {"k": k // 10, "angle_h_rad": [0.1] * 4})
+                    rec.record(SLOW_SERIES, 1_000 + k * 10_000_000, {"k": k // 10, "angle_h_rad": [0.1] * 4})
             rec.event("stop", 1_000 + 60 * 10_000_000)
         logs.append(path.read_bytes())
     return logs
 
 
+MAGIC_LENGTH = 8
+CHUNK_OPCODE = 0x06
+
+
+def record_spans(data: bytes | bytearray) -> list[tuple[int, int, int]]:
+    """(opcode, start, end) of the top-level records, walked by their lengths from the magic until one does not fit."""
+    spans, pos = [], MAGIC_LENGTH
+    while pos + 9 <= len(data):
+        end = pos + 9 + int.from_bytes(data[pos + 1 : pos + 9], "little")
+        if end > len(data):
+            break
+        spans.append((data[pos], pos, end))
+        pos = end
+    return spans
+
+
+def duplicate_chunk(rng: random.Random, data: bytearray) -> bytearray:
+    """A whole chunk written again, right after itself or after a later record (a writer or a copy gone wrong)."""
+    spans = record_spans(data)
+    chunks = [(start, end) for op, start, end in spans if op == CHUNK_OPCODE]
+    if not chunks:
+        return data
+    start, end = rng.choice(chunks)
+    at = rng.choice([e for _, s, e in spans if s >= start])
+    return data[:at] + data[start:end] + data[at:]
+
+
 def damage(rng: random.Random, logs: list[bytes]) -> bytes:
     data = bytearray(rng.choice(logs))
     for _ in range(rng.randint(1, 3)):
-        kind = rng.choice(("flip", "flip", "flips", "truncate", "splice", "delete", "duplicate", "overwrite"))
+        kind = rng.choice(
+            ("flip", "flip", "flips", "truncate", "splice", "delete", "duplicate", "duplicate chunk", "overwrite")
+        )
         n = len(data)
         if n == 0:
             break
-        if kind == "flip":
+        if kind == "duplicate chunk":
+            data = duplicate_chunk(rng, data)
+        elif kind == "flip":
             i = rng.randrange(n)
             data[i] ^= 1 << rng.randrange(8)
         elif kind == "flips":
@@ -107,6 +140,10 @@ def check_case(data: bytes, directory: Path) -> str | None:
         return f"the mcap library cannot read the recovered file: {type(exc).__name__}: {exc}"
     if summary is None or summary.statistics is None or summary.statistics.message_count != count:
         return "recovered file has no consistent summary"
+    with open(out, "rb") as fh:
+        keys = [(c.id, m.sequence, m.log_time, m.data) for _, c, m in make_reader(fh).iter_messages()]
+    if len(set(keys)) != len(keys):
+        return f"recovered file holds {len(keys) - len(set(keys))} duplicate messages"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         if main(["log", "info", str(out)]) != 0:
             return "aiko log info refuses the recovered file"

@@ -6,22 +6,29 @@ import json
 import numpy as np
 import pytest
 
+from aiko.core.mocap import MOCAP_CHANNEL
 from aiko.log import McapRecorder
+from aiko.robots.aiko.joints import REFERENCES_CHANNEL
 
+from ._channels import COUNTER, OTHER_COUNTER
 from ._cli import run_cli
 
 
 def _write(path):
     with McapRecorder(path) as rec:
-        rec.event("start", 1_000_000_000)
+        rec.event("start", 1_000_000_000, duration_s=1.0)
         for k in range(21):  # 20 Hz for 1 s
-            rec.record(
-                "/mocap",
-                1_000_000_000 + k * 50_000_000,
-                {"position_m": [0.01 * k, np.nan if k == 3 else 0.0, 0.05], "occluded": k == 3},
-            )
+            rec.record(MOCAP_CHANNEL, 1_000_000_000 + k * 50_000_000, {
+                "capture_t_ns": 1_000_000_000 + k * 50_000_000, "latency_s": 0.0, "frame": k, "source": "test",
+                "names": ["link6"], "position_m": [[0.01 * k, np.nan if k == 3 else 0.0, 0.05]],
+                "quaternion_wxyz": [[1.0, 0.0, 0.0, 0.0]], "occluded": [k == 3],
+            })  # fmt: skip
         for k in range(11):  # 10 Hz for 1 s
-            rec.record("/references", 1_000_000_000 + k * 100_000_000, {"angle_h_rad": [0.1 * k, -0.1 * k]})
+            angles = [0.1 * k, -0.1 * k]
+            rec.record(REFERENCES_CHANNEL, 1_000_000_000 + k * 100_000_000, {
+                "t_s": 0.1 * k, "angle_h_rad": angles, "angle_v_rad": angles, "rate_h_rad_s": angles,
+                "rate_v_rad_s": angles,
+            })  # fmt: skip
 
 
 def test_info_json_reports_channels_counts_duration_rates(tmp_path, capsys):
@@ -42,10 +49,13 @@ def test_export_csv_one_file_per_channel(tmp_path, capsys):
     assert run_cli(["log", "export", str(path), "--csv", str(tmp_path / "csv")]) == 0
     with open(tmp_path / "csv" / "mocap.csv") as fh:
         rows = list(csv.reader(fh))
-    assert rows[0] == ["t_ns", "position_m[1]", "position_m[2]", "position_m[3]", "occluded"]  # from 1, like joints
+    header = rows[0]
+    # one column per element, counted from 1 like joints: body 1's x, y, z
+    x, y, occluded = (header.index(c) for c in ("position_m[1][1]", "position_m[1][2]", "occluded[1]"))
+    assert header[x : x + 3] == ["position_m[1][1]", "position_m[1][2]", "position_m[1][3]"]
     assert len(rows) == 22
-    assert rows[4][2] == "" and rows[4][4] == "True"  # occluded sample: empty cell, not 0
-    assert float(rows[2][1]) == 0.01
+    assert rows[4][y] == "" and rows[4][occluded] == "True"  # occluded sample: empty cell, not 0
+    assert float(rows[2][x]) == 0.01
     assert (tmp_path / "csv" / "references.csv").exists() and (tmp_path / "csv" / "events.csv").exists()
 
 
@@ -82,9 +92,9 @@ def test_recover_any_truncation_gives_a_prefix(tmp_path, capsys):
     path = tmp_path / "full.mcap"
     with McapRecorder(path, chunk_size_bytes=2048) as rec:
         for k in range(400):
-            rec.record("/joint_feedback", 1_000 + k * 10_000_000, {"k": k, "angle_h_rad": [0.001 * k] * 10})
+            rec.record(COUNTER, 1_000 + k * 10_000_000, {"k": k})
             if k % 10 == 0:
-                rec.record("/references", 1_000 + k * 10_000_000, {"k": k // 10})
+                rec.record(OTHER_COUNTER, 1_000 + k * 10_000_000, {"k": k // 10})
     full = path.read_bytes()
     counts = []
     for cut in np.linspace(2000, len(full) - 100, 9).astype(int):
@@ -99,7 +109,7 @@ def test_recover_any_truncation_gives_a_prefix(tmp_path, capsys):
         log = LogReader(fixed)
         assert not log.truncated
         n = 0
-        for topic in ("/joint_feedback", "/references"):
+        for topic in ("/test/counter", "/test/other"):
             if log.has(topic):
                 k = log.channel(topic)["k"]
                 np.testing.assert_array_equal(k, np.arange(len(k)))  # a prefix, in order, nothing invented

@@ -13,6 +13,7 @@ from aiko.log import LogReader, McapRecorder, recover
 from aiko.log.reader import LogReadError
 from tests.aiko.log.fuzz_cases import check_case, damage, make_logs
 
+from ._channels import COUNTER, OTHER_COUNTER
 from ._cli import run_cli
 
 
@@ -39,8 +40,8 @@ def test_recover_and_info_never_crash_on_damaged_logs(logs, tmp_path_factory, se
 def _log_with_two_channels(path):
     with McapRecorder(path, chunk_size_bytes=512) as rec:
         for k in range(50):
-            rec.record("/a", 1_000 + k, {"k": k})
-            rec.record("/b", 1_000 + k, {"k": k})
+            rec.record(COUNTER, 1_000 + k, {"k": k})
+            rec.record(OTHER_COUNTER, 1_000 + k, {"k": k})
 
 
 def test_a_flipped_chunk_loses_that_chunk_only(tmp_path, capsys):
@@ -57,7 +58,7 @@ def test_a_flipped_chunk_loses_that_chunk_only(tmp_path, capsys):
     result = recover(bad, tmp_path / "fixed.mcap")
     assert result.was_truncated and result.error
     fixed = LogReader(result.output)
-    a, b = fixed.channel("/a")["k"], fixed.channel("/b")["k"]
+    a, b = fixed.channel("/test/counter")["k"], fixed.channel("/test/other")["k"]
     assert 0 < len(a) < 50 and list(a) == sorted(set(a))  # a gap where the chunk was, nothing invented
     assert set(a) <= set(range(50)) and set(b) <= set(range(50))
 
@@ -112,3 +113,66 @@ def test_recover_replaces_its_output_atomically(tmp_path, logs, monkeypatch):
     recover(source, out)
     with open(out, "rb") as fh:
         assert make_reader(fh).get_summary().statistics.message_count == 68
+
+
+def _with_a_chunk_written_twice(path, out, which: int = 1):
+    """The log with its ``which``-th chunk copied right after itself (a writer or a copy gone wrong)."""
+    from tests.aiko.log.fuzz_cases import CHUNK_OPCODE, record_spans
+
+    data = path.read_bytes()
+    start, end = [(s, e) for op, s, e in record_spans(data) if op == CHUNK_OPCODE][which]
+    out.write_bytes(data[:end] + data[start:end] + data[end:])
+    return start, end
+
+
+def test_a_chunk_written_twice_is_read_once_and_reported(tmp_path, capsys):
+    """Issue 26: one chunk repeated made `aiko log info` count its messages twice and `recover` write them twice."""
+    import json
+
+    path = tmp_path / "x.mcap"
+    _log_with_two_channels(path)
+    clean = LogReader(path)
+    bad = tmp_path / "twice.mcap"
+    start, end = _with_a_chunk_written_twice(path, bad)
+    reader = LogReader(bad)
+    for topic in (COUNTER, OTHER_COUNTER):
+        assert reader.messages(topic) == clean.messages(topic)  # once each, in order
+    assert reader.duplicates.messages > 0
+    assert reader.duplicates.describe() == [
+        f"the chunk at byte {end} repeats {reader.duplicates.messages} messages of the chunk at byte {start}"
+    ]
+    assert run_cli(["log", "info", str(bad), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["messages"] == 100  # 50 on each channel: as in the clean log
+    assert info["duplicates"]["messages"] == reader.duplicates.messages
+    assert run_cli(["log", "info", str(bad)]) == 0
+    assert f"found {reader.duplicates.messages} duplicate messages, counted once" in capsys.readouterr().out
+    result = recover(bad, tmp_path / "fixed.mcap")
+    assert result.messages == clean_count(path) and result.dropped == {"duplicate message": reader.duplicates.messages}
+    assert f"the chunk at byte {end} repeats" in result.error
+    with open(result.output, "rb") as fh:
+        keys = [(c.topic, m.sequence) for _, c, m in make_reader(fh).iter_messages()]
+    assert len(keys) == len(set(keys)) == result.messages
+
+
+def clean_count(path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for _ in make_reader(fh).iter_messages())
+
+
+def test_two_different_messages_at_one_time_with_sequence_0_are_both_kept(tmp_path):
+    """A writer that leaves every sequence at 0 (not ours) may log two messages on one channel at one time: they
+    differ in their bytes, so neither is a duplicate."""
+    from mcap.writer import Writer
+
+    path = tmp_path / "foreign.mcap"
+    with open(path, "wb") as fh:
+        writer = Writer(fh)
+        writer.start()
+        schema = writer.register_schema("x", "jsonschema", b'{"type": "object"}')
+        channel = writer.register_channel("/x", "json", schema)
+        for payload in (b'{"v": 1}', b'{"v": 2}', b'{"v": 2}'):
+            writer.add_message(channel, log_time=5, data=payload, publish_time=5, sequence=0)
+        writer.finish()
+    reader = LogReader(path)
+    assert [p for _, p in reader.messages("/x")] == [{"v": 1}, {"v": 2}] and reader.duplicates.messages == 1

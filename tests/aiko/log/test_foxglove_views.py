@@ -5,11 +5,15 @@ import time
 import numpy as np
 from mcap.reader import make_reader
 
+from aiko.core.mocap import MOCAP_CHANNEL
 from aiko.log import LogReader, McapRecorder
 from aiko.log.foxglove_views import FoxgloveViews
 from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.joints import FEEDBACK_CHANNEL
+from aiko.robots.aiko.shape import body_drawing
 
 ROBOT = load_robot("experiments/robots/aiko.toml")
+BODY = body_drawing(ROBOT)
 
 
 def _feedback(k: int) -> dict:
@@ -27,11 +31,12 @@ def _feedback(k: int) -> dict:
 def test_a_run_log_has_frame_transforms_a_body_scene_and_joint_states_on_epoch_time(tmp_path):
     path = tmp_path / "fg.mcap"
     t0 = time.monotonic_ns()
-    with McapRecorder(path, foxglove_views=FoxgloveViews(ROBOT, tracked_link=6)) as rec:
-        rec.record("/mocap", t0, {"names": ["link6"], "position_m": [[1.0, 2.0, 0.05]],
-                                  "quaternion_wxyz": [[1.0, 0.0, 0.0, 0.0]], "occluded": [False]})  # fmt: skip
+    with McapRecorder(path, foxglove_views=FoxgloveViews(BODY, tracked_link=6)) as rec:
+        rec.record(MOCAP_CHANNEL, t0, {"names": ["link6"], "position_m": [[1.0, 2.0, 0.05]],
+                                       "quaternion_wxyz": [[1.0, 0.0, 0.0, 0.0]], "occluded": [False],
+                                       "capture_t_ns": t0, "latency_s": 0.0, "frame": 1, "source": "test"})  # fmt: skip
         for k in range(20):  # 100 Hz for 0.2 s
-            rec.record("/joint_feedback", t0 + k * 10_000_000, _feedback(k))
+            rec.record(FEEDBACK_CHANNEL, t0 + k * 10_000_000, _feedback(k))
     with open(path, "rb") as fh:
         reader = make_reader(fh)
         summary = reader.get_summary()
@@ -50,7 +55,7 @@ def test_a_run_log_has_frame_transforms_a_body_scene_and_joint_states_on_epoch_t
     for i in range(1, ROBOT.n_links + 1):
         assert f"link{i}".encode() in first_tf.data
     # the bytes are the SDK's own encoding of the body shape placed at the tracked link's mocap pose
-    views = FoxgloveViews(ROBOT, tracked_link=6)
+    views = FoxgloveViews(BODY, tracked_link=6)
     views.messages("/mocap", 0, {"names": ["link6"], "position_m": [[1.0, 2.0, 0.05]],
                                  "quaternion_wxyz": [[1.0, 0.0, 0.0, 0.0]], "occluded": [False]})  # fmt: skip
     expected = dict(views.messages("/joint_feedback", first_tf.log_time, _feedback(0)))
@@ -77,5 +82,5 @@ def test_simulator_poses_and_the_rod_give_their_own_views():
 
 
 def test_a_simulator_that_logs_its_poses_draws_the_body_from_them_only():
-    views = FoxgloveViews(ROBOT, body_from_joints=False)  # the first feedback comes before the first pose
+    views = FoxgloveViews(BODY, body_from_joints=False)  # the first feedback comes before the first pose
     assert [topic for topic, _ in views.messages("/joint_feedback", 5, _feedback(0))] == ["/foxglove/joint_states"]

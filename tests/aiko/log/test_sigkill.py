@@ -34,8 +34,8 @@ def test_sigkill_loses_at_most_one_second(tmp_path):
         parts = line.split()
         if len(parts) == 3:
             handed.setdefault(parts[0], []).append((int(parts[1]), int(parts[2])))
-    assert set(handed) == {"/mocap", "/references", "/joint_feedback"}
-    assert len(handed["/joint_feedback"]) >= 200  # ≥ 100 Hz for the ~3 s run (loaded machine: some slack)
+    assert set(handed) == {"/test/mocap", "/test/references", "/test/joint_feedback"}
+    assert len(handed["/test/joint_feedback"]) >= 200  # ≥ 100 Hz for the ~3 s run (loaded machine: some slack)
 
     log = LogReader(path)  # readable without repair (up to the last complete chunk)
     assert log.truncated

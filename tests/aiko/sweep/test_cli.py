@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from aiko.cli import main
 from aiko.log import LogReader
-from aiko.sweep.execute import Progress
+from aiko.sweep.execute import SweepProgress
 from aiko.sweep.results import ResultStore
 from aiko.sweep.spec import expand, load_spec
 from aiko.sweep.worker import RunTask, run_one
@@ -50,7 +50,7 @@ def test_list_metrics_and_dry_run(write_spec, capsys):
 def test_a_sweep_with_a_failing_run_writes_both_rows_logs_and_plots(write_spec, tmp_path, capsys):
     path = write_spec(
         'backend = "sim"\nmetrics = ["distance_m", "newton_iterations_mean"]\n'
-        '[set]\n"run.duration_s" = 0.05\n"sim.max_step_halvings" = 0\n'
+        '[set]\n"run.duration_s" = 0.1\n"sim.max_step_halvings" = 0\n'
         '[parameters]\n"sim.max_iterations" = [1, 400]\n'
     )
     out = tmp_path / "out"
@@ -134,13 +134,12 @@ def test_resume_runs_only_what_is_missing_and_refuses_to_mix_without_it(write_sp
 
 def test_progress_is_a_periodic_line_off_a_terminal():
     stream = io.StringIO()
-    progress = Progress(10, stream, interval_s=1e9)
-    progress.update(0)
-    progress.update(5, 1)  # within the interval: no line
-    progress.update(10, 1, 2, final=True)
+    progress = SweepProgress(10, stream, interval_s=1e9)
+    progress.update({"ok": 4, "failed": 1})  # within the interval: no line
+    progress.finish({"ok": 7, "failed": 1, "lost": 2})  # the last state is always said
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("sweep: 0/10 runs")
-    assert "10/10 runs, 1 failed, 2 lost" in lines[1] and "ETA" in lines[1]
+    assert len(lines) == 2 and lines[0].startswith("sweep: 10 / 10 runs (100 %), 1 failed, 2 lost")
+    assert "runs/s" in lines[0] and "ETA" in lines[0] and lines[1].startswith("sweep: done in")
 
 
 def test_the_example_sweep_file_is_valid(capsys):
@@ -151,7 +150,7 @@ def test_the_example_sweep_file_is_valid(capsys):
 
 
 def test_the_worker_probe_reports_an_experiment_it_cannot_read(tmp_path):
-    from aiko.sweep.execute import _probe
+    from aiko.sweep.connect import probe_worker as _probe
 
     assert _probe(str(tmp_path / "elsewhere.toml"))["experiment_readable"] is False
     assert _probe(str(REPO / "experiments/sidewinding.toml"))["experiment_readable"] is True

@@ -18,7 +18,7 @@ def test_a_run_that_does_not_converge_is_a_failed_row_with_the_reason():
         0,
         SIDEWINDING,
         "sim",
-        {"run.duration_s": 0.05, "sim.max_iterations": 1, "sim.max_step_halvings": 0},
+        {"run.duration_s": 0.1, "sim.max_iterations": 1, "sim.max_step_halvings": 0},
         seed=1,
         metrics=("distance_m", "speed_m_s"),
     )

@@ -1,6 +1,11 @@
 """A run's time limit: the worker-side timer interrupts a Python loop; a row says ``timeout``; ``--resume`` leaves
 timed-out runs alone unless ``--retry-timeouts``; a run stuck in C is written off by the client, whose worker is
-restarted and runs the rest of the sweep."""
+restarted and runs the rest of the sweep.
+
+Load-proof: a run that cannot end (80 000 s of simulated time, an hour asleep in C) always times out; a short run
+gets a limit far above what it takes on a busy machine, a fresh worker's imports included (10 s for a 0.2 s run that
+took 1.0 s cold here; at 0.5-1 s limits such runs timed out under load 5-9 and on CI), so it must say ok. Only lower
+bounds on wall time are asserted (a limit is never hit early)."""
 
 import json
 import time
@@ -22,13 +27,18 @@ def test_time_limit_interrupts_a_python_loop_and_lists_the_run_meanwhile():
     with pytest.raises(RunTimeout), time_limit("busy", 0.2):
         while True:
             seen.update(running_runs())
-    assert 0.15 < time.monotonic() - start < 5.0
+    assert time.monotonic() - start >= 0.2  # never before the limit (how long after depends on the machine's load)
     assert "busy" in seen and running_runs() == {}
 
 
 def test_a_run_within_its_limit_is_untouched_and_the_timer_is_gone_after_it():
-    with time_limit("quick", 0.3):
-        total = sum(range(1000))
+    for _ in range(20):  # a machine that descheduled the body past the limit fired the timer, as it must: again
+        try:
+            with time_limit("quick", 0.3):
+                total = sum(range(1000))
+        except RunTimeout:
+            continue
+        break
     deadline = time.monotonic() + 0.6
     while time.monotonic() < deadline:  # a late timer would raise in here
         total += 1
@@ -42,8 +52,9 @@ def test_run_one_past_its_limit_is_a_timeout_row():
     task = RunTask("r", 0, str(EXPERIMENTS / "sidewinding.toml"), "kinematic", {"run.duration_s": 600.0}, 1, metrics)
     row = run_one(RunTask(**{**task.__dict__, "timeout_s": 0.5}))
     assert row["status"] == "timeout" and "run_timeout_s = 0.5 s" in row["error"]
-    assert row["metrics"] == {"distance_m": None, "tracking_rms_h_deg": None} and 0.4 < row["wall_time_s"] < 30
-    quick = run_one(RunTask(**{**task.__dict__, "overrides": {"run.duration_s": 0.2}, "timeout_s": 60.0}))
+    assert row["metrics"] == {"distance_m": None, "tracking_rms_h_deg": None} and row["wall_time_s"] >= 0.5
+    # a limit no machine reaches in a 0.2 s kinematic run (an hour): the run is untouched
+    quick = run_one(RunTask(**{**task.__dict__, "overrides": {"run.duration_s": 0.2}, "timeout_s": 3600.0}))
     assert quick["status"] == "ok" and quick["metrics"]["tracking_rms_h_deg"] > 0
 
 
@@ -61,9 +72,9 @@ def test_bad_limits_are_one_line(write_spec, capsys):
 
 def test_a_timed_out_run_is_a_row_resume_skips_it_retry_runs_it(write_spec, tmp_path, capsys):
     path = write_spec(
-        'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[limits]\nrun_timeout_s = 1.0\n'
+        'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[limits]\nrun_timeout_s = 10.0\n'
         '[parameters]\n"run.duration_s" = [0.2, 80000.0]\n'
-    )
+    )  # the limit counts a fresh worker's imports too: 0.2 s of run took 1.0 s cold here, more on a busy machine
     out = tmp_path / "out"
     args = ["sweep", str(path), "--workers", "1", "--out", str(out), "--json", "--no-plots"]
     assert main(args) == 0
@@ -83,9 +94,9 @@ def test_a_timed_out_run_is_a_row_resume_skips_it_retry_runs_it(write_spec, tmp_
 
 def test_a_run_stuck_in_c_is_written_off_and_its_worker_restarted(write_spec, tmp_path):
     path = write_spec(
-        'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[limits]\nrun_timeout_s = 0.5\n'
+        'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[limits]\nrun_timeout_s = 10.0\n'
         '[parameters]\n"run.duration_s" = [5000.0, 0.2, 0.3]\n'
-    )
+    )  # the restarted worker's first run imports everything again within the limit (see above)
     spec = load_spec(path)
     runs = expand(spec)
     backend = validate_runs(spec, runs)

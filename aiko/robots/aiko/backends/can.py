@@ -1,167 +1,45 @@
 """Backend ``can``: the real robot on a CAN adapter, through the PC driver (``aiko.devices.can``).
 
-Experiment table (validated when the file is loaded; ``aiko run --interface/--channel/--bitrate/--can-log/
---rt-priority`` override its keys):
-  [can]  interface, channel, bitrate, slew_limit_deg_s, feedback_timeout_s, enable_timeout_s, watchdog_periods,
-         log, realtime_priority, clear_estop
+Its pieces beside it: the ``[can]`` table and the checks a run must pass before the bus opens
+(:mod:`~aiko.robots.aiko.backends.can_settings`), the streaming thread's real-time priority
+(:mod:`~aiko.robots.aiko.backends.can_priority`), how the driver hears the modules
+(:mod:`~aiko.robots.aiko.backends.can_receive`). This module is the lifecycle: open the bus, write the modules'
+parameters, refuse a latched e-stop, enable and confirm, stream, disable, close.
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import logging
 import math
-import os
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import can
 import numpy as np
 
+from aiko.core import realtime
 from aiko.core.clock import WallClock
-from aiko.core.config import Table
-from aiko.core.errors import ConfigError, HardwareError
+from aiko.core.errors import HardwareError
 from aiko.core.polling import poll_until
-from aiko.core.registry import register_backend, register_section
+from aiko.core.registry import register_backend
 from aiko.devices.can.driver import CanDriverSettings, CanJointDriver
 from aiko.devices.can.frame_log import open_can_log
 from aiko.devices.can.slcan_bus import BufferedSlcanBus
+from aiko.robots.aiko.backends.can_priority import (
+    realtime_priority_for,
+    restore_normal_priority,
+    set_realtime_priority,
+)
+from aiko.robots.aiko.backends.can_receive import ReceiveMode, WallClockReceive
+from aiko.robots.aiko.backends.can_settings import (
+    CanSection,
+    check_can_run,
+    no_backend_keys,
+)
 from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointReferences, JointStatus, RunContext
-from firmware_protocol.bus_load import protocol_bus_load
-from firmware_protocol.dbc import WATCHDOG_TIMEOUT_MAX_MS, WATCHDOG_TIMEOUT_MIN_MS, id_scheme
 
 log = logging.getLogger(__name__)
-
-
-# ------------------------------------------------------------------------------------------- settings
-@dataclass(frozen=True)
-class CanSection:
-    interface: str = "socketcan"
-    channel: str = "can0"
-    bitrate: int = 1_000_000
-    slew_limit_deg_s: float = 180.0
-    feedback_timeout_s: float = 0.5
-    enable_timeout_s: float = 1.0
-    watchdog_periods: float = 3.0
-    log: str | None = None
-    # SCHED_FIFO priority of the streaming thread (Linux); 0 = normal scheduling; None = the default for the clock
-    realtime_priority: int | None = None
-    clear_estop: bool = False  # allow activate to clear an emergency stop latched in the modules
-
-
-def parse_can_section(table: Table) -> CanSection:
-    section = CanSection(
-        interface=table.string("interface", CanSection.interface),
-        channel=table.string("channel", CanSection.channel),
-        bitrate=table.integer("bitrate", CanSection.bitrate, min=10_000, max=1_000_000),
-        slew_limit_deg_s=table.number("slew_limit_deg_s", CanSection.slew_limit_deg_s, min=1.0, max=2000.0),
-        feedback_timeout_s=table.number("feedback_timeout_s", CanSection.feedback_timeout_s, min=0.005, max=10.0),
-        enable_timeout_s=table.number("enable_timeout_s", CanSection.enable_timeout_s, min=0.01, max=30.0),
-        watchdog_periods=table.number("watchdog_periods", CanSection.watchdog_periods, min=1.0, max=100.0),
-        log=table.string("log", None),
-        realtime_priority=table.integer("realtime_priority", None, min=0, max=99),
-        clear_estop=table.boolean("clear_estop", False),
-    )
-    table.finish()
-    return section
-
-
-def set_realtime_priority(priority: int) -> bool:
-    """SCHED_FIFO for the calling thread (the one that streams references); False (and a warning) if refused."""
-    if priority <= 0 or not hasattr(os, "sched_setscheduler"):
-        return False
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except (PermissionError, OSError) as exc:
-        log.warning("cannot use real-time priority %d (%s); streaming with normal scheduling", priority, exc)
-        return False
-    return True
-
-
-# On the wall clock the reference stream asks for SCHED_FIFO by default: on a loaded 2-core PC, plain scheduling
-# gave a 10 Hz period jitter p99 of 5 ms, SCHED_FIFO 20 gave 0.1 ms (benchmarks/can_stream.py). Lockstep runs on the
-# simulated clock compute flat out, and a FIFO thread doing that would starve the machine: they never ask for it.
-WALL_CLOCK_REALTIME_PRIORITY = 20
-
-
-def _realtime_priority(ctx: RunContext, section: CanSection) -> int:
-    if section.realtime_priority is not None:
-        return section.realtime_priority
-    return WALL_CLOCK_REALTIME_PRIORITY if isinstance(ctx.clock, WallClock) else 0
-
-
-def restore_normal_priority() -> None:
-    if hasattr(os, "sched_setscheduler"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-        except OSError:
-            pass
-
-
-# docs/can_protocol.md: 200 Hz references with 200 Hz feedback (81 %) is "too close to saturation"
-MAX_BUS_LOAD = 0.8
-DEFAULT_MODULE_FEEDBACK_RATE_HZ = 100.0  # firmware default (EmulatorConfig.feedback_rate_hz)
-
-
-register_section("can", lambda table, experiment: parse_can_section(table))
-
-
-def add_can_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags for ``aiko run``: they override the experiment's [can] table (see :func:`can_overrides`)."""
-    parser.add_argument(
-        "--interface", metavar="NAME", help="python-can interface for --backend can (socketcan, slcan, ...)"
-    )
-    parser.add_argument("--channel", metavar="CH", help="CAN channel, e.g. can0, vcan0, /dev/ttyACM0")
-    parser.add_argument("--bitrate", type=int, metavar="BPS", help="CAN bitrate (default 1000000)")
-    parser.add_argument("--can-log", metavar="PATH", help="write every CAN frame (.asc .blf .log .csv .trc)")
-    parser.add_argument("--rt-priority", type=int, metavar="P", help="SCHED_FIFO priority of the streaming thread")
-
-
-CAN_FLAG_KEYS = {
-    "interface": "can.interface",
-    "channel": "can.channel",
-    "bitrate": "can.bitrate",
-    "can_log": "can.log",
-    "rt_priority": "can.realtime_priority",
-}
-
-
-def can_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags above (only those given) as experiment overrides of [can], range-checked under their own names."""
-    for attr, flag, low, high in (("bitrate", "--bitrate", 10_000, 1_000_000), ("rt_priority", "--rt-priority", 0, 99)):
-        value = getattr(args, attr, None)
-        if value is not None and not low <= value <= high:
-            raise ConfigError(f"{flag} {value} is out of range [{low}, {high}]")
-    return {key: getattr(args, attr) for attr, key in CAN_FLAG_KEYS.items() if getattr(args, attr, None) is not None}
-
-
-def no_backend_keys(table: Table) -> None:
-    table.finish()  # settings live in [can] / [hil]; [backend.can] and [backend.hil] take no keys
-
-
-# -------------------------------------------------------------------------------------------- backend
-class WallClockReceive:
-    """How the driver hears the modules on real hardware (and in real-time HIL): a python-can ``Notifier`` thread
-    receives, and waiting for an answer is sleeping. The other mode is HIL's lockstep (``backends.hil``)."""
-
-    use_notifier = True
-
-    def wait(self, dt_s: float) -> None:
-        time.sleep(dt_s)
-
-    def advance_to(self, t_s: float) -> None:
-        """Time passes by itself."""
-
-    def receive(self) -> None:
-        """The Notifier has already delivered every frame."""
-
-    def start(self) -> None:
-        """Nothing of ours runs beside the driver."""
-
-    def drain(self, frames_sent: int) -> None:
-        """The bus delivers what was sent."""
 
 
 class CanBackend(JointInterface):
@@ -174,7 +52,7 @@ class CanBackend(JointInterface):
         self.driver: CanJointDriver | None = None
         self.bus: can.BusABC | None = None
         self.ctx: RunContext | None = None
-        self.receive_mode: WallClockReceive = WallClockReceive()
+        self.receive_mode: ReceiveMode = WallClockReceive()
         self._initial_angles: np.ndarray | None = None
         self._active = False
 
@@ -192,46 +70,17 @@ class CanBackend(JointInterface):
             ) from None
 
     def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
-        """The modules' own feedback rate (the firmware's default; the PC does not set it)."""
-        return DEFAULT_MODULE_FEEDBACK_RATE_HZ
+        """The modules' own feedback rate: the robot description's (written to them at activation)."""
+        return ctx.robot.modules.feedback_rate_hz
 
     # -- lifecycle
     def configure(self, ctx: RunContext) -> None:
         self.ctx = ctx
         section: CanSection = ctx.settings("can")
+        feedback_hz = self._module_feedback_rate_hz(ctx)
+        check_can_run(ctx, section, feedback_hz)
         robot = ctx.robot
         nodes = tuple(robot.can_node_ids)
-        unknown = [n for n in nodes if n not in id_scheme().node_ids]
-        if unknown:
-            raise ConfigError(
-                f"{robot.source}: joints.can_node_ids {list(unknown)} are not defined in aiko_joint.dbc "
-                f"(nodes {id_scheme().node_ids[0]}..{id_scheme().node_ids[-1]})"
-            )
-        rate_hz = ctx.run.reference_rate_hz
-        timeout_ms = section.watchdog_periods * 1e3 / rate_hz
-        if not WATCHDOG_TIMEOUT_MIN_MS <= timeout_ms <= WATCHDOG_TIMEOUT_MAX_MS:
-            raise ConfigError(
-                f"{ctx.source}: can.watchdog_periods = {section.watchdog_periods:g} at "
-                f"run.reference_rate_hz = {rate_hz:g} is a {timeout_ms:g} ms watchdog; the modules accept "
-                f"{WATCHDOG_TIMEOUT_MIN_MS:g}..{WATCHDOG_TIMEOUT_MAX_MS:g} ms"
-            )
-        bitrate = section.bitrate
-        feedback_hz = self._module_feedback_rate_hz(ctx)
-        load = protocol_bus_load(rate_hz, feedback_hz, len(nodes), bitrate).load_fraction
-        if load > MAX_BUS_LOAD:
-            raise ConfigError(
-                f"{ctx.source}: run.reference_rate_hz = {rate_hz:g} with {len(nodes)} modules answering at "
-                f"{feedback_hz:g} Hz loads the {bitrate} bit/s bus to {100 * load:.0f} % (worst case) and more than "
-                f"{100 * MAX_BUS_LOAD:.0f} % leaves no room for the e-stop and retransmissions; lower the rate "
-                "(`aiko can bus-load` computes it)"
-            )
-        peak_rate = getattr(ctx.gait, "peak_rate_rad_s", None)
-        if callable(peak_rate) and math.degrees(peak_rate()) > section.slew_limit_deg_s * (1 + 1e-9):
-            raise ConfigError(
-                f"{ctx.source}: the gait moves its joints at up to {math.degrees(peak_rate()):.4g} deg/s but "
-                f"can.slew_limit_deg_s = {section.slew_limit_deg_s:g}: the references would be rate limited into "
-                "a different gait; lower the gait's amplitude or frequency (or raise the slew limit)"
-            )
         settings = CanDriverSettings(
             nodes=nodes,
             limit_h_rad=robot.limit_h_rad,
@@ -241,9 +90,12 @@ class CanBackend(JointInterface):
             stale_after_s=section.feedback_timeout_s,
             enable_timeout_s=section.enable_timeout_s,
             watchdog_periods=section.watchdog_periods,
+            gains_v=robot.modules.gains_v,
+            module_feedback_rate_hz=feedback_hz,
         )
-        self.realtime_priority = _realtime_priority(ctx, section)
+        self.realtime_priority = realtime_priority_for(ctx, section)
         self._priority_raised = False
+        self._raised_threads: realtime.RaisedThreads | None = None
         self.clear_estop = section.clear_estop
         log_path = section.log
         frame_log = open_can_log(log_path) if log_path else None
@@ -280,9 +132,12 @@ class CanBackend(JointInterface):
 
     def activate(self) -> None:
         driver = self._require()
-        # before any thread starts: the Notifier (and the HIL emulator) inherit SCHED_FIFO, so no thread that
-        # holds the GIL can be preempted by other processes while the sender waits for it (priority inversion)
+        # before our threads start: the Notifier (and the HIL emulator) inherit SCHED_FIFO; the threads already
+        # running (the MCAP writer, a live Foxglove server) are raised to it: no thread that holds the GIL can be
+        # preempted by other processes while the sender waits for it (priority inversion; aiko.core.realtime)
         self._priority_raised = set_realtime_priority(self.realtime_priority)
+        if self._priority_raised:
+            self._raised_threads = realtime.raise_python_threads(self.realtime_priority)
         gc.collect()
         gc.freeze()  # what exists now is never scanned again: shorter collector pauses while streaming
         self._gc_frozen = True
@@ -412,6 +267,8 @@ class CanBackend(JointInterface):
         out = self.driver.statistics()
         out["can_log_path"] = self.can_log_path
         out["realtime_priority"] = self.realtime_priority if self._priority_raised else 0
+        if self._raised_threads is not None:  # helper threads raised to the run's priority; the kernel refused these
+            out["realtime_threads_refused"] = list(self._raised_threads.refused)
         out["module_health"] = self.driver.health.snapshot(self.ctx.clock.now_s() if self.ctx else 0.0)
         return out
 
@@ -422,6 +279,10 @@ class CanBackend(JointInterface):
         if getattr(self, "_priority_raised", False):
             restore_normal_priority()
             self._priority_raised = False
+        raised = getattr(self, "_raised_threads", None)
+        if raised is not None:
+            raised.restore()  # the MCAP writer goes on writing the summary at normal priority
+            self._raised_threads = None
         if self.driver is not None:
             self.deactivate()
             self.driver.close()

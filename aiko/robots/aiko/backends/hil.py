@@ -30,12 +30,9 @@ from aiko.core.errors import ConfigError
 from aiko.core.polling import poll_until
 from aiko.core.registry import register_backend, register_section
 from aiko.devices.can.virtual_bus import LockstepVirtualBus
-from aiko.robots.aiko.backends.can import (
-    CanBackend,
-    CanSection,
-    WallClockReceive,
-    no_backend_keys,
-)
+from aiko.robots.aiko.backends.can import CanBackend
+from aiko.robots.aiko.backends.can_receive import WallClockReceive
+from aiko.robots.aiko.backends.can_settings import CanSection, no_backend_keys
 from aiko.robots.aiko.description import RobotDescription
 from aiko.robots.aiko.joints import RunContext
 from firmware_protocol.emulator import (
@@ -106,7 +103,7 @@ if _snake3d_available():
 @dataclass(frozen=True)
 class HilSection:
     plant: str = "inertia"
-    feedback_rate_hz: float = 100.0
+    feedback_rate_hz: float | None = None  # default: the robot description's [modules] feedback_rate_hz
     controller_rate_hz: float = 1000.0
     free_play_deg: float | None = None  # default: the robot description's
     torque_limit_nm: float | None = None  # joint-side, set by the H-bridge current limit; default: DriveParams'
@@ -118,7 +115,7 @@ class HilSection:
 def parse_hil_section(table: Table) -> HilSection:
     section = HilSection(
         plant=table.string("plant", HilSection.plant, choices=sorted(_HIL_PLANTS)),
-        feedback_rate_hz=table.number("feedback_rate_hz", HilSection.feedback_rate_hz, min=1.0, max=1000.0),
+        feedback_rate_hz=table.number("feedback_rate_hz", None, min=1.0, max=1000.0),
         controller_rate_hz=table.number("controller_rate_hz", HilSection.controller_rate_hz, min=200.0, max=5000.0),
         free_play_deg=table.number("free_play_deg", None, min=0.0, max=10.0),
         torque_limit_nm=table.number("torque_limit_nm", None, min=0.05, max=20.0),
@@ -153,7 +150,7 @@ class LockstepReceive:
 
     use_notifier = False
 
-    def __init__(self, emulator: JointControllerEmulator, pump: Callable[[], None]) -> None:
+    def __init__(self, emulator: JointControllerEmulator, pump: Callable[[], object]) -> None:
         self.emulator = emulator
         self.pump = pump
 
@@ -203,7 +200,9 @@ class HilBackend(CanBackend):
         self._emulator_bus: can.BusABC | None = None
 
     def _module_feedback_rate_hz(self, ctx: RunContext) -> float:
-        return ctx.settings("hil").feedback_rate_hz
+        """[hil] feedback_rate_hz if set, else the robot description's (written to the modules at activation)."""
+        hil: HilSection = ctx.settings("hil")
+        return hil.feedback_rate_hz if hil.feedback_rate_hz is not None else super()._module_feedback_rate_hz(ctx)
 
     def _open_bus(self, ctx: RunContext, section: CanSection) -> can.BusABC:
         hil: HilSection = ctx.settings("hil")
@@ -213,7 +212,7 @@ class HilBackend(CanBackend):
         config = EmulatorConfig(
             node_ids=tuple(robot.can_node_ids),
             controller_rate_hz=hil.controller_rate_hz,
-            feedback_rate_hz=hil.feedback_rate_hz,
+            feedback_rate_hz=self._module_feedback_rate_hz(ctx),
             reference_period_s=1.0 / ctx.run.reference_rate_hz,
             watchdog_periods=section.watchdog_periods,
             reply_to_references=hil.reply_to_references,

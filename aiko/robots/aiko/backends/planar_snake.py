@@ -22,6 +22,7 @@ import numpy as np
 
 from aiko.core.config import Table
 from aiko.core.errors import ConfigError
+from aiko.core.messages import Channel, Message, integers, number, numbers
 from aiko.robots.aiko.backends.sim import register_sim_model
 from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointReferences, JointStatus, RunContext
 
@@ -35,6 +36,32 @@ def _pair(table: Table, key: str, default: Any) -> tuple[float, float]:
     return (values[0], values[1])
 
 
+LINK_POSES_CHANNEL = Channel("/sim/link_poses", Message(
+    "aiko.planar_snake.LinkPoses",
+    "Every link of the planar snake at the log rate, link 1 (the head) first: centre and heading in the plane.",
+    {
+        "t_s": number("simulation time", "s"),
+        "x_m": numbers("link centres, x", "m"),
+        "y_m": numbers("link centres, y", "m"),
+        "theta_rad": numbers("link headings from the x axis", "rad"),
+        "com_m": numbers("centre of mass [x, y]", "m"),
+        "com_velocity_m_s": numbers("centre-of-mass velocity [x, y]", "m/s"),
+    },
+))  # fmt: skip
+CONTACTS_CHANNEL = Channel("/sim/contacts", Message(
+    "aiko.planar_snake.Contacts",
+    "The planar snake's obstacle contacts at the log rate (paper 001): which links touch which obstacle, on which "
+    "side, the contact forces of the last LCP and the joint torques.",
+    {
+        "t_s": number("simulation time", "s"),
+        "links": integers("links in contact, 1-based"),
+        "side": integers("side of each contact's force (eq. 15): +1 or -1"),
+        "obstacles": integers("obstacle of each contact (0-based, in the planar_snake_obstacles event's order)"),
+        "lambda_n": numbers("contact forces of the last LCP (eq. 32)", "N"),
+        "lambda_links": integers("link of each lambda_n entry, 1-based"),
+        "joint_torque_nm": numbers("joint torques, joint 1 first", "N m"),
+    },
+))  # fmt: skip
 MAX_OBSTACLES = 100_000  # far more than any lab floor; a lattice beyond it would exhaust the memory
 MAX_RANDOM_OBSTACLES = 10_000  # rejection sampling is quadratic in the count
 
@@ -216,12 +243,12 @@ class PlanarSnakeBackend(JointInterface):
         state = self.state
         x, y = link_centres(self.model, state.q)
         t_ns = self.clock.stamp_ns(state.t_s)
-        self.recorder.record("/sim/link_poses", t_ns, {
+        self.recorder.record(LINK_POSES_CHANNEL, t_ns, {
             "t_s": state.t_s, "x_m": x.tolist(), "y_m": y.tolist(), "theta_rad": state.q[:-2].tolist(),
             "com_m": state.q[-2:].tolist(), "com_velocity_m_s": state.qd[-2:].tolist(),
         })  # fmt: skip
         contacts = np.flatnonzero(state.alpha)
-        self.recorder.record("/sim/contacts", t_ns, {
+        self.recorder.record(CONTACTS_CHANNEL, t_ns, {
             "t_s": state.t_s, "links": (contacts + 1).tolist(), "side": state.alpha[contacts].tolist(),
             "obstacles": state.contact_obstacle[contacts].tolist(), "lambda_n": state.last_lambda.tolist(),
             "lambda_links": (state.last_lambda_links + 1).tolist(),

@@ -23,12 +23,64 @@ import numpy as np
 
 from aiko.core.config import Table
 from aiko.core.errors import AikoError, ConfigError
+from aiko.core.messages import WXYZ, XYZ, Channel, Message, integer, number, numbers, records, string, vectors
 from aiko.robots.aiko.backends.sim import register_sim_model
 from aiko.robots.aiko.description import RobotDescription
 from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointReferences, JointStatus, RunContext
 
 log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_S = 10.0
+
+TRACKED_POINT_CHANNEL = Channel("/mocap/tracked_point", Message(
+    "aiko.snake3d.TrackedPoint",
+    "The simulator's own motion capture: the tracked link's centre at the motion-capture rate.",
+    {
+        "t_s": number("simulation time", "s"),
+        "link": integer("the tracked link, 1 = head"),
+        "position_m": numbers("its centre [x, y, z], world frame", "m"),
+        "source": string("snake3d"),
+    },
+))  # fmt: skip
+LINK_POSES_CHANNEL = Channel("/sim/link_poses", Message(
+    "aiko.snake3d.LinkPoses",
+    "Every link's pose in the 3D simulator at the log rate, link 1 (the head) first; the link's axis is its local z.",
+    {
+        "t_s": number("simulation time", "s"),
+        "position_m": vectors("link centres, world frame", XYZ, "m"),
+        "quaternion_wxyz": vectors("link orientations (unit quaternions, link frame in the world frame)", WXYZ),
+    },
+))  # fmt: skip
+CONTACTS_CHANNEL = Channel("/sim/contacts", Message(
+    "aiko.snake3d.Contacts",
+    "Contact forces of the 3D simulator at the log rate: ground contacts of every link sphere, and the obstacle "
+    "posts' forces when the model has obstacles.",
+    {
+        "t_s": number("simulation time", "s"),
+        "order": string("which sphere each ground entry is"),
+        "normal_n": numbers("ground normal forces", "N"),
+        "friction_along_n": numbers("ground friction along the link", "N"),
+        "friction_across_n": numbers("ground friction across the link", "N"),
+        "rolling_n": numbers("rolling-resistance force", "N"),
+        "obstacle_forces": records("per link (1 first): the forces from each obstacle post, in the model's "
+                                   "obstacle order", {
+            "normal_n": numbers("normal force from each obstacle", "N"),
+            "friction_horizontal_n": numbers("horizontal friction from each obstacle", "N"),
+            "friction_vertical_n": numbers("vertical friction from each obstacle", "N"),
+        }, optional=True),
+    },
+))  # fmt: skip
+SOLVER_CHANNEL = Channel("/sim/solver", Message(
+    "aiko.snake3d.Solver",
+    "The contact solver's running statistics at the log rate.",
+    {
+        "t_s": number("simulation time", "s"),
+        "steps": integer("time steps so far"),
+        "newton_iterations_mean": number("mean Newton iterations per step so far"),
+        "newton_iterations_max": integer("most Newton iterations in one step so far"),
+        "retries": integer("steps retried so far"),
+        "split_steps": integer("steps split into smaller ones so far"),
+    },
+))  # fmt: skip
 
 if TYPE_CHECKING:  # the simulator (numba) loads when a snake3d run or [sim] table needs it, not before
     from sim.snake3d import RunStats, SnakeModel, SnakeSimulator
@@ -243,7 +295,7 @@ class Snake3DBackend(JointInterface):
         if t + eps >= self._next_mocap_s:
             point = sim.state.position_m[self.settings.tracked_link - 1]
             self.recorder.record(
-                "/mocap/tracked_point",
+                TRACKED_POINT_CHANNEL,
                 self.clock.stamp_ns(t),
                 {"t_s": t, "link": self.settings.tracked_link, "position_m": point.tolist(), "source": "snake3d"},
             )
@@ -251,7 +303,7 @@ class Snake3DBackend(JointInterface):
         if t + eps >= self._next_log_s:
             stamp = self.clock.stamp_ns(t)
             self.recorder.record(
-                "/sim/link_poses",
+                LINK_POSES_CHANNEL,
                 stamp,
                 {
                     "t_s": t,
@@ -271,13 +323,14 @@ class Snake3DBackend(JointInterface):
             }
             if sim.model.obstacles:
                 posts = forces[sim.model.n_contacts :].reshape(sim.model.n_links, len(sim.model.obstacles), 4)
-                payload["obstacle_normal_n"] = posts[:, :, 0].tolist()  # [link][obstacle]
-                payload["obstacle_friction_horizontal_n"] = posts[:, :, 1].tolist()
-                payload["obstacle_friction_vertical_n"] = posts[:, :, 2].tolist()
-            self.recorder.record("/sim/contacts", stamp, payload)
+                payload["obstacle_forces"] = [
+                    {"normal_n": link[:, 0], "friction_horizontal_n": link[:, 1], "friction_vertical_n": link[:, 2]}
+                    for link in posts
+                ]
+            self.recorder.record(CONTACTS_CHANNEL, stamp, payload)
             stats = sim.stats
             self.recorder.record(
-                "/sim/solver",
+                SOLVER_CHANNEL,
                 stamp,
                 {"t_s": t, "steps": stats.steps, "newton_iterations_mean": stats.newton_iterations_mean,
                  "newton_iterations_max": stats.max_sweeps, "retries": stats.retries,

@@ -5,7 +5,7 @@ watchdog and safety stops. A driven run adds two things:
 
 - a **drive task** on the run clock, just before the references at each reference deadline: it takes what the input
   device produced since the last tick, turns it into absolute commands (``speed 1.3``, never "faster"), hands them to
-  the gait at this tick's time and records each on ``/drive/commands`` (schema :data:`DRIVE_COMMAND_SCHEMA`), so the
+  the gait at this tick's time and records each on ``/drive/commands`` (:data:`COMMANDS_CHANNEL`), so the
   log says exactly what the operator did and when, and :func:`aiko.robots.aiko.drive.export.driven_experiment`
   turns it back into an experiment that runs the same references again;
 - a thin wrapper around the backend (:class:`DrivenBackend`) that remembers the latest feedback for the status line
@@ -31,44 +31,38 @@ import numpy as np
 from aiko.core.errors import RunStopped
 from aiko.core.interfaces import Recorder
 from aiko.core.loop import PeriodicTask
+from aiko.core.messages import Channel, Message, boolean, number, string
 from aiko.robots.aiko.gaits.steerable import DriveCommand, SteerableGait
 from aiko.robots.aiko.joints import JointFeedback, JointInterface, JointReferences, JointStatus, RunContext
 
 log = logging.getLogger(__name__)
 
-COMMANDS_CHANNEL = "/drive/commands"
-STATUS_CHANNEL = "/drive/status"
-
-DRIVE_COMMAND_SCHEMA: dict[str, Any] = {
-    "title": "aiko.DriveCommand",
-    "description": "An operator command of a driven run, at the run time it took effect (aiko drive).",
-    "type": "object",
-    "properties": {
-        "t_s": {"type": "number", "description": "run time the command took effect, s"},
-        "command": {"type": "string", "description": "speed | turn | gait | pause | resume | stop"},
-        "value": {"type": "number", "description": "speed factor or turn fraction (0 for the other commands)"},
-        "gait": {"type": "string", "description": "the gait switched to (command gait), else empty"},
-        "source": {"type": "string", "description": "keyboard | gamepad | foxglove | script | input"},
+COMMANDS_CHANNEL = Channel("/drive/commands", Message(
+    "aiko.DriveCommand",
+    "An operator command of a driven run, at the run time it took effect (aiko drive).",
+    {
+        "t_s": number("run time the command took effect", "s"),
+        "command": string("speed | turn | gait | pause | resume | stop"),
+        "value": number("speed factor or turn fraction (0 for the other commands)"),
+        "gait": string("the gait switched to (command gait), else empty"),
+        "source": string("keyboard | gamepad | foxglove | script | input"),
     },
-    "required": ["t_s", "command", "value", "gait", "source"],
-}
-DRIVE_STATUS_SCHEMA: dict[str, Any] = {
-    "title": "aiko.DriveStatus",
-    "description": "The steering state at each reference tick of a driven run.",
-    "type": "object",
-    "properties": {
-        "t_s": {"type": "number"},
-        "gait": {"type": "string"},
-        "blending": {"type": "boolean"},
-        "speed": {"type": "number", "description": "commanded speed factor (× the gait's own frequency)"},
-        "frequency_deg_s": {"type": "number", "description": "the running wave's frequency now"},
-        "turn": {"type": "number", "description": "commanded turn, -1 … 1"},
-        "turn_deg": {"type": "number", "description": "commanded ψ_h, deg"},
-        "paused": {"type": "boolean"},
-        "input_ok": {"type": "boolean", "description": "false while the input device is lost"},
+))  # fmt: skip
+STATUS_CHANNEL = Channel("/drive/status", Message(
+    "aiko.DriveStatus",
+    "The steering state at each reference tick of a driven run.",
+    {
+        "t_s": number("run time", "s"),
+        "gait": string("the running gait"),
+        "blending": boolean("a gait switch is being blended"),
+        "speed": number("commanded speed factor (x the gait's own frequency)"),
+        "frequency_deg_s": number("the running wave's frequency now", "deg/s"),
+        "turn": number("commanded turn, -1 .. 1"),
+        "turn_deg": number("commanded psi_h", "deg"),
+        "paused": boolean("the gait is paused"),
+        "input_ok": boolean("false while the input device is lost"),
     },
-    "required": ["t_s", "gait", "blending", "speed", "frequency_deg_s", "turn", "turn_deg", "paused", "input_ok"],
-}
+))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -117,10 +111,10 @@ class DrivenBackend(JointInterface):
     def configure(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.recorder = ctx.recorder
-        declare = getattr(_file_recorder(ctx.recorder), "declare_channel", None)
-        if callable(declare):
-            declare(COMMANDS_CHANNEL, DRIVE_COMMAND_SCHEMA, "aiko.DriveCommand")
-            declare(STATUS_CHANNEL, DRIVE_STATUS_SCHEMA, "aiko.DriveStatus")
+        declare = getattr(_file_recorder(ctx.recorder), "declare", None)
+        if callable(declare):  # in the log from the start, even if the operator commands nothing
+            declare(COMMANDS_CHANNEL)
+            declare(STATUS_CHANNEL)
         self.inner.configure(ctx)
 
     def activate(self) -> None:
@@ -163,9 +157,9 @@ class DrivenBackend(JointInterface):
 
 
 def _file_recorder(recorder: Any) -> Any:
-    """The first recorder of a fan-out that declares channels (the log file)."""
+    """The first recorder of a fan-out that registers channels ahead of their messages (the log file)."""
     for inner in getattr(recorder, "recorders", [recorder]):
-        if hasattr(inner, "declare_channel"):
+        if hasattr(inner, "declare"):
             return inner
     return recorder
 

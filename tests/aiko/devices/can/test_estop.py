@@ -121,7 +121,9 @@ def test_estop_from_another_process_stops_a_running_aiko_run(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     run_cmd = [_PY, "-m", "aiko.cli", "run", str(REPO / "experiments" / "sidewinding.toml"), "--backend", "can"]
     run_cmd += ["--interface", "slcan", "--channel", pty, "--duration", "60", "--out", str(log), "--no-report"]
-    run_cmd += ["--set", "can.watchdog_periods=20"]  # a loaded machine must not trip the watchdog first
+    # far beyond any stall of a loaded machine (the emulator runs at normal priority): the stop must come first
+    for setting in ("can.watchdog_periods=20", "can.feedback_timeout_s=10", "can.enable_timeout_s=10"):
+        run_cmd += ["--set", setting]
     run = subprocess.Popen(run_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     try:
         deadline = time.monotonic() + 60

@@ -42,13 +42,16 @@ class Rdt:
         return out
 
     def drain(self):
-        self.sock.settimeout(0.05)
+        """Discard what has already arrived. Non-blocking, so a stream that never pauses (1 kHz on an idle machine
+        leaves no 50 ms gap) cannot keep it reading forever."""
+        self.sock.setblocking(False)
         try:
             while True:
                 self.sock.recv(4096)
-        except TimeoutError:
+        except BlockingIOError:
             pass
-        self.sock.settimeout(2.0)
+        finally:
+            self.sock.settimeout(2.0)
 
     def rate_hz(self, window_s=1.0):
         """The device's sample rate: sequence numbers over at least a second of receive time (coarse on a busy

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from aiko.core.mocap import MocapTask
+from aiko.core.mocap import MOCAP_CHANNEL, MocapTask
 from aiko.core.recording import MemoryRecorder
 from aiko.devices.mocap.simulated import SimulatedMocap
 from aiko.log import LogReader, McapRecorder
@@ -103,7 +103,7 @@ def test_mocap_task_logs_nan_and_flags(tmp_path):
     path = tmp_path / "m.mcap"
     with McapRecorder(path) as rec:
         for t_ns, payload in memory.channels["/mocap"]:
-            rec.record("/mocap", t_ns, payload)
+            rec.record(MOCAP_CHANNEL, t_ns, payload)
     arrays = LogReader(path).channel("/mocap")
     assert arrays["position_m"].shape == (40, 1, 3)
     flagged = arrays["occluded"][:, 0]

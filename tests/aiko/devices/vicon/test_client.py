@@ -165,3 +165,30 @@ def test_connection_events_reach_the_log_through_the_mocap_task():
     assert memory.event_kinds() == ["mocap_connected", "mocap_connection_lost", "mocap_reconnected"]
     assert all(fields["source"] == "vicon" and fields["host"] == "v:801" for _, _, fields in memory.events)
     assert len(memory.channels["/mocap"]) == 1
+
+
+class DropsWhileReading(FakeViconClient):
+    """The server restarts between get_frame and the getters: as the SDK does, every getter after the drop answers
+    from no frame (a segment None, the latency total 0.0)."""
+
+    def get_segment_global_translation(self, subject, segment):
+        if self.frame_number == 2:
+            self.connected = False
+        if not self.connected:
+            return None
+        return super().get_segment_global_translation(subject, segment)
+
+    def get_latency_total(self):
+        return super().get_latency_total() if self.connected else 0.0
+
+
+def test_a_frame_read_across_a_dropped_connection_is_not_stored():
+    frame = {"link6": ([10.0, 0.0, 0.0], [1, 0, 0, 0])}
+    client = DropsWhileReading([frame, frame, frame])
+    mocap = ViconMocap("v:801", [ViconBody("aiko", "link6")], reconnect_interval_s=0.01, client_factory=lambda: client)
+    with mocap:
+        assert _wait(lambda: mocap.frames_received == 2)
+        latest = mocap.sample(time.monotonic_ns())
+    assert mocap.frames_discarded == 1  # frame 2: never an occluded pose with a zero latency
+    assert not latest.occluded[0] and abs(latest.latency_s - 0.012) < 0.25
+    assert "mocap_connection_lost" in [e.kind for e in mocap.pop_events()]

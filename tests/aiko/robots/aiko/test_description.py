@@ -54,6 +54,10 @@ def test_any_n_link_snake_can_be_described(tmp_path):
         ('[joints]\ntype = "ball"\n', "not one of"),
         ("[joints]\nlimit_h_deg = 270\n", "out of range"),
         ("[joints]\nbacklash_deg = 3\n", "unknown key"),
+        ("[modules]\nkp_h_v_per_rad = 0.5\n", r"modules.kp_h_v_per_rad: 0.5 is out of range"),
+        ("[modules]\nkd_v_v_s_per_rad = 501\n", r"modules.kd_v_v_s_per_rad: 501.* out of range"),
+        ("[modules]\nfeedback_rate_hz = 0\n", r"modules.feedback_rate_hz: 0.* out of range"),
+        ("[modules]\nki = 3\n", "unknown key"),
     ],
 )
 def test_bad_descriptions_name_the_problem(tmp_path, extra, message):
@@ -64,3 +68,19 @@ def test_bad_descriptions_name_the_problem(tmp_path, extra, message):
 def test_negative_mass_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"link.mass_kg: -1.0 is out of range"):
         load_robot(write(tmp_path, BASE.replace("mass_kg = 0.5", "mass_kg = -1.0")))
+
+
+def test_the_modules_gains_and_feedback_rate_are_the_robots(tmp_path, experiments_dir):
+    """What a run writes to every module (and reads back) comes from the description: the firmware's defaults
+    unless the robot says otherwise."""
+    from firmware_protocol.emulator.controller import ControllerGains
+
+    default = load_robot(write(tmp_path, BASE)).modules
+    firmware = ControllerGains()
+    assert default.gains_v == (
+        firmware.kp_h_v_per_rad, firmware.kd_h_v_s_per_rad, firmware.kp_v_v_per_rad, firmware.kd_v_v_s_per_rad
+    )
+    assert default.feedback_rate_hz == 100.0
+    tuned = load_robot(write(tmp_path, BASE + "[modules]\nkd_h_v_s_per_rad = 8.5\nfeedback_rate_hz = 50\n")).modules
+    assert tuned.gains_v == (400.0, 8.5, 400.0, 6.0) and tuned.feedback_rate_hz == 50.0
+    assert load_robot(experiments_dir / "robots" / "aiko.toml").modules == default

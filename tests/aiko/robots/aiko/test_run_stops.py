@@ -1,5 +1,5 @@
 """A run stops cleanly when a module reports ESTOP / WATCHDOG / fault (unless run.allow_degraded), and the loop
-skips missed deadlines instead of replaying them."""
+sends a late reference late, once, instead of replaying or skipping missed deadlines."""
 
 from pathlib import Path
 
@@ -161,7 +161,10 @@ class _StallingClock:
         self._inner.sleep_until(t_s)
 
 
-def test_missed_deadlines_are_skipped_not_replayed():
+def test_after_a_stall_the_newest_reference_is_sent_once_then_the_grid():
+    """Aiko's control loop over the spine's deadline rule (tests/aiko/core/test_deadline_rule.py has the rule
+    itself): a 1.53 s stall from just before t = 0.5 sends t = 2.0 at 2.03 once, then 2.1, 2.2, ...; nothing
+    replayed, nothing skipped into silence."""
     experiment = load_experiment(SIDEWINDING)
     backend = _StatusBackend(int(JointStatus.ENABLED), 99.0)
     recorder = MemoryRecorder()
@@ -170,32 +173,26 @@ def test_missed_deadlines_are_skipped_not_replayed():
     result = loop.run(3.0)
     sent = np.array([t for t, _ in recorder.channels["/references"]], dtype=float) * 1e-9
     sent -= clock.start_ns * 1e-9
-    assert np.all(np.diff(sent) >= 0.1 - 1e-9)  # no burst: never two references within one period
-    assert backend.writes == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4, 2.1, *[k / 10 for k in range(22, 31)]])
+    assert np.all(np.diff(sent) >= 0.05 - 1e-9)  # no burst: never two references within half a period
+    assert np.diff(sent).max() == pytest.approx(1.63)  # the stall plus one period, no more
+    assert backend.writes == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4, 2.0, *[k / 10 for k in range(21, 31)]])
     missed = {f["task"]: f for _, kind, f in recorder.events if kind == "deadline_missed"}
-    assert missed["references"]["count"] == 16 and missed["references"]["gap_s"] == pytest.approx(1.53)
-    assert missed["references"]["resume_t_s"] == pytest.approx(2.1)
+    assert missed["references"]["count"] == 15 and missed["references"]["gap_s"] == pytest.approx(1.63)
+    assert missed["references"]["run_t_s"] == 2.0 and missed["references"]["resume_t_s"] == pytest.approx(2.1)
     assert result.deadlines_missed == missed["references"]["count"] + missed["feedback"]["count"]
+    assert result.task_timing["references"]["max_gap_s"] == pytest.approx(1.63)
 
 
-def test_a_slightly_late_deadline_still_runs():
+def test_a_slightly_late_reference_is_sent_not_skipped():
+    """11 ms late (more than the 10 % that used to be skipped into a 0.2 s silence): sent, late."""
     from aiko.core.loop import PeriodicTask
 
-    task = PeriodicTask("x", 10.0, lambda t: None, late_fraction=0.1)
-    task.count = 5
-    assert task.skip_missed(0.5 + 0.009) is None  # 9 ms late: within 10 % of the period
-    assert task.skip_missed(0.5 + 0.011) == (1, pytest.approx(0.011)) and task.next_time() == pytest.approx(0.6)
-
-
-def test_the_first_deadline_runs_however_late_the_start_and_the_rest_resume_in_the_future():
-    """A run whose loop starts 0.35 s after its clock (a loaded machine): t = 0 is sent (nothing came before it,
-    so nothing is replayed: it is the gait's start); the deadlines at 0.1–0.3 s are skipped as after any stall."""
-    from aiko.core.loop import PeriodicTask
-
-    task = PeriodicTask("references", 10.0, lambda t: None, late_fraction=0.1)
-    assert task.skip_missed(0.35) is None and task.next_time() == 0.0
-    task.count += 1  # the loop ran the t = 0 deadline
-    assert task.skip_missed(0.351) == (3, pytest.approx(0.251)) and task.next_time() == pytest.approx(0.4)
+    task = PeriodicTask("x", 10.0, lambda t: None)
+    task.mark_run(4, 0.4)
+    assert task.due_s() == pytest.approx(0.5)
+    assert task.newest_passed(0.5 + 0.011, 3.0) == (5, 0)  # deadline 5 runs, nothing superseded
+    assert task.newest_passed(0.5 + 0.099, 3.0) == (5, 0)
+    assert task.newest_passed(0.5 + 0.101, 3.0) == (6, 1)  # a whole period late: the newest one, one superseded
 
 
 def test_slew_limit_counts_the_time_that_really_passed():

@@ -10,7 +10,9 @@ from aiko.devices.vicon import protocol as p
 from aiko.devices.vicon.frames import FrameEncoder
 from aiko.devices.vicon.impairments import Impairments, Occlusion, parse_occlusions
 from aiko.log.recorder import McapRecorder
+from aiko.robots.aiko.backends.sim_snake3d import LINK_POSES_CHANNEL as LINK_POSES_3D
 from aiko.robots.aiko.description import load_robot
+from aiko.robots.aiko.joints import FEEDBACK_CHANNEL, REFERENCES_CHANNEL
 from aiko.robots.aiko.vicon_source import AikoFrameSource, LogPoses, PoseProvider, aiko_subject, marker_offset_m
 from tests.aiko.devices.vicon.processes import REPO
 
@@ -105,7 +107,7 @@ def test_log_replay_interpolates_and_loops(tmp_path):
     q1 = np.tile(Rotation.from_euler("z", 90, degrees=True).as_quat(scalar_first=True), (11, 1))
     with McapRecorder(path) as rec:
         for t_s, pos, q in ((0.0, p0, q0), (1.0, p1, q1)):
-            rec.record("/sim/link_poses", int(t_s * 1e9), {"t_s": t_s, "position_m": pos, "quaternion_wxyz": q})
+            rec.record(LINK_POSES_3D, int(t_s * 1e9), {"t_s": t_s, "position_m": pos, "quaternion_wxyz": q})
     poses = LogPoses(path, ROBOT)
     assert poses.kind == "/sim/link_poses"
     pos, q = poses.at(0.5)
@@ -118,7 +120,18 @@ def test_log_without_link_poses_is_shaped_from_joint_feedback(tmp_path):
     path = tmp_path / "run.mcap"
     n = ROBOT.n_joints
     with McapRecorder(path) as rec:
-        rec.record("/joint_feedback", 0, {"t_s": 0.0, "angle_h_rad": [0.0] * n, "angle_v_rad": [0.0] * n})
+        rec.record(
+            FEEDBACK_CHANNEL,
+            0,
+            {
+                "t_s": 0.0,
+                "angle_h_rad": [0.0] * n,
+                "angle_v_rad": [0.0] * n,
+                "rate_h_rad_s": [0.0] * n,
+                "rate_v_rad_s": [0.0] * n,
+                "status": [1] * n,
+            },
+        )
     poses = LogPoses(path, ROBOT)
     pos, _ = poses.at(0.0)
     assert poses.kind == "/joint_feedback" and pos.shape == (11, 3)
@@ -130,6 +143,7 @@ def test_log_without_link_poses_is_shaped_from_joint_feedback(tmp_path):
 def test_log_without_poses_is_refused(tmp_path):
     path = tmp_path / "run.mcap"
     with McapRecorder(path) as rec:
-        rec.record("/references", 0, {"t_s": 0.0})
+        angles = {k: [0.0] for k in ("angle_h_rad", "angle_v_rad", "rate_h_rad_s", "rate_v_rad_s")}
+        rec.record(REFERENCES_CHANNEL, 0, {"t_s": 0.0, **angles})
     with pytest.raises(ConfigError, match="no /sim/link_poses or /joint_feedback"):
         LogPoses(path, ROBOT)
