@@ -101,6 +101,7 @@ class ServerCounters:
     multicast_started: int = 0
     multicast_refused: int = 0  # StartMulticastSender requests the server could not serve (logged: the SDK hides it)
     multicast_packets_sent: int = 0
+    frames_skipped_slow_client: int = 0  # frames a client too slow to take them never got (oldest dropped first)
     late_ticks: int = 0  # frames never captured because the server fell more than 5 periods behind
     source_errors: int = 0
     requests: dict[str, int] = field(default_factory=lambda: collections.defaultdict(int))
@@ -327,7 +328,7 @@ class _Connection:
         self.sock = sock
         self.peer = peer
         self._cv = threading.Condition()
-        self._queue: collections.deque[bytes] = collections.deque()
+        self._queue: collections.deque[tuple[bool, bytes]] = collections.deque()  # (is a frame, packet)
         self._closed = False
         self.push = False
         self.wanted = 0  # frames owed: ClientPull waiting for a new one, ClientPullPreFetch's count
@@ -358,25 +359,32 @@ class _Connection:
 
     # -- frames in, packets out
     def on_frame(self, frame: _Frame) -> None:
+        skipped = 0
         with self._cv:
             if self.push or self.wanted > 0:
                 self.wanted = max(self.wanted - 1, 0) if not self.push else 0
-                self._enqueue(frame)
+                skipped = self._enqueue(frame)
             multicast, types = self._multicast, self.types
+        if skipped:
+            self.server._count("frames_skipped_slow_client")
         if multicast is not None:  # every frame while it lasts, whatever this client's own stream mode
             if multicast.send(frame.packet(types)):
                 self.server._count("multicast_packets_sent")
 
-    def _enqueue(self, frame: _Frame) -> None:  # holds self._cv
+    def _enqueue(self, frame: _Frame) -> int:  # holds self._cv
+        """Queue ``frame``; if the client is more than QUEUE_FRAMES frames behind, drop its oldest queued frame
+        (never a ping echo or the ObjectEnums: the SDK disconnects without the latter). Returns frames dropped."""
         self.last_sent_id = frame.frame_id
-        self._queue.append(frame.packet(self.types))
-        while len(self._queue) > QUEUE_FRAMES:
-            self._queue.popleft()
+        self._queue.append((True, frame.packet(self.types)))
+        frames = [i for i, (is_frame, _) in enumerate(self._queue) if is_frame]
+        for i in reversed(frames[: max(len(frames) - QUEUE_FRAMES, 0)]):
+            del self._queue[i]
         self._cv.notify_all()
+        return max(len(frames) - QUEUE_FRAMES, 0)
 
     def _send(self, packet: bytes) -> None:
         with self._cv:
-            self._queue.append(packet)
+            self._queue.append((False, packet))
             self._cv.notify_all()
 
     def _write_loop(self) -> None:
@@ -386,7 +394,7 @@ class _Connection:
                     self._cv.wait()
                 if self._closed:
                     return
-                packet = self._queue.popleft()
+                _, packet = self._queue.popleft()
             try:
                 self.sock.sendall(packet)
                 self.server._count("packets_sent")

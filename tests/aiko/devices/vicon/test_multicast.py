@@ -151,7 +151,8 @@ def test_start_server_multicast_sends_the_controllers_frames_to_the_group_and_st
     controller = pv.PyViconDatastream()
     try:
         # the receiving side of SDK 1.11 fails before it opens a socket (see the module docstring)
-        assert pv.PyViconDatastream().connect_multicast(HOST, f"{GROUP}:{group_port}") == pv.Result.ClientConnectionFailed
+        receiver = pv.PyViconDatastream()
+        assert receiver.connect_multicast(HOST, f"{GROUP}:{group_port}") == pv.Result.ClientConnectionFailed
 
         assert controller.connect(f"{HOST}:{port}") == pv.Result.Success
         controller.enable_segment_data()  # the multicast frames hold what this client asked for

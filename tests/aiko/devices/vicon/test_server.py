@@ -64,7 +64,9 @@ def test_server_push_streams_every_frame_and_pings_are_echoed(server):
     c.packet()
     c.send(p.RequestFrame(True))
     ids = [c.frame_id() for _ in range(20)]
-    assert ids == list(range(ids[0], ids[0] + 20))
+    assert ids == sorted(set(ids))  # each frame once, in order
+    if ids != list(range(ids[0], ids[0] + 20)):  # every frame, unless the server or this reader fell behind (load)
+        assert server.counters.late_ticks + server.counters.frames_skipped_slow_client > 0, ids
     c.send(p.Ping(77))
     while True:
         objects = c.packet()
