@@ -49,9 +49,7 @@ class MulticastTarget:
 
     @classmethod
     def from_request(cls, request: p.StartMulticastSender) -> MulticastTarget:
-        return cls(
-            ipaddress.IPv4Address(request.multicast_ip), ipaddress.IPv4Address(request.source_ip), request.port
-        )
+        return cls(ipaddress.IPv4Address(request.multicast_ip), ipaddress.IPv4Address(request.source_ip), request.port)
 
     def __str__(self) -> str:
         return f"{self.group}:{self.port} from {self.source}"

@@ -127,3 +127,48 @@ def _check_seg1(frames, rate_hz):
     for frame in frames:
         x, _ = synthetic_pose(0, 0, (frame["number"] - 1) / rate_hz)
         np.testing.assert_allclose(frame["subject1/seg1"]["translation_mm"], x, atol=1e-6)
+
+
+def _pull_until(client, seen, limit=20):
+    """ClientPull frames until ``seen(client)``; how many it took (None if ``limit`` frames never showed it)."""
+    pv = pytest.importorskip("pyvicon_datastream")
+    for k in range(1, limit + 1):
+        assert client.get_frame() == pv.Result.Success
+        if seen(client):
+            return k
+    return None
+
+
+def test_a_frame_holds_only_the_object_types_the_client_asked_for(server):
+    """Segments and markers come only once enabled, and stop once disabled (the SDK's ObjectEnums); the SDK sends
+    a change after the next packet (``ClientThread``), so it takes effect a frame or two later, not never."""
+    pv = pytest.importorskip("pyvicon_datastream")
+    address, _ = server
+    client = pv.PyViconDatastream()
+    assert client.connect(address) == pv.Result.Success
+    try:
+        client.set_stream_mode(pv.StreamMode.ClientPull)
+        for _ in range(10):  # never asked for: every segment and marker reads as occluded (None)
+            assert client.get_frame() == pv.Result.Success
+            assert client.get_segment_global_translation("subject2", "seg2") is None
+            assert client.get_marker_global_translation("subject2", "seg2_m") is None
+        assert client.get_subject_count() == 2  # the static objects a fresh connection asks for do come
+
+        def segments(c):
+            return c.get_segment_global_translation("subject2", "seg2") is not None
+
+        def markers(c):
+            return c.get_marker_global_translation("subject2", "seg2_m") is not None
+
+        client.enable_segment_data()
+        assert _pull_until(client, segments) is not None
+        for _ in range(5):
+            assert client.get_frame() == pv.Result.Success and segments(client) and not markers(client)
+        client.enable_marker_data()
+        assert _pull_until(client, markers) is not None
+        client.disable_marker_data()
+        assert _pull_until(client, lambda c: not markers(c)) is not None
+        for _ in range(5):
+            assert client.get_frame() == pv.Result.Success and segments(client) and not markers(client)
+    finally:
+        client.disconnect()
