@@ -3,6 +3,12 @@
 
     python -m aiko.devices.vicon.probe --host 127.0.0.5:801 --mode ServerPush --duration-s 2 --body aiko/link6
 
+A frame holds only the object types the client had asked for when the server sent it, and the SDK sends its
+request (``Enable…Data``) from its reader thread only after the next packet has arrived (``ViconCGStreamClient.cpp``,
+``ClientThread``: ``WriteObjects`` then ``ReadObjects``); so the first frame(s) of each connection may read every
+segment and marker as occluded (None here), against a Tracker as against the emulator. ``connection`` in each
+frame says which connection it came on.
+
 Runs alone in its process on purpose: ``get_frame()`` holds the GIL while it waits. A dropped connection is
 retried at once (the SDK's ``get_frame`` has already waited 1 s when it reports it) and logged in ``reconnects``.
 """
@@ -56,6 +62,7 @@ def probe(host: str, mode: str, duration_s: float, bodies: list[str], markers: l
             continue
         frame: dict[str, Any] = {
             "number": int(client.get_frame_number()),
+            "connection": len(out["reconnects"]),  # 0, then 1 after the first reconnect, ...
             "received_unix_s": received,
             "latency_total_s": float(client.get_latency_total()),
         }

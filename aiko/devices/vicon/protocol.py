@@ -15,7 +15,8 @@ sdist under ``lib_src/vicondatastream-1.11.0/Vicon/CrossMarket/``:
   + ``SubjectInfoDetail.h``, ``FrameInfo.h``, ``GlobalSegments.h`` + ``GlobalSegmentsDetail.h``,
   ``LocalSegments.h`` + ``LocalSegmentsDetail.h``, ``LabeledRecons.h`` + ``LabeledReconsDetail.h``,
   ``LatencyInfo.h`` + ``LatencyInfoDetail.h``, ``ApplicationInfo.h`` (a ``Char`` enum), ``Timecode.h``,
-  ``Contents.h``, ``ObjectEnums.h``, ``RequestFrame.h``, ``RequestNextFrame.h``, ``Ping.h``, ``KeepAlive.h``.
+  ``Contents.h``, ``ObjectEnums.h``, ``RequestFrame.h``, ``RequestNextFrame.h``, ``Ping.h``, ``KeepAlive.h``,
+  ``StartMulticastSender.h``, ``StopMulticastSender.h``.
 
 Written by hand with :mod:`struct` because no maintained Python library speaks this format: Vicon's SDK is C++
 and ``pyvicon-datastream`` wraps only its client side.
@@ -58,6 +59,9 @@ class ObjectType(IntEnum):
     REQUEST_FRAME = 100002
     KEEP_ALIVE = 100003
     CONTENTS = 100004
+    START_MULTICAST_SENDER = 100005
+    STOP_MULTICAST_SENDER = 100006
+    FILTER = 100007
     REQUEST_NEXT_FRAME = 100008
 
 
@@ -463,6 +467,41 @@ class KeepAlive(VObject):
 
 
 @dataclass(frozen=True)
+class StartMulticastSender(VObject):
+    """Client → server (``StartTransmittingMulticast``): send the frames this client receives to a multicast group too.
+
+    The addresses are ``boost::asio::ip::address_v4::to_ulong()`` values (``ViconCGStreamClient.cpp``,
+    ``SetServerToTransmitMulticast``): the address as a number, 239.0.0.1 = 0xEF000001, written raw like any u32.
+    """
+
+    TYPE: ClassVar[ObjectType] = ObjectType.START_MULTICAST_SENDER
+    multicast_ip: int = 0  # u32, the group (or 255.255.255.255, broadcast)
+    source_ip: int = 0  # u32, the server interface to send from
+    port: int = 44801  # u16
+
+    def payload(self) -> bytes:
+        return struct.pack("<IIH", self.multicast_ip, self.source_ip, self.port)
+
+    @classmethod
+    def parse(cls, r: _Reader) -> StartMulticastSender:
+        return cls(*(int(v) for v in r.unpack("IIH")))
+
+
+@dataclass(frozen=True)
+class StopMulticastSender(VObject):
+    """Client → server (``StopTransmittingMulticast``): no payload."""
+
+    TYPE: ClassVar[ObjectType] = ObjectType.STOP_MULTICAST_SENDER
+
+    def payload(self) -> bytes:
+        return b""
+
+    @classmethod
+    def parse(cls, r: _Reader) -> StopMulticastSender:
+        return cls()
+
+
+@dataclass(frozen=True)
 class UnknownObject:
     """An object type this module does not decode (the client and server skip those by length)."""
 
@@ -490,6 +529,8 @@ OBJECT_CLASSES: dict[int, type[VObject]] = {
         RequestFrame,
         KeepAlive,
         Contents,
+        StartMulticastSender,
+        StopMulticastSender,
         RequestNextFrame,
     )
 }

@@ -17,6 +17,17 @@ the subset it wants, then asks for frames by stream mode —
 
 The client sends Ping{id} now and then; echoing it gives the client its round-trip time (``CGStreamClient``
 keeps the last 20).
+
+Each frame holds only the object types the client asked for: the SDK writes ObjectEnums, the intersection of the
+server's list and the types its ``Enable…Data`` calls switched on (``ViconCGStreamClient.cpp``, ``WriteObjects``;
+a fresh connection asks for the static objects, FrameInfo, Timecode and LatencyInfo only, ``CoreClient.cpp``,
+``Connect``), and its getters do not check those switches themselves: they read what came. So without
+``EnableSegmentData`` a client gets no segment poses, and ``DisableMarkerData`` stops the markers, as on a Tracker.
+(The SDK's thread writes a changed ObjectEnums after it has read the next packet, so the first frame after an
+``Enable…`` call may still lack the new types, against a Tracker too.) Until a connection's ObjectEnums arrives
+(the SDK sends it right after the server's, but a ``GetFrame`` from the caller's thread can overtake it) it gets
+the types a fresh SDK connection asks for (:data:`DEFAULT_TYPES`), never data nobody enabled.
+StartMulticastSender / StopMulticastSender: :mod:`aiko.devices.vicon.multicast`.
 """
 
 from __future__ import annotations
@@ -36,11 +47,25 @@ from aiko.devices.vicon import protocol as p
 from aiko.devices.vicon.frames import FrameEncoder
 from aiko.devices.vicon.impairments import Impairments
 from aiko.devices.vicon.model import FrameSource
+from aiko.devices.vicon.multicast import MulticastRefused, MulticastSender, MulticastTarget
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 801
 QUEUE_FRAMES = 4  # frames kept per slow client before the oldest is dropped
+# The types ``VClient::Connect`` (CoreClient.cpp) switches on before any Enable… call; those this server has.
+DEFAULT_TYPES = frozenset(
+    int(t)
+    for t in (
+        p.ObjectType.CONTENTS,
+        p.ObjectType.STREAM_INFO,
+        p.ObjectType.SUBJECT_INFO,
+        p.ObjectType.FRAME_INFO,
+        p.ObjectType.TIMECODE,
+        p.ObjectType.LATENCY_INFO,
+        p.ObjectType.APPLICATION_INFO,
+    )
+)  # (and SubjectHealth, ObjectQuality, FrameRateInfo, which the emulator does not serve)
 
 
 class ViconServerError(AikoError):
@@ -49,9 +74,19 @@ class ViconServerError(AikoError):
 
 @dataclass(frozen=True)
 class _Frame:
+    """One frame, its objects encoded once; ``packet(types)`` is what a client that asked for ``types`` gets."""
+
     frame_id: int
     capture_mono_s: float
-    packet: bytes
+    blocks: tuple[tuple[int, bytes], ...]  # (object type, the object's encoded block)
+
+    @classmethod
+    def of(cls, frame_id: int, capture_mono_s: float, objects: list[p.VObject]) -> _Frame:
+        return cls(frame_id, capture_mono_s, tuple((int(o.TYPE), o.encode()) for o in objects))
+
+    def packet(self, types: frozenset[int]) -> bytes:
+        body = b"".join(block for kind, block in self.blocks if kind in types)
+        return p.HEADER.pack(p.PACKET_TYPE, len(body)) + body
 
 
 @dataclass
@@ -63,6 +98,10 @@ class ServerCounters:
     connections: int = 0
     restarts: int = 0
     pings: int = 0
+    multicast_started: int = 0
+    multicast_refused: int = 0  # StartMulticastSender requests the server could not serve (logged: the SDK hides it)
+    multicast_packets_sent: int = 0
+    frames_skipped_slow_client: int = 0  # frames a client too slow to take them never got (oldest dropped first)
     late_ticks: int = 0  # frames never captured because the server fell more than 5 periods behind
     source_errors: int = 0
     requests: dict[str, int] = field(default_factory=lambda: collections.defaultdict(int))
@@ -243,7 +282,7 @@ class ViconServer:
                     self.counters.frames_dropped += 1
                 else:
                     try:
-                        pending.append(_Frame(frame_id, next_tick, self._capture(frame_id, t_s)))
+                        pending.append(_Frame.of(frame_id, next_tick, self._capture(frame_id, t_s)))
                         self.counters.frames_captured += 1
                     except Exception:  # a broken source must not end the server: that frame is lost, say why once
                         self.counters.source_errors += 1
@@ -263,11 +302,10 @@ class ViconServer:
             if delay > 0:
                 self._stop.wait(delay)
 
-    def _capture(self, frame_id: int, t_s: float) -> bytes:
+    def _capture(self, frame_id: int, t_s: float) -> list[p.VObject]:
         data = self.source.frame(t_s)
         hidden = {s.name: self.impairments.hidden(s.name, t_s) for s in self.encoder.subjects}
-        objects = self.encoder.objects(frame_id, t_s, data, hidden, self.impairments.latency_s)
-        return p.encode_packet(objects)
+        return self.encoder.objects(frame_id, t_s, data, hidden, self.impairments.latency_s)
 
     def _release(self, frame: _Frame) -> None:
         with self._lock:
@@ -290,11 +328,13 @@ class _Connection:
         self.sock = sock
         self.peer = peer
         self._cv = threading.Condition()
-        self._queue: collections.deque[bytes] = collections.deque()
+        self._queue: collections.deque[tuple[bool, bytes]] = collections.deque()  # (is a frame, packet)
         self._closed = False
         self.push = False
         self.wanted = 0  # frames owed: ClientPull waiting for a new one, ClientPullPreFetch's count
         self.last_sent_id = -1
+        self.types = DEFAULT_TYPES & server.encoder.object_types  # then the client's ObjectEnums
+        self._multicast: MulticastSender | None = None
 
     def start(self) -> None:
         self._send(p.encode_packet([p.ObjectEnums(self.server.encoder.object_types)]))
@@ -307,6 +347,9 @@ class _Connection:
                 return
             self._closed = True
             self._cv.notify_all()
+            multicast, self._multicast = self._multicast, None
+        if multicast is not None:
+            self._end_multicast(multicast, "its connection closed")
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -316,21 +359,32 @@ class _Connection:
 
     # -- frames in, packets out
     def on_frame(self, frame: _Frame) -> None:
+        skipped = 0
         with self._cv:
             if self.push or self.wanted > 0:
                 self.wanted = max(self.wanted - 1, 0) if not self.push else 0
-                self._enqueue(frame)
+                skipped = self._enqueue(frame)
+            multicast, types = self._multicast, self.types
+        if skipped:
+            self.server._count("frames_skipped_slow_client")
+        if multicast is not None:  # every frame while it lasts, whatever this client's own stream mode
+            if multicast.send(frame.packet(types)):
+                self.server._count("multicast_packets_sent")
 
-    def _enqueue(self, frame: _Frame) -> None:  # holds self._cv
+    def _enqueue(self, frame: _Frame) -> int:  # holds self._cv
+        """Queue ``frame``; if the client is more than QUEUE_FRAMES frames behind, drop its oldest queued frame
+        (never a ping echo or the ObjectEnums: the SDK disconnects without the latter). Returns frames dropped."""
         self.last_sent_id = frame.frame_id
-        self._queue.append(frame.packet)
-        while len(self._queue) > QUEUE_FRAMES:
-            self._queue.popleft()
+        self._queue.append((True, frame.packet(self.types)))
+        frames = [i for i, (is_frame, _) in enumerate(self._queue) if is_frame]
+        for i in reversed(frames[: max(len(frames) - QUEUE_FRAMES, 0)]):
+            del self._queue[i]
         self._cv.notify_all()
+        return max(len(frames) - QUEUE_FRAMES, 0)
 
     def _send(self, packet: bytes) -> None:
         with self._cv:
-            self._queue.append(packet)
+            self._queue.append((False, packet))
             self._cv.notify_all()
 
     def _write_loop(self) -> None:
@@ -340,7 +394,7 @@ class _Connection:
                     self._cv.wait()
                 if self._closed:
                     return
-                packet = self._queue.popleft()
+                _, packet = self._queue.popleft()
             try:
                 self.sock.sendall(packet)
                 self.server._count("packets_sent")
@@ -384,4 +438,39 @@ class _Connection:
         elif isinstance(obj, p.Ping):
             self.server._count("pings")
             self._send(p.encode_packet([obj]))
-        # ObjectEnums (the client's choice), KeepAlive, filters: nothing to do; every frame holds every type.
+        elif isinstance(obj, p.ObjectEnums):
+            with self._cv:
+                self.types = obj.enums & self.server.encoder.object_types
+        elif isinstance(obj, p.StartMulticastSender):
+            self._start_multicast(MulticastTarget.from_request(obj))
+        elif isinstance(obj, p.StopMulticastSender):
+            with self._cv:
+                multicast, self._multicast = self._multicast, None
+            if multicast is not None:
+                self._end_multicast(multicast, "the client stopped it")
+        # KeepAlive: nothing to do. Filter (subject filters; pyvicon-datastream has no call that sends one) and any
+        # other type: skipped by length, as the SDK skips what it does not know.
+
+    def _start_multicast(self, target: MulticastTarget) -> None:
+        try:
+            sender = MulticastSender(target)
+        except MulticastRefused as exc:
+            self.server._count("multicast_refused")
+            log.warning("vicon: client %s asked for multicast to %s: refused (%s)", self.peer, target, exc)
+            return
+        with self._cv:
+            previous, self._multicast = self._multicast, sender
+            closed = self._closed
+        if previous is not None:
+            self._end_multicast(previous, "the client asked for another")
+        if closed:  # the connection closed meanwhile: nobody can stop this one
+            with self._cv:
+                self._multicast = None
+            sender.close()
+            return
+        self.server._count("multicast_started")
+        log.info("vicon: client %s: multicast to %s", self.peer, target)
+
+    def _end_multicast(self, sender: MulticastSender, why: str) -> None:
+        sender.close()
+        log.info("vicon: client %s: multicast to %s ended (%s; %d sent)", self.peer, sender.target, why, sender.sent)

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[4]
-ENV = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
+# this checkout first; the rest of the caller's path kept (a client installed outside the venv, e.g. --target)
+_PATH = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+ENV = dict(os.environ, PYTHONPATH=_PATH, OPENBLAS_NUM_THREADS="1")
 
 
 def free_port(host: str) -> int:

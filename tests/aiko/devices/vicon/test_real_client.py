@@ -28,6 +28,26 @@ def server():
     assert counters["frames_dropped"] == 0 and counters["connections"] >= 3
 
 
+def _served(frames, has_data):
+    """The frames that hold the data the client enabled, after checking that those that do not lead a connection.
+
+    The SDK sends the client's ``Enable…Data`` request (its ObjectEnums) from its reader thread, and only after the
+    next packet has come in (``ViconCGStreamClient.cpp``, ``ClientThread``: ``WriteObjects``, then ``ReadObjects``);
+    a ClientPull ``GetFrame`` is written from the caller's thread and can even reach the server before the client's
+    first ObjectEnums. So the first frame(s) of a connection may lack segments and markers, from a Tracker as from
+    the emulator, and the SDK reads them as occluded. After that, every frame has them: a gap later is a bug.
+    """
+    served = []
+    for connection in sorted({f["connection"] for f in frames}):
+        on_it = [f for f in frames if f["connection"] == connection]
+        flags = [has_data(f) for f in on_it]
+        first = flags.index(True) if True in flags else len(flags)
+        assert all(flags[first:]), f"connection {connection}: frames without the enabled data after frames with it"
+        assert first <= max(2, len(flags) // 2), f"connection {connection}: {first} of {len(flags)} frames lack data"
+        served += on_it[first:]
+    return served
+
+
 def _check_poses(frames, rate_hz):
     for frame in frames:
         t_s = (frame["number"] - 1) / rate_hz  # FrameInfo id k is captured at k periods after the start
@@ -48,7 +68,9 @@ def test_every_stream_mode_reads_names_poses_latency_and_occlusion(server, mode)
     address, hello = server
     seen = probe(address, mode, 1.5, bodies=BODIES, markers=("subject1/seg1_m", "subject1/seg2_m", "subject2/seg2_m"))
     assert seen["connected"]
-    frames = seen["frames"]
+    # subject2's seg2 and its marker are never occluded: without them, the frame was sent before the request
+    frames = _served(seen["frames"], lambda f: f["subject2/seg2"]["translation_mm"] is not None)
+    frames = _served(frames, lambda f: f["subject2/seg2_m"] is not None)
     assert len(frames) >= 20  # 150 at 100 Hz; a loaded CI machine gets fewer, never none
     assert seen["frame_rate_hz"] == pytest.approx(100.0)
     assert seen["names"] == {
@@ -98,10 +120,55 @@ def test_dropped_frames_are_skipped_numbers_and_a_restart_is_reconnected():
     assert (np.diff(numbers) > 0).all()
     first_reconnect = seen["reconnects"][0]["connected_unix_s"]
     assert any(f["received_unix_s"] > first_reconnect for f in seen["frames"])  # frames flow again
-    _check_seg1(seen["frames"], 50.0)
+    _check_seg1(_served(seen["frames"], lambda f: f["subject1/seg1"]["translation_mm"] is not None), 50.0)
 
 
 def _check_seg1(frames, rate_hz):
     for frame in frames:
         x, _ = synthetic_pose(0, 0, (frame["number"] - 1) / rate_hz)
         np.testing.assert_allclose(frame["subject1/seg1"]["translation_mm"], x, atol=1e-6)
+
+
+def _pull_until(client, seen, limit=20):
+    """ClientPull frames until ``seen(client)``; how many it took (None if ``limit`` frames never showed it)."""
+    pv = pytest.importorskip("pyvicon_datastream")
+    for k in range(1, limit + 1):
+        assert client.get_frame() == pv.Result.Success
+        if seen(client):
+            return k
+    return None
+
+
+def test_a_frame_holds_only_the_object_types_the_client_asked_for(server):
+    """Segments and markers come only once enabled, and stop once disabled (the SDK's ObjectEnums); the SDK sends
+    a change after the next packet (``ClientThread``), so it takes effect a frame or two later, not never."""
+    pv = pytest.importorskip("pyvicon_datastream")
+    address, _ = server
+    client = pv.PyViconDatastream()
+    assert client.connect(address) == pv.Result.Success
+    try:
+        client.set_stream_mode(pv.StreamMode.ClientPull)
+        for _ in range(10):  # never asked for: every segment and marker reads as occluded (None)
+            assert client.get_frame() == pv.Result.Success
+            assert client.get_segment_global_translation("subject2", "seg2") is None
+            assert client.get_marker_global_translation("subject2", "seg2_m") is None
+        assert client.get_subject_count() == 2  # the static objects a fresh connection asks for do come
+
+        def segments(c):
+            return c.get_segment_global_translation("subject2", "seg2") is not None
+
+        def markers(c):
+            return c.get_marker_global_translation("subject2", "seg2_m") is not None
+
+        client.enable_segment_data()
+        assert _pull_until(client, segments) is not None
+        for _ in range(5):
+            assert client.get_frame() == pv.Result.Success and segments(client) and not markers(client)
+        client.enable_marker_data()
+        assert _pull_until(client, markers) is not None
+        client.disable_marker_data()
+        assert _pull_until(client, lambda c: not markers(c)) is not None
+        for _ in range(5):
+            assert client.get_frame() == pv.Result.Success and segments(client) and not markers(client)
+    finally:
+        client.disconnect()
