@@ -114,10 +114,11 @@ mutate: $(STAMP)
 	done
 	$(BIN)/mutmut results
 
-## lint: ruff, the import contracts, the import graph's circles, and the types (mypy against its baseline). The format
-## check (`ruff format --check .`) joins once every branch of this round has merged (CONTRIBUTING.md)
+## lint: ruff (checks and the format), the import contracts, the import graph's circles, and the types (mypy against
+## its baseline)
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/import_cycles.py
 	$(BIN)/python typecheck/check.py

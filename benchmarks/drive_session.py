@@ -156,8 +156,17 @@ def main() -> int:
     summary = json.loads(summary_path.read_text()) if summary_path.stat().st_size else {}
     result["summary"] = {
         k: summary.get(k)
-        for k in ("duration_s", "tracked_point_start_m", "tracked_point_end_m", "deadlines_missed", "drive",
-                  "report_path", "driven_experiment_path", "replay_log_path", "comparison_plot")  # fmt: skip
+        for k in (
+            "duration_s",
+            "tracked_point_start_m",
+            "tracked_point_end_m",
+            "deadlines_missed",
+            "drive",
+            "report_path",
+            "driven_experiment_path",
+            "replay_log_path",
+            "comparison_plot",
+        )  # fmt: skip
     }
     result["comparison"] = summary.get("comparison")
     from aiko.analysis.drive import command_rows, reference_extremes

@@ -78,7 +78,10 @@ def test_the_modules_gains_and_feedback_rate_are_the_robots(tmp_path, experiment
     default = load_robot(write(tmp_path, BASE)).modules
     firmware = ControllerGains()
     assert default.gains_v == (
-        firmware.kp_h_v_per_rad, firmware.kd_h_v_s_per_rad, firmware.kp_v_v_per_rad, firmware.kd_v_v_s_per_rad
+        firmware.kp_h_v_per_rad,
+        firmware.kd_h_v_s_per_rad,
+        firmware.kp_v_v_per_rad,
+        firmware.kd_v_v_s_per_rad,
     )
     assert default.feedback_rate_hz == 100.0
     tuned = load_robot(write(tmp_path, BASE + "[modules]\nkd_h_v_s_per_rad = 8.5\nfeedback_rate_hz = 50\n")).modules
