@@ -464,6 +464,9 @@ class SteerableGait:
         self._grid = 0  # the grid step the state is at
         self._feedback: JointFeedback | None = None
         rest = Rest(self.n_joints)
+        for name, factory in gaits.items():
+            if name != start:  # every gait's budget is checked now: a switch to it never fails in the middle of a run
+                factory(0.0, rest)
         new = gaits[start](0.0, rest)
         new.steer(self.speed, 0.0)
         self.motion: Motion = Blend(rest, new, 0.0, Blend.duration(rest, new, limits))

@@ -495,12 +495,21 @@ def test_every_python_thread_of_a_realtime_run_runs_at_the_runs_priority(tmp_pat
 
     children: dict[int, tuple[int, int]] = {}  # the AVR simulator's process, with the firmware
 
+    def child_pids() -> set[int]:
+        return {
+            int(child)
+            for task in Path(f"/proc/{os.getpid()}/task").iterdir()
+            for child in (task / "children").read_text().split()
+        }
+
+    # the test process's children from before the run (other tests' servers, in a full suite) are not the run's
+    before = child_pids()
+
     def snapshot(t_s: float) -> None:
         for thread in threading.enumerate():
             seen[thread.name] = thread_policy(thread.native_id)
-        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-            for child in (task / "children").read_text().split():
-                children[int(child)] = thread_policy(int(child))
+        for child in child_pids() - before:
+            children[child] = thread_policy(child)
 
     settings = {"can.watchdog_periods": 20, "can.feedback_timeout_s": 10.0, "hil.modules": modules}
     experiment = load_experiment(SIDEWINDING, settings)

@@ -92,6 +92,16 @@ def test_a_refused_budget_says_what_to_change():
         SteerableGait(gait_factories(ROBOT, limits), "sidewinding", limits)
 
 
+def test_a_budget_one_gait_does_not_fit_is_refused_before_the_run_not_at_the_switch():
+    # found by hypothesis: obstacle-aided fits 131 deg/s and 400 deg/s^2, lateral undulation's ramps do not; the
+    # switch to it used to raise ConfigError in the middle of a run
+    limits = SteeringLimits.of(
+        ROBOT, slew_limit_rad_s=math.radians(131.0), accel_rad_s2=math.radians(400.0), max_speed=1.5
+    )
+    with pytest.raises(ConfigError, match="steering lateral_undulation: .* max_accel_deg_s2"):
+        SteerableGait(gait_factories(ROBOT, limits), "obstacle_aided", limits)
+
+
 def test_the_soft_start_is_the_blend_from_rest():
     limits = SteeringLimits.of(ROBOT)
     gait = SteerableGait(gait_factories(ROBOT, limits), "sidewinding", limits)
