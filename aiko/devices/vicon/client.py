@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 RESULT_SUCCESS = 2  # pyvicon_datastream.Result.Success
 RESULT_NOT_CONNECTED = 9
 CONNECT_TIMEOUT_S = 10.0  # the child process's first connection (imports included)
+# The first connection is tried again for this long before a run is refused: a Vicon PC restarting its stream (the
+# emulator's --restart-every-s does, with 0.2 s down) is back within it; a wrong host still fails in about a second.
+FIRST_CONNECT_WINDOW_S = 1.5
+FIRST_CONNECT_RETRY_S = 0.1
 
 
 def import_pyvicon() -> Any:
@@ -142,7 +146,7 @@ class ViconMocap(MotionCapture):
             self._start_child()
             return
         self._client = self._client_factory()
-        if not self._connect(first=True):
+        if not self.connect_first():
             raise HardwareError(f"cannot connect to the Vicon DataStream server at {self.host}")
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="vicon-reader", daemon=True)
@@ -196,6 +200,15 @@ class ViconMocap(MotionCapture):
     def _emit(self, kind: str, **fields: Any) -> None:
         with self._lock:
             self._events.append(MocapEvent(kind, self._clock_ns(), {"host": self.host, **fields}))
+
+    def connect_first(self) -> bool:
+        """The run's first connection, tried again within :data:`FIRST_CONNECT_WINDOW_S` (see there)."""
+        deadline = time.monotonic() + FIRST_CONNECT_WINDOW_S
+        while not self._connect(first=True):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(FIRST_CONNECT_RETRY_S)
+        return True
 
     def _connect(self, first: bool = False) -> bool:
         client = self._client

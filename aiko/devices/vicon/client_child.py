@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     except AikoError as exc:
         _write({"connected": False, "error": str(exc)})
         return 1
-    if not reader._connect(first=True):
+    if not reader.connect_first():
         _write({"connected": False})
         return 1
     _write({"connected": True})

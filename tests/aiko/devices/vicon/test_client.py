@@ -140,9 +140,22 @@ def test_dropped_connection_reconnects_with_events():
 
 def test_unreachable_server_fails_at_start():
     client = FakeViconClient([])
-    client.refuse_connects = 1
+    client.refuse_connects = 10**6
+    started = time.monotonic()
     with pytest.raises(HardwareError, match="cannot connect"):
         ViconMocap("nowhere:801", [ViconBody("a", "b")], client_factory=lambda: client).start()
+    assert time.monotonic() - started >= 1.5  # tried for the whole window first (how much longer: the machine)
+    assert client.connect_calls > 1
+
+
+def test_a_server_down_for_a_moment_at_the_start_is_connected():
+    """A Vicon PC restarting its stream (0.2 s down) as the run starts: the first connection is tried again."""
+    client = FakeViconClient([{"link6": ([10.0, 0.0, 0.0], [1, 0, 0, 0])}])
+    client.refuse_connects = 2
+    mocap = ViconMocap("v:801", [ViconBody("aiko", "link6")], client_factory=lambda: client)
+    with mocap:
+        assert _wait(lambda: mocap.frames_received == 1)
+    assert client.connect_calls == 3 and [e.kind for e in mocap.pop_events()] == ["mocap_connected"]
 
 
 def test_missing_extra_names_the_pip_install(monkeypatch):
