@@ -31,8 +31,8 @@ from firmware_protocol.emulator import fast, harness_client
 from firmware_protocol.emulator.config import EmulatorConfig, EmulatorConfigError
 from firmware_protocol.emulator.drive import drive_substep, new_drive_state
 from firmware_protocol.emulator.harness_client import CPU_HZ, AvrHarness
-from firmware_protocol.emulator.modules import Emit
-from firmware_protocol.emulator.plant import IndependentInertiaParams, IndependentInertiaPlant, JointPlant
+from firmware_protocol.emulator.modules import Emit, plant_for
+from firmware_protocol.emulator.plant import IndependentInertiaPlant, JointPlant
 from firmware_protocol.emulator.rules import REJECTION_REASONS
 
 log = logging.getLogger(__name__)
@@ -151,15 +151,8 @@ class FirmwareModules:
         self.config = c = config or EmulatorConfig()
         check_config(c)
         n = c.n_modules
-        self.plant: JointPlant = plant or IndependentInertiaPlant(
-            n, IndependentInertiaParams(limit_h_rad=c.limit_h_rad, limit_v_rad=c.limit_v_rad)
-        )
-        angles, rates = self.plant.joint_state()
-        if np.shape(angles) != (n, 2) or np.shape(rates) != (n, 2):
-            raise EmulatorConfigError(
-                f"plant.joint_state() returned shapes {np.shape(angles)}, {np.shape(rates)}; "
-                f"expected ({n}, 2) for {n} modules (node_ids {c.node_ids})"
-            )
+        self.plant: JointPlant = plant_for(c, plant)
+        angles, _ = self.plant.joint_state()
         self.emit: Emit = _nowhere
         self.dt_s = 1.0 / c.controller_rate_hz
         self.tick = 0

@@ -61,6 +61,22 @@ def compiled_runner(plant: JointPlant) -> Callable | None:
     return runner
 
 
+def plant_for(config: EmulatorConfig, plant: JointPlant | None = None) -> JointPlant:
+    """The modules' plant: the one given, else the independent inertias at the configured limits; its joint state
+    must hold one (horizontal, vertical) pair per module (the Python modules and the firmware both need that)."""
+    n = config.n_modules
+    chosen: JointPlant = plant or IndependentInertiaPlant(
+        n, IndependentInertiaParams(limit_h_rad=config.limit_h_rad, limit_v_rad=config.limit_v_rad)
+    )
+    angles, rates = chosen.joint_state()
+    if np.shape(angles) != (n, 2) or np.shape(rates) != (n, 2):
+        raise EmulatorConfigError(
+            f"plant.joint_state() returned shapes {np.shape(angles)}, {np.shape(rates)}; "
+            f"expected ({n}, 2) for {n} modules (node_ids {config.node_ids})"
+        )
+    return chosen
+
+
 class EmulatedModules:
     """Ten (configurable) emulated joint modules sharing one plant: the firmware's state machine in Python.
 
@@ -82,15 +98,8 @@ class EmulatedModules:
         self.config = config or EmulatorConfig()
         c = self.config
         n = c.n_modules
-        self.plant: JointPlant = plant or IndependentInertiaPlant(
-            n, IndependentInertiaParams(limit_h_rad=c.limit_h_rad, limit_v_rad=c.limit_v_rad)
-        )
-        angles, rates = self.plant.joint_state()
-        if np.shape(angles) != (n, 2) or np.shape(rates) != (n, 2):
-            raise EmulatorConfigError(
-                f"plant.joint_state() returned shapes {np.shape(angles)}, {np.shape(rates)}; "
-                f"expected ({n}, 2) for {n} modules (node_ids {c.node_ids})"
-            )
+        self.plant: JointPlant = plant_for(c, plant)
+        angles, _ = self.plant.joint_state()
         self._codec: AikoCodec = default_codec()
         self._row_of_node = {node: i for i, node in enumerate(c.node_ids)}
         self.dt_s = 1.0 / c.controller_rate_hz
