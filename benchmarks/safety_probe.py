@@ -195,6 +195,7 @@ class Freezer(threading.Thread):
         self.rng = random.Random(seed)
         self.halt = threading.Event()
         self.frozen_s: list[float] = []
+        self.freezes: list[tuple[float, float]] = []  # (monotonic start, length)
         self.started_s = self.ended_s = 0.0
         self.fifo = False
 
@@ -208,6 +209,7 @@ class Freezer(threading.Thread):
                 self.halt.wait(self.rng.uniform(*self.freeze_ms) / 1e3)
                 os.kill(self.pid, signal.SIGCONT)
                 self.frozen_s.append(time.monotonic() - t0)
+                self.freezes.append((t0, self.frozen_s[-1]))
         except ProcessLookupError:
             pass
         finally:
@@ -289,6 +291,33 @@ def module_view(counters: dict) -> dict:
         "module_watchdog_trips": sum(counters.get("watchdog_trips", [])),
         "module_accepted_references": [min(counters["accepted_references"]), max(counters["accepted_references"])],
         "module_states": sorted(set(counters.get("state", []))),
+        # where a gap was made: the emulator's lag behind the wall clock, and silences on the PC's side of the pty
+        "emulator_largest_lag_ms": round(1e3 * counters["largest_lag_s"], 1) if "largest_lag_s" in counters else None,
+        "emulator_resyncs": counters.get("resyncs"),
+        "pty_read_gaps_over_200_ms": [round(1e3 * g, 1) for g, _ in counters.get("slcan_long_read_gaps_s", [])],
+    }
+
+
+def trip_diagnosis(counters: dict, freezes: list[tuple[float, float]]) -> dict:
+    """For a run the modules' watchdog stopped: the pty read silences and the freezes in the second before the
+    first trip, on the monotonic clock both processes share (module time + the emulator's origin)."""
+    origin = counters.get("origin_monotonic_s")
+    trips = [t for t in counters.get("watchdog_trip_s", []) if t is not None]
+    if origin is None or not trips:
+        return {}
+    trip = origin + min(trips)
+    return {
+        "trip_monotonic_s": round(trip, 3),
+        "pty_read_gaps_before_trip_ms": [
+            [round(1e3 * g, 1), round(1e3 * (end - trip), 1)]
+            for g, end in counters.get("slcan_long_read_gaps_s", [])
+            if trip - 1.0 <= end <= trip + 0.5
+        ],
+        "freezes_before_trip_ms": [
+            [round(1e3 * (start - trip), 1), round(1e3 * length, 1)]
+            for start, length in freezes
+            if trip - 1.0 <= start <= trip
+        ],
     }
 
 
@@ -355,7 +384,9 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
     }
     if run.returncode != 0:
         result["run_stderr_tail"] = err.strip().splitlines()[-3:]
+        result["emulator_stderr_tail"] = emulator_err.strip().splitlines()[-6:]
         result.update(pc_view_from_log(log))
+        result.update(trip_diagnosis(counters, freezer.freezes if freezer is not None else []))
         if args.keep_failed is not None and log.exists():
             args.keep_failed.mkdir(parents=True, exist_ok=True)
             kept = args.keep_failed / f"{kind}-{index}-{int(time.time())}.mcap"
@@ -569,10 +600,12 @@ def summarise(kind: str, trials: list[dict]) -> dict:
             ("pc_max_reference_gap_ms", max),
             ("pc_min_reference_spacing_ms", min),
             ("max_freeze_ms", max),
+            ("emulator_largest_lag_ms", max),
         ):
             values = _values(trials, key)
             if values:
                 out[key] = pick(values)
+        out["pty_read_gaps_over_200_ms"] = sorted(g for t in trials for g in t.get("pty_read_gaps_over_200_ms", []))
         fractions = _values(trials, "frozen_fraction")
         if fractions:
             out["frozen_fraction_mean"] = round(statistics.fmean(fractions), 3)

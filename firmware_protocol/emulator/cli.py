@@ -269,6 +269,7 @@ def serve(args: argparse.Namespace, config: EmulatorConfig, signalled: list[int]
                 counters["slcan_frames_from_pc"] = server.frames_from_pc
                 counters["slcan_frames_to_pc"] = server.frames_to_pc
                 counters["slcan_frames_dropped_to_pc"] = server.frames_dropped_to_pc
+                counters["slcan_long_read_gaps_s"] = server.long_read_gaps_s
             print(json.dumps(counters), flush=True)
         except HarnessError as exc:
             sys.stderr.write(f"aiko-emulator: {exc}\n")

@@ -14,6 +14,7 @@ import logging
 import os
 import select
 import threading
+import time
 import tty
 from collections.abc import Callable
 
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 
 OK = b"\r"
 ERROR = b"\x07"
+LONG_READ_GAP_S = 0.2  # reported silences on the PC's side of the pty (see SlcanPtyServer.long_read_gaps_s)
 _MAX_LINE = 64  # longest valid line: "T" + 8 id + 1 dlc + 16 data + timestamp < 32; longer is garbage
 _BITRATE_CODES = {b"S0": 10_000, b"S1": 20_000, b"S2": 50_000, b"S3": 100_000, b"S4": 125_000}
 _BITRATE_CODES |= {b"S5": 250_000, b"S6": 500_000, b"S7": 750_000, b"S8": 1_000_000}
@@ -84,6 +86,11 @@ class SlcanPtyServer(can.Listener):
         self.frames_from_pc = 0
         self.frames_to_pc = 0
         self.garbage_lines = 0
+        # When the PC's bytes reached this process (the wall clock, not the modules' own): the longest silences
+        # between two reads that carried data while the channel was open. A watchdog trip with no such silence
+        # over the limit was made on this side of the pty (the emulator late), not by the PC or the kernel.
+        self.long_read_gaps_s: list[tuple[float, float]] = []  # (gap, monotonic time the gap ended), > 0.2 s
+        self._last_read_s: float | None = None
         self._write_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -162,9 +169,17 @@ class SlcanPtyServer(can.Listener):
             return False
         if not chunk:
             return False
+        self._note_read(time.monotonic())
         buffer.extend(chunk)
         self._handle_lines(buffer)
         return True
+
+    def _note_read(self, now_s: float) -> None:
+        if self.channel_open and self._last_read_s is not None:
+            gap_s = now_s - self._last_read_s
+            if gap_s > LONG_READ_GAP_S and len(self.long_read_gaps_s) < 1000:
+                self.long_read_gaps_s.append((round(gap_s, 4), round(now_s, 4)))
+        self._last_read_s = now_s
 
     def _handle_lines(self, buffer: bytearray) -> None:
         while True:

@@ -74,6 +74,12 @@ class BusTransport:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.failure: Exception | None = None  # why the real-time thread ended on its own, if it did
+        # Real time only: how far the modules' clock fell behind the wall clock (a frame handled while they lag is
+        # handled early in their time: gaps between references shrink), how often it was resynchronised, and where
+        # module time 0 is on the monotonic clock (to put a watchdog trip beside the pty's read times).
+        self.largest_lag_s = 0.0
+        self.resyncs = 0
+        self.origin_monotonic_s: float | None = None
         modules.emit = self._emit
 
     # ------------------------------------------------------------------ time
@@ -187,10 +193,13 @@ class BusTransport:
                     self.poll_bus()  # everything already queued arrived before the ticks we are about to run
                 now_s = (time.monotonic_ns() - origin_ns) / 1e9
                 target = math.floor(now_s * self.config.controller_rate_hz + 1e-6)
+                self.largest_lag_s = max(self.largest_lag_s, now_s - modules.time_s)
                 if target - modules.tick > 200:  # starved of CPU for > 0.2 s: resynchronise, don't replay history
                     log.warning("emulator fell %d ticks behind real time; skipping ahead", target - modules.tick)
                     origin_ns += int((target - modules.tick - 1) * dt_s * 1e9)
                     target = modules.tick + 1
+                    self.resyncs += 1
+                self.origin_monotonic_s = origin_ns / 1e9
                 behind = target - modules.tick
                 modules.run_ticks(min(target, modules.tick + MAX_BATCH_TICKS))
             if behind > 1:
@@ -208,4 +217,8 @@ class BusTransport:
             out = self.modules.counters()
             out["serial_garbage_lines"] = self.serial_garbage_lines
             out["frames_sent"] = self.frames_sent
+            if self.origin_monotonic_s is not None:
+                out["largest_lag_s"] = round(self.largest_lag_s, 4)
+                out["resyncs"] = self.resyncs
+                out["origin_monotonic_s"] = round(self.origin_monotonic_s, 4)
             return out

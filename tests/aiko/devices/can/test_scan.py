@@ -71,6 +71,8 @@ def test_bad_arguments_are_one_line():
         ([(0.0, 1, 1, 10), (0.3, 1, 1, 14)], "jumped"),
         ([(0.0, 1, 1, 10), (0.05, 2, 1, 10)], "disagree"),
         ([(0.0, 1, 1, 65535), (1.0, 1, 1, 0)], None),  # the 16-bit uptime wraps: one module, not two
+        # a loaded PC read one module's beats late, together: one clock (uptime +1 each), not two modules
+        ([(0.0, 1, 1, 10), (0.004, 1, 1, 11), (0.009, 1, 1, 12), (1.0, 1, 1, 13)], None),
     ],
 )
 def test_heartbeats_that_do_not_follow_one_clock(beats, reason):
