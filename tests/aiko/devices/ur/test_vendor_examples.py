@@ -158,7 +158,11 @@ def test_realtime_servol_draws_the_circle_until_ctrl_c(name):
     _, tcp, _ = run.watched.arrays()
     centre = tcp[0, :2]  # the circle is drawn around the pose the program read first
     radius = np.linalg.norm(tcp[:, :2] - centre, axis=1)
-    assert radius.max() == pytest.approx(0.075, abs=0.01)
+    # never outside the circle (a servo towards points on it cannot leave its disc); how close it comes to the rim
+    # depends on how far a loaded machine lets the emulator's controller fall behind (it then cuts inside), so the
+    # size is the sweep `went_round` saw: 12 cm across on both axes, at least 6 cm of the 7.5 cm radius
+    assert radius.max() < 0.075 + 0.01
+    assert np.ptp(tcp[:, 0]) > 0.12 and np.ptp(tcp[:, 1]) > 0.12
 
 
 @pytest.mark.parametrize("name", ["record_data_example.py", "doc:record_data"])
