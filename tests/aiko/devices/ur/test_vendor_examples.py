@@ -168,7 +168,13 @@ def test_realtime_servol_draws_the_circle_until_ctrl_c(name):
 @pytest.mark.parametrize("name", ["record_data_example.py", "doc:record_data"])
 def test_record_data_writes_the_csv_until_ctrl_c(name, tmp_path):
     out = tmp_path / "robot_data.csv"
-    run = ve.run_example(name, host(13), args=("-ip", host(13), "-o", str(out)), interrupt_after_s=3.0)
+
+    # Ctrl-C once the recording has written something (not after a fixed 3 s: on a loaded machine the program's
+    # imports and connection took longer than that, and the interrupt came before the recording had started)
+    def recording(_watched):
+        return out.exists() and out.stat().st_size > 200_000  # ~150 rows of ~1.3 kB
+
+    run = ve.run_example(name, host(13), args=("-ip", host(13), "-o", str(out)), interrupt_when=recording)
     assert run.interrupted and run.returncode == 0, run.stderr
     assert "Data recording stopped." in run.stdout
     rows = list(csv.DictReader(out.open()))
