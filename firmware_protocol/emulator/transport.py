@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 # Ticks the real-time thread runs between two looks at the bus and at stop(): it catches up in batches this long
 # (20 ms of module time), so a frame waits at most that long behind a backlog and stop() returns soon.
 MAX_BATCH_TICKS = 20
+# Sleep between two batches while catching up (at most 20 ms of module time each): ~5 % of a core left to others.
+CATCH_UP_PAUSE_S = 0.0002
 
 
 class ModuleSet(Protocol):
@@ -203,7 +205,10 @@ class BusTransport:
                 behind = target - modules.tick
                 modules.run_ticks(min(target, modules.tick + MAX_BATCH_TICKS))
             if behind > 1:
-                time.sleep(0)  # catching up: let other threads (the PC's sender) have the GIL between batches
+                # Catching up: let other threads have the GIL, and at --rt-priority (SCHED_FIFO) let the rest of the
+                # machine run between batches too (sleep(0) yields to nothing of lower priority; a pty's bytes move
+                # in a normal-priority kernel worker, which the PC's frames then wait for).
+                time.sleep(CATCH_UP_PAUSE_S)
 
     # --------------------------------------------------------------- status
     def count_serial_garbage(self, lines: int = 1) -> None:

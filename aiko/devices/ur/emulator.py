@@ -42,6 +42,8 @@ from aiko.devices.ur.script_server import SCRIPT_PORTS
 logger = logging.getLogger(__name__)
 
 DASHBOARD_PORT = 29999
+# The least of each tick period the controller thread sleeps, however late it is (see `_tick_loop`).
+MIN_IDLE_FRACTION = 0.2
 __all__ = ["DASHBOARD_PORT", "RTDE_PORT", "SCRIPT_PORTS", "UR3Emulator"]
 
 # runtime_state values (RTDE guide): STOPPING 0, STOPPED 1, PLAYING 2, PAUSING 3, PAUSED 4, RESUMING 5.
@@ -369,11 +371,15 @@ class UR3Emulator:
                 self.log(message)
             self._execution_ms = (time.perf_counter() - started) * 1e3
             delay = next_t - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -self.dt:
+            if delay < -self.dt:
                 self.counters["late_ticks"] += 1
                 next_t = time.perf_counter()
+            # Always sleep a little, even when late: at --rt-priority (SCHED_FIFO) a loop that runs its ticks back to
+            # back never lets anything of its own or lower priority run. On a loaded PC two such emulators held both
+            # cores: a CAN run at the same priority and the kernel's normal-priority pty worker stalled 0.3-1.5 s,
+            # and the joint modules' watchdog stopped the run. A controller that cannot keep up runs late (counted
+            # in late_ticks); it does not take the machine.
+            time.sleep(max(delay, MIN_IDLE_FRACTION * self.dt))
 
     def _tick(self) -> list[tuple[RtdeConnection, bytes]]:
         with self.lock:
