@@ -56,6 +56,8 @@ class HealthMonitor:
         self.stale_after_s = stale_after_s
         self.on_transition = on_transition
         self.transitions = 0
+        self.own_stalls = 0  # checks that came after this process itself had not run for longer than stale_after_s
+        self._last_check_s: float | None = None
 
     def _report(self, kind: str, node: int, **fields) -> None:
         self.transitions += 1
@@ -88,9 +90,25 @@ class HealthMonitor:
         for m in self.modules.values():
             m.last_feedback_s = max(m.last_feedback_s, now_s) if m.feedback_frames else now_s
             m.stale = False
+        self._last_check_s = now_s
 
     def check(self, now_s: float) -> None:
-        """Flag modules whose last feedback is older than `stale_after_s` (once per episode)."""
+        """Flag modules whose last feedback is older than `stale_after_s` (once per episode).
+
+        Unless this process itself did not run for longer than that (SIGSTOP, swapping, a PC stalled 1.5 s): the
+        modules' frames of the stall then wait in the receive queue, and the checker, woken first, would call every
+        module silent before the receive thread has delivered them (the 1.5 s stall probe stopped every run as
+        ``feedback_stale``). After such a stall every module that was not already stale gets a fresh window from
+        now: one that really went silent is reported ``stale_after_s`` later, and the modules' own watchdog, which
+        no PC stall delays, protects the robot meanwhile."""
+        last, self._last_check_s = self._last_check_s, now_s
+        if last is not None and now_s - last > self.stale_after_s:
+            self.own_stalls += 1
+            log.info("no health check for %.3f s (this process stalled): modules judged from now", now_s - last)
+            for m in self.modules.values():
+                if not m.stale:
+                    m.last_feedback_s = max(m.last_feedback_s, now_s)
+            return
         for m in self.modules.values():
             if not m.stale and m.age_s(now_s) > self.stale_after_s:
                 m.stale = True
