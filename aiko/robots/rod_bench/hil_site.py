@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aiko.core.errors import ConfigError, HardwareError
+from aiko.core.parent_watch import exit_with_parent_env
 from aiko.robots.rod_bench.context import BenchContext
 from aiko.robots.rod_bench.ft_sensor import FT_ADDRESS_ENV, FT_PTY_ENV, hil_pty_path
 from aiko.robots.rod_bench.plant import EXPERIMENT_ENV, PLANT_LOG_ENV
@@ -60,6 +61,7 @@ class EmulatedController:
         elif ft is not None:
             env[FT_ADDRESS_ENV] = f"{host}:{ft.udp_port}"
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+        env.update(exit_with_parent_env())  # a run that dies hard takes its emulator with it
         cmd = [sys.executable, "-m", "aiko.cli", "emulate", "ur3", "--host", host]
         cmd += ["--rate-hz", f"{self.controller_rate_hz:g}", "--unlock-delay", "0", "--plant", PLANT]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

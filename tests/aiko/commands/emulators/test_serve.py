@@ -23,3 +23,45 @@ def test_returns_when_the_device_stops_itself():
 def test_sigterm_ends_it():
     threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM)).start()
     serve_until_stopped(None)  # returns instead of the process dying: the caller's finally runs
+
+
+def test_it_ends_when_the_program_that_started_it_dies_hard(tmp_path):
+    # a "run" process starts a serve loop as its child with AIKO_EXIT_WITH_PARENT, then is SIGKILLed (as a run is
+    # ended by a segfault in a vendor library): the child must not serve for ever
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[4]
+    child = "from aiko.commands.emulators._serve import serve_until_stopped; serve_until_stopped(60.0)"
+    parent = (
+        "import os, subprocess, sys, time\n"
+        "from aiko.core.parent_watch import exit_with_parent_env\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {child!r}], env={{**os.environ, **exit_with_parent_env()}})\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    run = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True, env=env)
+    child_pid = int(run.stdout.readline())
+    time.sleep(0.5)
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 30  # polled every 0.5 s; the rest is a loaded machine's scheduling
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child_pid, 0)
+        except ProcessLookupError:
+            break
+        stat = Path(f"/proc/{child_pid}/stat")
+        if stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            break  # ended; a zombie until an init that does not reap (some containers' PID 1) gets to it
+        try:  # reap it if it was re-parented to us (a subreaper), else it is init's
+            os.waitpid(child_pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.1)
+    else:
+        os.kill(child_pid, signal.SIGKILL)
+        raise AssertionError("the child kept serving after its parent died")
