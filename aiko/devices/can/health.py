@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
+# A gap between two checks this many times the usual one (and past the timeout) is this process's own stall.
+OWN_STALL_INTERVALS = 3.0
+
 
 @dataclass
 class ModuleHealth:
@@ -58,6 +61,7 @@ class HealthMonitor:
         self.transitions = 0
         self.own_stalls = 0  # checks that came after this process itself had not run for longer than stale_after_s
         self._last_check_s: float | None = None
+        self._usual_check_interval_s: float | None = None  # a running mean of the gaps between checks, stalls aside
 
     def _report(self, kind: str, node: int, **fields) -> None:
         self.transitions += 1
@@ -102,13 +106,19 @@ class HealthMonitor:
         now: one that really went silent is reported ``stale_after_s`` later, and the modules' own watchdog, which
         no PC stall delays, protects the robot meanwhile."""
         last, self._last_check_s = self._last_check_s, now_s
-        if last is not None and now_s - last > self.stale_after_s:
+        gap_s = now_s - last if last is not None else 0.0
+        usual_s = self._usual_check_interval_s
+        # a stall is a gap past the timeout *and* far past the usual interval: a configuration whose checks come
+        # further apart than its timeout (feedback at 10 Hz, a 50 ms timeout) is judged at every check as before
+        if usual_s is not None and gap_s > self.stale_after_s and gap_s > OWN_STALL_INTERVALS * usual_s:
             self.own_stalls += 1
             log.info("no health check for %.3f s (this process stalled): modules judged from now", now_s - last)
             for m in self.modules.values():
                 if not m.stale:
                     m.last_feedback_s = max(m.last_feedback_s, now_s)
             return
+        if last is not None:
+            self._usual_check_interval_s = gap_s if usual_s is None else 0.9 * usual_s + 0.1 * gap_s
         for m in self.modules.values():
             if not m.stale and m.age_s(now_s) > self.stale_after_s:
                 m.stale = True

@@ -51,3 +51,17 @@ def test_a_module_already_stale_stays_stale_across_a_stall():
     assert events == [("module_feedback_stale", 1)]
     health.check(3.0)
     assert health.modules[1].stale and events == [("module_feedback_stale", 1)]
+
+
+def test_checks_further_apart_than_the_timeout_still_judge_every_time():
+    # feedback read at 10 Hz with a 50 ms timeout: every gap between checks is past the timeout, none is a stall
+    events: list = []
+    health = HealthMonitor((1, 2), stale_after_s=0.05, on_transition=lambda kind, node, _f: events.append((kind, node)))
+    health.reset(0.0)
+    for k in range(1, 20):
+        t = k * 0.1
+        health.on_feedback(2, t, FLAGS)
+        if k < 5:
+            health.on_feedback(1, t, FLAGS)
+        health.check(t)
+    assert events == [("module_feedback_stale", 1)] and health.own_stalls == 0
