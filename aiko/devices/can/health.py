@@ -112,7 +112,7 @@ class HealthMonitor:
         # further apart than its timeout (feedback at 10 Hz, a 50 ms timeout) is judged at every check as before
         if usual_s is not None and gap_s > self.stale_after_s and gap_s > OWN_STALL_INTERVALS * usual_s:
             self.own_stalls += 1
-            log.info("no health check for %.3f s (this process stalled): modules judged from now", now_s - last)
+            log.info("no health check for %.3f s (this process stalled): modules judged from now", gap_s)
             for m in self.modules.values():
                 if not m.stale:
                     m.last_feedback_s = max(m.last_feedback_s, now_s)
