@@ -185,6 +185,7 @@ class BusTransport:
         dt_s = modules.dt_s
         origin_ns = time.monotonic_ns() - int(modules.time_s * 1e9)
         self.timestamp_offset_s = time.time() - modules.time_s
+        self.origin_monotonic_s = origin_ns / 1e9
         while not self._stop.is_set():
             next_tick_ns = origin_ns + int((modules.tick + 1) * dt_s * 1e9)
             remaining_s = (next_tick_ns - time.monotonic_ns()) / 1e9
@@ -201,7 +202,7 @@ class BusTransport:
                     origin_ns += int((target - modules.tick - 1) * dt_s * 1e9)
                     target = modules.tick + 1
                     self.resyncs += 1
-                self.origin_monotonic_s = origin_ns / 1e9
+                    self.origin_monotonic_s = origin_ns / 1e9
                 behind = target - modules.tick
                 modules.run_ticks(min(target, modules.tick + MAX_BATCH_TICKS))
             if behind > 1:

@@ -855,3 +855,22 @@ def test_the_modules_count_the_longest_gap_and_the_shortest_spacing_of_the_refer
     assert counters["max_reference_gap_s"] == [pytest.approx(0.25, abs=2e-3)]
     assert counters["min_reference_spacing_s"] == [pytest.approx(0.03, abs=2e-3)]
     assert rig(EmulatorConfig(node_ids=(2,))).emu.counters()["min_reference_spacing_s"] == [None]  # none yet
+
+
+def test_real_time_counters_place_module_time_on_the_monotonic_clock():
+    # the safety probe puts a watchdog trip (module time) beside the pty's read times (monotonic): origin + t
+    import time
+
+    rig = Rig()
+    try:
+        before = time.monotonic()
+        rig.emu.start()
+        time.sleep(0.2)
+        rig.emu.stop()
+        counters = rig.emu.counters()
+        now = time.monotonic()
+        assert before - 0.01 <= counters["origin_monotonic_s"] <= now
+        assert counters["origin_monotonic_s"] + rig.emu.time_s <= now + 0.01
+        assert counters["largest_lag_s"] >= 0.0 and counters["resyncs"] == 0
+    finally:
+        rig.close()
