@@ -23,7 +23,10 @@ default: the modules are separate hardware, which the PC's load never slows) and
 Per trial: the run's exit status and ``run_stopped`` reasons, whether any process printed a traceback, the
 modules' own view of the stream (longest gap between accepted references, shortest spacing, watchdog trips; from
 the emulator's counters), the PC's view (the run summary's ``task_timing``), the freezes actually applied, and the
-load. ``--beside busy`` runs two busy loops (``yes > /dev/null``) and ``--beside suite`` a test-suite loop
+load, and the machine's own stalls: ``benchmarks/stall_witness.py`` runs for the whole probe (a SCHED_FIFO 99
+thread pinned to each CPU; a gap in its wake-ups is time the machine gave to nobody, e.g. a VM's vCPU descheduled
+by its host), and a stopped run says which of those gaps fell in the second before its modules' trip
+(``machine_stalls_before_trip_ms``: CPU, start relative to the trip, length, steal counted). ``--beside busy`` runs two busy loops (``yes > /dev/null``) and ``--beside suite`` a test-suite loop
 (``pytest tests/sim tests/aiko/core``) for the whole probe, killed by PID at the end. Each trial is appended to
 ``--jsonl`` as it ends (a long probe can be watched, and a killed one keeps what it measured); one JSON object with
 the trials and their summary is printed at the end.
@@ -258,6 +261,57 @@ class Beside:
             proc.wait(timeout=30)
 
 
+class Witness:
+    """``benchmarks/stall_witness.py`` for the whole probe: a SCHED_FIFO 99 thread pinned to each CPU whose wake-up
+    gaps are time the machine gave to nobody in the guest (a VM's vCPU descheduled by its host, counted as steal).
+    A run that stopped during such a gap stopped because the whole machine stalled, not because of the run."""
+
+    def __init__(self, path: Path, min_gap_ms: float = 50.0) -> None:
+        self.path = path
+        path.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "benchmarks" / "stall_witness.py"),
+                "--min-gap-ms",
+                str(min_gap_ms),
+                "--out",
+                str(path),
+            ],
+            start_new_session=True,
+        )
+
+    def gaps(self, since_s: float, until_s: float) -> list[dict]:
+        """The gaps that ended after ``since_s`` and began before ``until_s`` (monotonic s)."""
+        try:
+            lines = [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        except (OSError, ValueError):
+            return []
+        return [
+            g
+            for g in lines
+            if "gap_ms" in g
+            and g["start_monotonic_s"] <= until_s
+            and g["start_monotonic_s"] + g["gap_ms"] / 1e3 >= since_s
+        ]
+
+    def granted(self) -> bool:
+        try:
+            return all(json.loads(line).get("fifo_99", True) for line in self.path.read_text().splitlines()[:2])
+        except (OSError, ValueError):
+            return False
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+
+WITNESS: Witness | None = None
+
+
 # --------------------------------------------------------------------------------------------- one trial
 def summary_from_stdout(out: str) -> dict:
     for line in reversed((out or "").strip().splitlines()):
@@ -367,6 +421,7 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
             out, err = run.communicate()
         counters, emulator_err = stop_emulator(emulator)
     summary = summary_from_stdout(out)
+    t_end = time.monotonic()
     result = {
         "kind": kind,
         "trial": index,
@@ -381,12 +436,19 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
         **(freezer.stats() if freezer is not None else {}),
         "load_1min": [load_start, load_average()],
         **transport,
+        **witness_view(t0, t_end),
     }
     if run.returncode != 0:
         result["run_stderr_tail"] = err.strip().splitlines()[-3:]
         result["emulator_stderr_tail"] = emulator_err.strip().splitlines()[-6:]
         result.update(pc_view_from_log(log))
         result.update(trip_diagnosis(counters, freezer.freezes if freezer is not None else []))
+        if "trip_monotonic_s" in result and WITNESS is not None:
+            trip = result["trip_monotonic_s"]
+            result["machine_stalls_before_trip_ms"] = [
+                [g["cpu"], round(1e3 * (g["start_monotonic_s"] - trip), 1), g["gap_ms"], g["steal_ms"]]
+                for g in WITNESS.gaps(trip - 1.0, trip)
+            ]
         if args.keep_failed is not None and log.exists():
             args.keep_failed.mkdir(parents=True, exist_ok=True)
             kept = args.keep_failed / f"{kind}-{index}-{int(time.time())}.mcap"
@@ -394,6 +456,20 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
             result["log_kept"] = str(kept)
     log.unlink(missing_ok=True)
     return result
+
+
+def witness_view(since_s: float, until_s: float) -> dict:
+    """The machine's own stalls during a trial (see Witness): per CPU the longest, and every one over 100 ms."""
+    if WITNESS is None:
+        return {}
+    gaps = WITNESS.gaps(since_s, until_s)
+    return {
+        "machine_max_stall_ms": {
+            f"cpu{c}": max((g["gap_ms"] for g in gaps if g["cpu"] == c), default=0.0)
+            for c in sorted(os.sched_getaffinity(0))
+        },
+        "machine_stalls_over_100_ms": [[g["cpu"], g["gap_ms"], g["steal_ms"]] for g in gaps if g["gap_ms"] > 100],
+    }
 
 
 def pc_view_from_log(log: Path) -> dict:
@@ -642,14 +718,20 @@ def main() -> int:
     parser.add_argument("--keep-failed", type=Path, metavar="DIR", help="keep the logs of runs that stopped here")
     parser.add_argument("--random-frames", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument(
+        "--no-witness", action="store_true", help="do not run benchmarks/stall_witness.py beside the trials"
+    )
     args = parser.parse_args()
     if args.firmware:
         EMULATOR_EXTRA.append("--firmware")
+    global WITNESS
     beside = Beside({w for w in args.beside.split(",") if w})
     trials: list[dict] = []
     started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="aiko-safety-probe-") as tmp:
+            if not args.no_witness:
+                WITNESS = Witness(Path(tmp) / "witness.jsonl")
             for index in range(args.repeat):
                 if args.probe == "estop":
                     trial = trial_estop(index, Path(tmp), args)
@@ -662,6 +744,8 @@ def main() -> int:
                     with args.jsonl.open("a") as fh:
                         fh.write(json.dumps(trial) + "\n")
     finally:
+        if WITNESS is not None:
+            WITNESS.stop()
         beside.stop()
     result = {
         "probe": args.probe,
