@@ -86,13 +86,6 @@ def _run(args: argparse.Namespace) -> int:
         safety.workspace_min_m, safety.workspace_max_m = lo, hi
     if not 0 <= args.rt_priority <= 99:
         raise ConfigError(f"--rt-priority must lie in 0..99, got {args.rt_priority}")
-    if args.rt_priority > 0:  # before the threads start: they inherit it
-        import os
-
-        try:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
-        except (AttributeError, OSError) as exc:
-            sys.stderr.write(f"ur3: real-time priority refused ({exc}); running without\n")
     plant = None
     started = time.monotonic()
     if args.plant:
@@ -106,6 +99,16 @@ def _run(args: argparse.Namespace) -> int:
         emulator.sim.prime_plant()
         sys.stderr.write(f"ur3: plant ready in {time.monotonic() - started:.1f} s\n")
         sys.stderr.flush()
+    if args.rt_priority > 0:
+        # After the plant is built and compiled, before the threads start (they inherit it): a plant's compile
+        # (seconds, on an empty numba cache) at SCHED_FIFO would hold a CPU from every process at or below this
+        # priority, e.g. an Aiko run at 20 beside it.
+        import os
+
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
+        except (AttributeError, OSError) as exc:
+            sys.stderr.write(f"ur3: real-time priority refused ({exc}); running without\n")
     emulator.start()
     ports = f"rtde {RTDE_PORT} dashboard {DASHBOARD_PORT} script {SCRIPT_PORTS[0]}-{SCRIPT_PORTS[-1]}"
     with _PRINT_LOCK:
