@@ -21,3 +21,17 @@ def test_priming_leaves_the_state_and_the_trajectory_as_they_were(tmp_path):
     assert plain.steps == primed.steps > 0
     assert np.array_equal(plain.state.q, primed.state.q)  # bit for bit: the primed step used a copy's own caches
     assert np.array_equal(plain.state.v, primed.state.v)
+
+
+def test_the_base_pose_between_waypoints_is_np_interp_of_each_component(tmp_path):
+    scenario = load_bench_experiment(write_experiment(tmp_path)).scenario
+    stepper = RodStepper(scenario)
+    rng = np.random.default_rng(3)
+    times = np.cumsum(rng.uniform(0.001, 0.02, 60))
+    for t, a in zip(times, rng.normal(size=(60, 6)), strict=True):
+        stepper.add_waypoint(float(t), a)
+    knots_t, knots_a = np.asarray(stepper._times), np.asarray(stepper._alphas)
+    queries = np.concatenate([[-1.0, 0.0, times[-1], times[-1] + 1.0], times[:10], rng.uniform(-0.1, 1.5, 300)])
+    for t in queries:
+        expected = np.array([np.interp(t, knots_t, knots_a[:, i]) for i in range(6)])
+        assert np.allclose(stepper.base_alpha_at(float(t)), expected, rtol=0, atol=1e-15), t
