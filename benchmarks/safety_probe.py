@@ -26,8 +26,9 @@ the emulator's counters), the PC's view (the run summary's ``task_timing``), the
 load, and the machine's own stalls: ``benchmarks/stall_witness.py`` runs for the whole probe (a SCHED_FIFO 99
 thread pinned to each CPU; a gap in its wake-ups is time the machine gave to nobody, e.g. a VM's vCPU descheduled
 by its host), and a stopped run says which of those gaps fell in the second before its modules' trip
-(``machine_stalls_before_trip_ms``: CPU, start relative to the trip, length, steal counted). ``--beside busy`` runs two busy loops (``yes > /dev/null``) and ``--beside suite`` a test-suite loop
-(``pytest tests/sim tests/aiko/core``) for the whole probe, killed by PID at the end. Each trial is appended to
+(``machine_stalls_before_trip_ms``: CPU, start relative to the trip, length, steal counted). ``--beside busy``
+runs two busy loops (``yes > /dev/null``) and ``--beside suite`` a test-suite loop (``pytest tests/sim
+tests/aiko/core``) for the whole probe, killed by PID at the end. Each trial is appended to
 ``--jsonl`` as it ends (a long probe can be watched, and a killed one keeps what it measured); one JSON object with
 the trials and their summary is printed at the end.
 """

@@ -63,8 +63,9 @@ class RodStepper:
         j = bisect.bisect_right(times, t_s) - 1  # times[j] <= t_s < times[j + 1]
         if t_s == times[j]:
             return alphas[j].copy()
-        slope = (alphas[j + 1] - alphas[j]) / (times[j + 1] - times[j])
-        return slope * (t_s - times[j]) + alphas[j]  # np.interp's own formula and order of operations
+        slope: np.ndarray = (alphas[j + 1] - alphas[j]) / (times[j + 1] - times[j])
+        alpha: np.ndarray = slope * (t_s - times[j]) + alphas[j]  # np.interp's own formula and order of operations
+        return alpha
 
     def prime(self) -> None:
         """Load the compiled kernels (numba's first dispatch, the step's and the centreline's cache entries: ~1 s
