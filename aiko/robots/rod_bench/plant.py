@@ -66,6 +66,8 @@ class RodPlant:
         scenario = experiment.scenario
         every = max(1, int(round(1.0 / (experiment.log_rate_hz * scenario.dt_s))))
         self.rod = RodStepper(scenario, self._record, every)
+        # the step's kernels loaded now, while the emulator prepares its plant, not in the controller's first ticks
+        self.rod.prime()
         self.start_alpha = scenario.initial_state.q[0:6].copy()
         self.side_log = side_log
         self.mounted_at_s: float | None = None
