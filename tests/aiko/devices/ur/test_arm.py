@@ -11,7 +11,7 @@ import pytest
 from aiko.core.errors import AikoError, ConfigError
 from aiko.devices.ur.arm import ArmLimits, ForceLimitExceeded, UnsafeTarget, UR3Arm
 
-from .ur3_emulator_process import EMULATOR_RT_PRIORITY, running
+from .ur3_emulator_process import running
 
 HOME_POSE = [-0.2986, -0.11235, 0.31365, -2.2214, -2.2214, 0.0]
 
@@ -164,7 +164,7 @@ def test_force_limit_stops_a_move_into_a_spring_floor():
     host = "127.0.0.78"
     plant = "aiko.devices.ur.plants:spring_floor"  # floor at z = 0.10 m, 2000 N/m
     # the controller at real-time priority, as a real one is (its clock must not stretch on a busy machine)
-    with running(host, "--rate-hz", "500", "--plant", plant, "--rt-priority", EMULATOR_RT_PRIORITY):
+    with running(host, "--rate-hz", "500", "--plant", plant):
         a = UR3Arm(host, ArmLimits(force_max_n=30.0))
         a._force_n = a.tcp_force_n
         with a:

@@ -9,7 +9,7 @@ import pytest
 
 from aiko.devices.ur import kinematics as kin
 
-from .ur3_emulator_process import EMULATOR_RT_PRIORITY, running, stop
+from .ur3_emulator_process import running, stop
 
 rtde_control = pytest.importorskip("rtde_control")
 rtde_receive = pytest.importorskip("rtde_receive")
@@ -77,7 +77,7 @@ def test_servol_streaming_at_500_hz_tracks_a_circle():
     # the controller at real-time priority, as a real one is: a busy test machine must not stretch its ticks (at
     # load 5 the emulator's clock then ran so far behind the wall clock that the 1.5 s circle needed more than the
     # servo's acceleration, and the arm cut inside it)
-    with running(host, "--rate-hz", "500", "--rt-priority", EMULATOR_RT_PRIORITY):
+    with running(host, "--rate-hz", "500"):
         r = rtde_receive.RTDEReceiveInterface(host, 500.0)
         c = rtde_control.RTDEControlInterface(host, 500.0)
         try:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ur3_emulator_process import EMULATOR_RT_PRIORITY, REPO, running, stop
+from .ur3_emulator_process import REPO, running, stop
 
 EXAMPLES = Path(os.environ.get("AIKO_UR_RTDE_EXAMPLES", Path.home() / ".cache/aiko/ur_rtde-1.6.5"))
 HOSTS = ("127.0.0.1", "localhost", "192.168.56.101", "<ROBOT_IP>")
@@ -39,10 +39,10 @@ POSE_EDITS = {
 }  # fmt: skip
 # The emulator every program meets: an e-Series (the examples' 500 Hz loops and 5.x functions) with a spring floor
 # at z = 0.10 m under the flange, so force mode and contact have something to press on.
-# The controller at real-time priority, as a real one is: the examples' own timing (a 10 ms sleep before reading an
-# output back) must not depend on how busy the test machine is.
-E_SERIES = ("--model", "ur3e", "--plant", "aiko.devices.ur.plants:spring_floor", "--rt-priority", EMULATOR_RT_PRIORITY)
-CB3 = ("--model", "ur3", "--rt-priority", EMULATOR_RT_PRIORITY)
+# The controller ahead of ordinary load, as a real one is (`ur3_emulator_process.CONTROLLER_NICE`): the examples'
+# own timing (a 10 ms sleep before reading an output back) must not depend on how busy the test machine is.
+E_SERIES = ("--model", "ur3e", "--plant", "aiko.devices.ur.plants:spring_floor")
+CB3 = ("--model", "ur3")
 
 
 def available() -> bool:
