@@ -123,12 +123,17 @@ class ParameterLink(Protocol):
 Request = tuple[int, Parameter, float | None]  # node, parameter, value to write (None: read)
 
 
+# A request whose reply has not come within the timeout is sent again, up to this many times in all: a frame lost
+# on the bus, or a reply held up on a busy PC (a pty's or USB adapter's bytes wait for a normal-priority kernel
+# worker; docs/can_hil.md), is not a silent module. Requests are idempotent (a read, or the same value written).
+ATTEMPTS = 3
+
+
 def exchange(
     link: ParameterLink, requests: list[Request], wait: Callable[[float], None], timeout_s: float
 ) -> tuple[dict[tuple[int, Parameter], tuple[int, float]], list[int]]:
-    """Send every request, wait up to ``timeout_s`` for every reply; (replies by (node, parameter), silent nodes)."""
-    for node, parameter, value in requests:
-        link.request_parameter(node, parameter, value)
+    """Send every request, wait up to ``timeout_s`` for every reply, send the unanswered ones again (``ATTEMPTS``
+    in all); (replies by (node, parameter), nodes still silent)."""
     keys = [(node, parameter) for node, parameter, _ in requests]
     replies: dict[tuple[int, Parameter], tuple[int, float]] = {}
 
@@ -138,7 +143,12 @@ def exchange(
                 replies[key] = reply
         return len(replies) == len(keys)
 
-    poll_until(answered, timeout_s, wait, first_wait=True)
+    for _ in range(ATTEMPTS):
+        for node, parameter, value in requests:
+            if (node, parameter) not in replies:
+                link.request_parameter(node, parameter, value)
+        if poll_until(answered, timeout_s, wait, first_wait=True):
+            break
     silent = sorted({key[0] for key in keys if key not in replies})
     return replies, silent
 
@@ -173,7 +183,7 @@ def write_and_verify(
     replies, silent = exchange(link, writes, wait, timeout_s)
     if silent:
         raise HardwareError(
-            f"joint modules {silent} did not answer parameter requests within {timeout_s} s "
+            f"joint modules {silent} did not answer parameter requests ({ATTEMPTS} tries, {timeout_s} s each) "
             "(check power, termination, bitrate and node ids)"
         )
     pair = (Parameter.WATCHDOG_PERIODS, Parameter.REFERENCE_PERIOD_MS)

@@ -14,7 +14,9 @@ from aiko.core.errors import HardwareError
 from aiko.core.loop import PeriodicTask
 from aiko.core.recording import MemoryRecorder
 from aiko.devices.can.parameters import (
+    ATTEMPTS,
     BusParameterLink,
+    exchange,
     parse_parameter,
     read_parameters,
     same_value,
@@ -215,3 +217,40 @@ def test_an_unknown_parameter_name_says_which_exist(text):
 def test_a_value_read_back_matches_within_the_wires_precision():
     assert same_value(45.00000000000001, 45.0) and same_value(6.0, 6.004) and same_value(0.0, 0.0)
     assert not same_value(6.0, 500.0) and not same_value(400.0, 5000.0) and not same_value(6.0, 6.1)
+
+
+class LossyLink:
+    """A ParameterLink whose modules answer a request only from its ``answer_from``-th sending on (earlier
+    replies lost on the way, or held up past the timeout); node 9 never answers."""
+
+    def __init__(self, answer_from: int) -> None:
+        self.answer_from = answer_from
+        self.sent: dict[tuple[int, Parameter], int] = {}
+        self.replies: dict[tuple[int, Parameter], tuple[int, float]] = {}
+
+    def request_parameter(self, node, parameter, value=None):
+        key = (node, parameter)
+        self.sent[key] = self.sent.get(key, 0) + 1
+        self.replies.pop(key, None)
+        if node != 9 and self.sent[key] >= self.answer_from:
+            self.replies[key] = (int(ParameterResult.OK), 6.0 if value is None else value)
+
+    def parameter_reply(self, node, parameter):
+        return self.replies.get((node, parameter))
+
+
+def test_a_reply_lost_or_late_is_asked_for_again_before_a_module_is_called_silent():
+    link = LossyLink(answer_from=ATTEMPTS)
+    waits: list[float] = []
+    replies, silent = exchange(link, [(1, Parameter.KD_H, None), (2, Parameter.KD_H, 7.0)], waits.append, 0.05)
+    assert silent == [] and replies[(2, Parameter.KD_H)] == (int(ParameterResult.OK), 7.0)
+    assert link.sent == {(1, Parameter.KD_H): ATTEMPTS, (2, Parameter.KD_H): ATTEMPTS}
+
+
+def test_a_module_silent_through_every_attempt_is_named_and_the_others_are_not_asked_again():
+    link = LossyLink(answer_from=1)
+    waits: list[float] = []
+    replies, silent = exchange(link, [(1, Parameter.KD_H, None), (9, Parameter.KD_H, None)], waits.append, 0.05)
+    assert silent == [9] and (1, Parameter.KD_H) in replies
+    assert link.sent == {(1, Parameter.KD_H): 1, (9, Parameter.KD_H): ATTEMPTS}
+    assert sum(waits) >= ATTEMPTS * 0.05 - 1e-9  # each attempt waited its whole timeout
