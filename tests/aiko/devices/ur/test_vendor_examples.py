@@ -147,22 +147,34 @@ def test_speedj_ramps_the_two_joints(name):
 
 
 @pytest.mark.parametrize("name", ["realtime_control_example.py", "doc:realtime_control"])
+def _turned_rad(tcp: np.ndarray) -> float:
+    """How far the flange has turned around the pose the program read first (the circle's centre), in rad, counting
+    only where it is at least 2 cm away from it (the way out from the centre has no direction)."""
+    offset = tcp[:, :2] - tcp[0, :2]
+    away = np.linalg.norm(offset, axis=1) > 0.02
+    if away.sum() < 2:
+        return 0.0
+    angle = np.unwrap(np.arctan2(offset[away, 1], offset[away, 0]))
+    return float(np.ptp(angle))
+
+
+@pytest.mark.parametrize("name", ["realtime_control_example.py", "doc:realtime_control"])
 def test_realtime_servol_draws_the_circle_until_ctrl_c(name):
-    def went_round(watched):  # the circle (7.5 cm radius) swept on both axes, then Ctrl-C
-        tcp = np.array(watched.tcp[-2000:]) if watched.tcp else np.zeros((1, 6))
-        return np.ptp(tcp[:, 0]) > 0.12 and np.ptp(tcp[:, 1]) > 0.12
+    def went_round(watched):  # once round the circle (7.5 cm radius), however slowly, then Ctrl-C
+        return _turned_rad(np.array(watched.tcp)) >= 2 * np.pi if len(watched.tcp) > 1 else False
 
     run = ve.run_example(name, host(12), interrupt_when=went_round, timeout_s=120)
     assert run.interrupted and run.returncode == 0, run.stderr
     assert "Control Interrupted!" in run.stdout
     _, tcp, _ = run.watched.arrays()
-    centre = tcp[0, :2]  # the circle is drawn around the pose the program read first
-    radius = np.linalg.norm(tcp[:, :2] - centre, axis=1)
-    # never outside the circle (a servo towards points on it cannot leave its disc); how close it comes to the rim
-    # depends on how far a loaded machine lets the emulator's controller fall behind (it then cuts inside), so the
-    # size is the sweep `went_round` saw: 12 cm across on both axes, at least 6 cm of the 7.5 cm radius
+    radius = np.linalg.norm(tcp[:, :2] - tcp[0, :2], axis=1)
+    # Round the centre once, never outside the circle (a servo towards points on it cannot leave its disc). How close
+    # it comes to the rim depends on how far a loaded machine lets the emulator's controller fall behind (it then
+    # cuts inside): 11.7 by 13.3 cm across measured beside a suite and two busy loops, so the size
+    # asked for is what any lag leaves of a circle: at least 3 cm of the 7.5 cm radius on the way round.
+    assert _turned_rad(tcp) >= 2 * np.pi
     assert radius.max() < 0.075 + 0.01
-    assert np.ptp(tcp[:, 0]) > 0.12 and np.ptp(tcp[:, 1]) > 0.12
+    assert np.median(radius[radius > 0.02]) > 0.03
 
 
 @pytest.mark.parametrize("name", ["record_data_example.py", "doc:record_data"])
@@ -185,7 +197,10 @@ def test_record_data_writes_the_csv_until_ctrl_c(name, tmp_path):
 
 def test_joint_pd_torque_control_is_refused():
     # directTorque needs PolyScope 5.23 and a dynamic model: every other call fails, ur_rtde saying so; nothing moves
-    run = ve.run_example("joint_pd_torque_control.py", host(14), interrupt_after_s=4.0)
+    # Ctrl-C once the refusals are seen (not after a fixed 4 s: on a loaded machine the program was still importing)
+    run = ve.run_example(
+        "joint_pd_torque_control.py", host(14), interrupt_when=lambda w: w.program_stderr().count(NOT_RUNNING) > 10
+    )
     assert run.interrupted
     assert run.stderr.count(NOT_RUNNING) > 10
     q, _, _ = run.watched.arrays()

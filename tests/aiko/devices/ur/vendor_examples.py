@@ -145,6 +145,13 @@ class Observer:
             self.digital_out.append(int(r.getActualDigitalOutputBits()))
             self.analog_out1.append(r.getStandardAnalogOutput1())
 
+    program_stderr_path: Path | None = None  # what the program has written to stderr so far (set by run_example)
+
+    def program_stderr(self) -> str:
+        if self.program_stderr_path is None or not self.program_stderr_path.exists():
+            return ""
+        return self.program_stderr_path.read_text(errors="replace")
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
@@ -186,11 +193,13 @@ def run_example(
     script = workdir / ("example_" + re.sub(r"\W", "_", name) + ".py")
     script.write_text(prepared(name, host))
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")
-    with running(host, *emulator) as proc:
+    stderr_path = script.with_suffix(".stderr")  # a file, not a pipe: a condition can read it while the program runs
+    with running(host, *emulator) as proc, stderr_path.open("w") as stderr_file:
         watched = Observer(host)
+        watched.program_stderr_path = stderr_path
         program = subprocess.Popen(
             [sys.executable, str(script), *args], cwd=workdir, env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=stderr_file,
         )  # fmt: skip
         interrupted = False
         try:
@@ -204,15 +213,17 @@ def run_example(
                 except subprocess.TimeoutExpired:
                     program.send_signal(signal.SIGINT)
                     interrupted = True
-            out, err = program.communicate(timeout=timeout_s)
+            out, _ = program.communicate(timeout=timeout_s)
+            err = watched.program_stderr()
         except subprocess.TimeoutExpired:
             program.kill()
-            out, err = program.communicate()
-            err += f"\n[harness: killed after {timeout_s:g} s]"
+            out, _ = program.communicate()
+            err = watched.program_stderr() + f"\n[harness: killed after {timeout_s:g} s]"
         finally:
             time.sleep(0.1)
             watched.close()
         _, events = stop(proc)
+    stderr_path.unlink(missing_ok=True)
     return Run(name, program.returncode, out, err, watched, events, interrupted)
 
 
