@@ -61,6 +61,7 @@ def run_one(task: RunTask) -> dict[str, Any]:
     try:
         random.seed(task.seed)
         np.random.seed(task.seed)
+        _load_run_code()
         with time_limit(task.run_id, task.timeout_s):
             experiment, summary, reader = _run(task)
             if summary.get("interrupted"):
@@ -81,6 +82,15 @@ def run_one(task: RunTask) -> dict[str, Any]:
     row["cpu_time_s"] = time.process_time() - cpu_start
     row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     return row
+
+
+def _load_run_code() -> None:
+    """Import what a run needs before its time limit starts: a fresh worker's first run would otherwise spend its
+    limit on Python's imports (seconds; more than 10 s on a PC at load 10), which are not the run's time."""
+    import aiko.log  # noqa: F401
+    import aiko.robots.aiko.experiment  # noqa: F401
+    import aiko.robots.aiko.run  # noqa: F401
+    import aiko.sweep.metrics  # noqa: F401
 
 
 class MetricRecorder(MemoryRecorder):

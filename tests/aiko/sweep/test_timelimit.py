@@ -74,7 +74,7 @@ def test_a_timed_out_run_is_a_row_resume_skips_it_retry_runs_it(write_spec, tmp_
     path = write_spec(
         'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[limits]\nrun_timeout_s = 10.0\n'
         '[parameters]\n"run.duration_s" = [0.2, 80000.0]\n'
-    )  # the limit counts a fresh worker's imports too: 0.2 s of run took 1.0 s cold here, more on a busy machine
+    )  # a fresh worker's imports come before the limit starts (they took > 10 s beside a loaded suite)
     out = tmp_path / "out"
     args = ["sweep", str(path), "--workers", "1", "--out", str(out), "--json", "--no-plots"]
     assert main(args) == 0
@@ -96,7 +96,7 @@ def test_a_run_stuck_in_c_is_written_off_and_its_worker_restarted(write_spec, tm
     path = write_spec(
         'backend = "kinematic"\nmetrics = ["tracking_rms_h_deg"]\n[limits]\nrun_timeout_s = 10.0\n'
         '[parameters]\n"run.duration_s" = [5000.0, 0.2, 0.3]\n'
-    )  # the restarted worker's first run imports everything again within the limit (see above)
+    )  # the restarted worker's first run imports everything again, before its limit starts (see above)
     spec = load_spec(path)
     runs = expand(spec)
     backend = validate_runs(spec, runs)
