@@ -296,12 +296,6 @@ class Witness:
             and g["start_monotonic_s"] + g["gap_ms"] / 1e3 >= since_s
         ]
 
-    def granted(self) -> bool:
-        try:
-            return all(json.loads(line).get("fifo_99", True) for line in self.path.read_text().splitlines()[:2])
-        except (OSError, ValueError):
-            return False
-
     def stop(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
