@@ -82,3 +82,41 @@ def test_ik_wraps_to_the_turn_nearest_the_seed():
     assert kin.inverse(kin.UR3, kin.forward(kin.UR3, q), seed)[5] == pytest.approx(q[5] + 2 * np.pi, abs=1e-6)
     q[5] = 0.1
     assert kin.inverse(kin.UR3, kin.forward(kin.UR3, q), seed)[5] == pytest.approx(0.1, abs=1e-6)
+
+
+def _random_rotvecs(n: int, rng: np.random.Generator, angles: np.ndarray | None = None) -> np.ndarray:
+    axes = rng.normal(size=(n, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    angles = rng.uniform(0.0, np.pi, n) if angles is None else angles
+    return axes * angles[:, None]
+
+
+@pytest.mark.parametrize(
+    "angles",
+    [
+        "uniform",
+        "tiny",  # the Taylor branches
+        "near pi/2",  # where the axis switches from the antisymmetric to the symmetric part
+        "near pi",  # the antisymmetric part vanishes
+    ],
+)
+def test_rotation_vector_conversions_equal_scipy(angles):
+    rng = np.random.default_rng(7)
+    n = 400
+    chosen = {
+        "uniform": None,
+        "tiny": 10.0 ** rng.uniform(-12, -4, n),
+        "near pi/2": np.pi / 2 + rng.uniform(-1e-9, 1e-9, n),
+        "near pi": np.pi - 10.0 ** rng.uniform(-8, -3, n),
+    }[angles]
+    for rotvec in _random_rotvecs(n, rng, chosen):
+        matrix = Rotation.from_rotvec(rotvec).as_matrix()
+        np.testing.assert_allclose(kin.rotvec_to_matrix(rotvec), matrix, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(kin.matrix_to_rotvec(matrix), Rotation.from_matrix(matrix).as_rotvec(), atol=1e-12)
+
+
+def test_a_half_turn_gives_its_axis_either_way_round():
+    for axis in np.eye(3).tolist() + [[0.6, 0.0, 0.8], [1 / 3**0.5] * 3]:
+        rotvec = kin.matrix_to_rotvec(Rotation.from_rotvec(np.pi * np.asarray(axis)).as_matrix())
+        assert np.linalg.norm(rotvec) == pytest.approx(np.pi, abs=1e-12)
+        assert abs(float(rotvec @ axis)) == pytest.approx(np.pi, abs=1e-12)  # +axis or -axis: the same half turn
