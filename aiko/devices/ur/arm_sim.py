@@ -41,6 +41,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
 
 from aiko.devices.ur import kinematics as kin
+from aiko.devices.ur import kinematics_compiled as kc
 
 # UR safety modes (RTDE guide, "safety_mode"): NORMAL 1, REDUCED 2, PROTECTIVE_STOP 3, ... FAULT 9.
 SAFETY_NORMAL = 1
@@ -301,7 +302,9 @@ class ArmSim:
         self.payload_cog_m = np.zeros(3)
         self.history: deque[np.ndarray] = deque(maxlen=HISTORY_TICKS)  # the last joint positions, newest last
         self.speed_max = np.asarray(model.joint_speed_max_rad_s, dtype=float)
-        self._kin_cache: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._kin_cache: dict[bytes, tuple[np.ndarray, ...]] = {}
+        self._table = kc.model_table(model)
+        kc.warm_up()  # loads (or on an empty cache compiles) the compiled kinematics now, not in a client's tick
 
     @property
     def wrench(self) -> np.ndarray:
@@ -317,18 +320,15 @@ class ArmSim:
         return self.history[-1 - min(max(steps, 0), len(self.history) - 1)].copy()
 
     # --- kinematics on the current state -------------------------------------------------------------------
-    def _kin(self, q: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(TCP pose, flange 4x4, TCP Jacobian, TCP 4x4, elbow position) of ``q`` (default: the current joints),
-        cached: one tick asks for the same joints several times (safety check, outputs, plant hook) and FK costs
-        ~50 us in numpy."""
+    def _kin(self, q: np.ndarray | None) -> tuple[np.ndarray, ...]:
+        """(TCP pose, flange 4x4, TCP Jacobian, TCP 4x4, elbow position, flange pose, flange Jacobian) of ``q``
+        (default: the current joints), cached: one tick asks for the same joints several times (safety check,
+        outputs, plant hook). Compiled (``kinematics_compiled``); callers copy what they hand out."""
         q = self.q if q is None else np.asarray(q, dtype=float)
         key = q.tobytes() + self.tcp_offset.tobytes()
         hit = self._kin_cache.get(key)
         if hit is None:
-            frames = kin.joint_frames(self.model, q)
-            tip = frames[-1] @ kin.pose_to_matrix(self.tcp_offset)
-            jac = kin._jacobian_from_frames(frames, tip)
-            hit = (kin.matrix_to_pose(tip), frames[-1], jac, tip, frames[1][:3, 3].copy())
+            hit = kc.forward_kinematics(self._table, q, self.tcp_offset)
             if len(self._kin_cache) > 4:
                 self._kin_cache.clear()
             self._kin_cache[key] = hit
@@ -345,18 +345,16 @@ class ArmSim:
         return self._kin(q)[0].copy()
 
     def flange_pose(self) -> np.ndarray:
-        return kin.matrix_to_pose(self._kin(None)[1])
+        return self._kin(None)[5].copy()
 
     def jacobian(self, q: np.ndarray | None = None, tcp: bool = True) -> np.ndarray:
-        if not tcp:
-            return kin.jacobian(self.model, self.q if q is None else q)
-        return self._kin(q)[2]
+        return self._kin(q)[2 if tcp else 6]
 
     def tcp_speed(self) -> np.ndarray:
         return self.jacobian() @ self.qd
 
     def ik(self, pose: Sequence[float], q_near: np.ndarray | None = None) -> np.ndarray:
-        return kin.inverse(self.model, pose, self.q if q_near is None else q_near, self.tcp_offset)
+        return kc.solve_inverse(self.model, self._table, pose, self.q if q_near is None else q_near, self.tcp_offset)
 
     def clip_speed(self, qd: np.ndarray) -> np.ndarray:
         """Scale a joint velocity as a whole so no joint exceeds its speed limit."""

@@ -480,11 +480,13 @@ class UR3Emulator:
             values[name] = [math.nan] * 6 if kind == "VECTOR6D" else math.nan
         for name in ("input_bit_registers0_to_31", "input_bit_registers32_to_63"):
             values[name] = self.inputs_other.get(name, 0)
-        for i in range(48):
-            values[f"output_int_register_{i}"] = self.out_int[i]
-            values[f"output_double_register_{i}"] = self.out_double[i]
-            values[f"input_int_register_{i}"] = self.in_int[i]
-            values[f"input_double_register_{i}"] = self.in_double[i]
+        for names, registers in (
+            (_OUTPUT_INT_REGISTERS, self.out_int),
+            (_OUTPUT_DOUBLE_REGISTERS, self.out_double),
+            (_INPUT_INT_REGISTERS, self.in_int),
+            (_INPUT_DOUBLE_REGISTERS, self.in_double),
+        ):
+            values.update(zip(names, registers, strict=True))
         return _DefaultValues(values)
 
     def _analog_out(self, k: int) -> float:
@@ -499,6 +501,13 @@ class UR3Emulator:
                 refusals_current_program=refusals,
                 protective_stop_reason=self.sim.protective_stop_reason,
             )
+
+
+# the register fields' names, formatted once (every published package names all 192)
+_OUTPUT_INT_REGISTERS = tuple(f"output_int_register_{i}" for i in range(48))
+_OUTPUT_DOUBLE_REGISTERS = tuple(f"output_double_register_{i}" for i in range(48))
+_INPUT_INT_REGISTERS = tuple(f"input_int_register_{i}" for i in range(48))
+_INPUT_DOUBLE_REGISTERS = tuple(f"input_double_register_{i}" for i in range(48))
 
 
 class _DefaultValues(dict):

@@ -153,8 +153,8 @@ def matrix_to_rotvec(rotation: np.ndarray) -> np.ndarray:
     # (1 - cos(angle)) axis axis^T = (R + R^T) / 2 - cos(angle) I, with 1 - cos(angle) >= 1 here: its column of
     # largest diagonal is the axis times a number far from 0
     outer = 0.5 * (r + r.T) - 0.5 * cos_2 * np.eye(3)
-    column = outer[:, int(np.argmax(np.diag(outer)))]
-    axis = column / math.sqrt(float(column @ column))
+    column: np.ndarray = outer[:, int(np.argmax(np.diag(outer)))]
+    axis: np.ndarray = column / math.sqrt(float(column @ column))
     if float(axis @ vee) < 0.0:
         axis = -axis
     return axis * angle

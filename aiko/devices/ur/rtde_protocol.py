@@ -20,6 +20,7 @@ is not on PyPI under a maintained name; the format is a dozen struct layouts.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -164,20 +165,24 @@ class Recipe:
     def valid(self) -> bool:
         return all(t in FORMATS for t in self.types)
 
-    @property
-    def struct(self) -> struct.Struct:
+    @functools.cached_property
+    def struct(self) -> struct.Struct:  # built once: a recipe packs a package every controller tick
         return struct.Struct(">B" + "".join(FORMATS[t] for t in self.types))
 
     def pack(self, values: dict[str, object]) -> bytes:
         """A data-package payload: the recipe id, then each field from ``values`` in recipe order."""
         flat: list[object] = [self.recipe_id]
-        for name, kind in zip(self.names, self.types, strict=True):
-            value = values[name]
-            if kind.startswith("VECTOR"):
-                flat.extend(value)  # type: ignore[arg-type]
+        for name, is_vector in self._fields:
+            if is_vector:
+                flat.extend(values[name])  # type: ignore[arg-type]
             else:
-                flat.append(value)
+                flat.append(values[name])
         return self.struct.pack(*flat)
+
+    @functools.cached_property
+    def _fields(self) -> tuple[tuple[str, bool], ...]:
+        """(name, is a vector) per field, in recipe order."""
+        return tuple((name, kind.startswith("VECTOR")) for name, kind in zip(self.names, self.types, strict=True))
 
     def unpack(self, payload: bytes) -> dict[str, object]:
         """Field values of a data-package payload (recipe id first) by name; vectors come back as lists."""
