@@ -34,6 +34,7 @@ class StrainEstimate:
     iterations: int
     note: str = ""  # why strain_nodes is None
     centreline_m: np.ndarray | None = None  # (n+1, 3) the observer's rod at the strain nodes (world), for viewers
+    base_alpha: np.ndarray | None = None  # (6,) the base pose the observer clamped the rod at [rot. vector; position]
 
 
 def observer_model(rod: RodDescription, n_sections: int, marker_arc_m, gravity_m_s2=(0.0, 0.0, -9.81)) -> RodModel:
@@ -93,19 +94,20 @@ class StrainPipeline:
         control_x = self.model.grid.x_nodes
         seen = obs.visible & np.all(np.isfinite(obs.world_m), axis=1)
         if seen.sum() < self.min_markers:
-            return StrainEstimate(obs.t_ns, obs, control_x, None, None, 0, f"{int(seen.sum())} markers seen")
+            note = f"{int(seen.sum())} markers seen"
+            return StrainEstimate(obs.t_ns, obs, control_x, None, None, 0, note, base_alpha=alpha)
         try:
             result = observe_strains(
                 self.model, alpha, self.marker_arc[seen], obs.world_m[seen], self._q, self.compliance
             )
         except ConvergenceError as exc:
             self._q = None
-            return StrainEstimate(obs.t_ns, obs, control_x, None, None, 0, f"observer: {exc}")
+            return StrainEstimate(obs.t_ns, obs, control_x, None, None, 0, f"observer: {exc}", base_alpha=alpha)
         self._q = result.q
         centreline = sim_centreline(self.model, result.q)
         return StrainEstimate(
             obs.t_ns, obs, control_x, result.strain_nodes, result.marker_forces_n, result.iterations,
-            centreline_m=centreline,
+            centreline_m=centreline, base_alpha=alpha,
         )  # fmt: skip
 
     def run(self, frames: Iterable[Frame]) -> Iterator[StrainEstimate]:

@@ -27,7 +27,7 @@ import numpy as np
 from aiko.core.clock import Clock
 from aiko.core.errors import ConfigError
 from aiko.core.interfaces import Recorder
-from aiko.core.messages import XYZ, Channel, Message, booleans, integer, number, vectors
+from aiko.core.messages import XYZ, Channel, Message, booleans, integer, number, numbers, vectors
 from aiko.robots.rod_bench.bench_experiment import BenchExperiment
 from aiko.robots.rod_bench.messages import STRAIN_AXES
 from aiko.robots.rod_bench.sensor_task import FinishedRun
@@ -55,6 +55,11 @@ OBSERVED_STRAIN = Channel("/bench/observed_strain", Message(
         "true_strain": vectors("the plant's true nodal strains (HIL)", STRAIN_AXES, "1/m, 1", optional=True),
         "markers_seen": integer("beads seen in the frame"),
         "iterations": integer("observer iterations"),
+        "base_alpha": numbers(
+            "the base pose the observer clamped the rod at (the arm's, at the frame's time) [rotation vector (rad); "
+            "position (m)], world frame",
+            optional=True,
+        ),
     },
 ))  # fmt: skip
 MARKER_COMPLIANCE_M_PER_N = 1e-3  # as the camera's own end-to-end test (tests/aiko/devices/camera/test_emulator.py)
@@ -120,6 +125,8 @@ def observe_frames(
             strain["true_strain"] = truth[1].tolist()
             strain_err.append(float(np.max(np.abs(est.strain_nodes[:, 1] - truth[1][:, 1]))))
         strain.update(markers_seen=int(seen.sum()), iterations=est.iterations)
+        if est.base_alpha is not None:
+            strain["base_alpha"] = est.base_alpha.tolist()
         recorder.record(OBSERVED_STRAIN, clock.stamp_ns(t_s), strain)
     return {
         "frames": n,

@@ -163,18 +163,20 @@ def test_real_backend_films_the_run_and_observes_the_strains_the_video_was_rende
     # which the observer on the exact beads and base pose has too (0.465): the camera path adds < 0.04 1/m
     assert np.max(np.abs(observed[:, :-1] - true[:, :-1])) < 0.6
     assert np.mean(np.abs(observed[:, :-1] - true[:, :-1])) < 0.05 * np.max(np.abs(true))
-    # the camera path's own share: the same observer on the true beads and the true base pose of each frame
+    # the camera path's own share: the same observer on the true beads of each frame and the base pose the bench
+    # clamped the rod at for it (the arm's, logged with the estimate). Not the film's own base pose: on a loaded
+    # machine the emulated arm trails the pre-rendered film, and that moved the strains by 0.10-0.12 1/m.
     from aiko.devices.camera.pipeline import observer_model
     from sim.cosserat.observer import observe_strains
 
     model = experiment.scenario.model
     arc = np.asarray(truth["marker_arc_m"])
     observer = observer_model(model.rod, model.n_sections, arc, model.gravity_m_s2)
-    for j, est in zip(np.round(np.asarray(strain["t_s"]) * FPS).astype(int), observed, strict=True):
-        exact = observe_strains(
-            observer, np.asarray(truth["base_alpha"][j]), arc, np.asarray(truth["markers_m"][j]), None, 1e-3
-        )
-        assert np.max(np.abs(est - exact.strain_nodes[:, 1])) < 0.1, j  # measured at most 0.04 1/m
+    used_alpha = np.asarray(strain["base_alpha"], dtype=float)
+    frames = np.round(np.asarray(strain["t_s"]) * FPS).astype(int)
+    for j, est, alpha in zip(frames, observed, used_alpha, strict=True):
+        exact = observe_strains(observer, alpha, arc, np.asarray(truth["markers_m"][j]), None, 1e-3)
+        assert np.max(np.abs(est - exact.strain_nodes[:, 1])) < 0.1, j  # measured at most 0.04 1/m, quiet
     # what the lab then does with a real run: replay it on the simulator and compare as a real bench measures
     # (camera strains and the camera's tip slide, the F/T sensor's force); the slide is the last marker's, on both
     from aiko.robots.rod_bench.compare import compare_logs
