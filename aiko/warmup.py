@@ -60,11 +60,18 @@ def _planar_snake() -> None:
     run_experiment(experiment, MemoryRecorder(), RunOptions(backend="sim", duration_s=0.2))
 
 
+def _ur3_controller() -> None:
+    from aiko.devices.ur import kinematics_compiled
+
+    kinematics_compiled.warm_up()
+
+
 # (name, what it compiles, in the default set)
 KERNELS: tuple[tuple[str, Callable[[], None], bool], ...] = (
     ("3D snake simulator and its HIL plant (paper 000; `make run`)", _default_job, True),
     ("Cosserat rod (paper 004)", _cosserat, False),
     ("planar snake among obstacles (paper 001)", _planar_snake, False),
+    ("UR3 emulator's controller kinematics (`aiko emulate ur3`, the bench's HIL)", _ur3_controller, False),
 )
 
 

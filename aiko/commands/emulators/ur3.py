@@ -88,6 +88,13 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--rt-priority must lie in 0..99, got {args.rt_priority}")
     plant = None
     started = time.monotonic()
+    # The controller's compiled kinematics load from numba's cache in a second; on an empty cache (a fresh checkout
+    # that skipped `python -m aiko.warmup --all`) they compile first, ~25 s of CPU: say so rather than sit silent.
+    sys.stderr.write("ur3: loading the compiled kinematics (the first time: compiling them, ~30 s) ...\n")
+    sys.stderr.flush()
+    from aiko.devices.ur import kinematics_compiled
+
+    kinematics_compiled.warm_up()
     if args.plant:
         sys.stderr.write(f"ur3: preparing the plant {args.plant} ...\n")
         sys.stderr.flush()
