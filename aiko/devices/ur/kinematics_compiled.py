@@ -55,7 +55,7 @@ def _matrix_to_rotvec(r: np.ndarray) -> np.ndarray:  # kinematics.matrix_to_rotv
         return vee * (angle / sin_2)
     best, k = -1.0, 0
     for i in range(3):
-        diag = 0.5 * (r[i, i] + r[i, i]) - 0.5 * cos_2
+        diag = r[i, i] - 0.5 * cos_2
         if diag > best:
             best, k = diag, i
     column = np.empty(3)
