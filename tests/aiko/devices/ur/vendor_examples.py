@@ -176,6 +176,15 @@ class Run:
         return "RTDE control script is not running!" in self.stderr
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """In the program's process before it starts: SIGINT back to its default. A suite started as a background job of
+    a non-interactive shell (``make test &`` in a script) inherits SIGINT *ignored*, and so would every program it
+    starts: Python then installs no KeyboardInterrupt handler, the programs that run until Ctrl-C never end, and the
+    harness killed them after its timeout (4 vendor-example tests failed so; reproduced by starting pytest with
+    SIGINT ignored). A user's program started from a terminal has the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_example(
     name: str,
     host: str,
@@ -199,7 +208,7 @@ def run_example(
         watched.program_stderr_path = stderr_path
         program = subprocess.Popen(
             [sys.executable, str(script), *args], cwd=workdir, env=env, text=True,
-            stdout=subprocess.PIPE, stderr=stderr_file,
+            stdout=subprocess.PIPE, stderr=stderr_file, preexec_fn=_ctrl_c_as_in_a_terminal,
         )  # fmt: skip
         interrupted = False
         try:
