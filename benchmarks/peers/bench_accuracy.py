@@ -115,17 +115,19 @@ def peer_series(scenario: str, dt_s: float) -> dict:
 
 
 def largest_stable_peer_dt(scenario: str, duration_s: float = 0.3, dt_start_s: float = 2e-4) -> float:
-    """The largest step (halving from dt_start_s) at which PyElastica's run of the test's first duration_s stays finite
-    and above the table."""
+    """The largest step (halving from dt_start_s) at which PyElastica's run of the test's first duration_s stays finite,
+    above the table and unkinked (no curvature beyond one over the rod's smallest radius)."""
     from benchmarks.peers import elastica_bench
 
     s = load_rod_experiment(ROOT / "experiments" / "rod" / f"{scenario}.toml", {"run.duration_s": duration_s})
+    model_radius_min_m = min(s.model.rod.radius_base_m, s.model.rod.radius_tip_m)
     dt = dt_start_s
     while dt > 1e-8:
         peer = elastica_bench.build(s, dt)
         out = elastica_bench.series(peer, s, dt, duration_s)
         x = peer.rod.position_collection
-        if out["finite"] and np.min(x[2]) > -0.01 and np.max(np.abs(x)) < 1.0:
+        bent_at_most = np.max(np.abs(out["kappa"])) < 1.0 / model_radius_min_m  # an unstable run kinks
+        if out["finite"] and np.min(x[2]) > -0.01 and np.max(np.abs(x)) < 1.0 and bent_at_most:
             return dt
         dt /= 2
     raise RuntimeError("no stable PyElastica step found")

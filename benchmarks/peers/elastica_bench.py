@@ -22,12 +22,13 @@ PyElastica integrates explicitly (position Verlet): its step is bounded by stabi
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from sim.cosserat.scenario import Scenario
+from sim.cosserat.scenario import BaseMotion, Scenario
 
 CONTACT_STIFFNESS_N_M = 2.0e3  # per node: the ~3 N of the press sink the tip by ~1.5 mm at most
 CONTACT_DAMPING_N_S_M = 2.0
@@ -50,12 +51,96 @@ def _directors(R: np.ndarray) -> np.ndarray:
     return np.stack([d1, np.cross(d3, d1), d3])
 
 
+class BasePath:
+    """The scenario's base pose and rates as PyElastica's constraint asks for them (several times a step).
+
+    The knots are arrays built once, a segment is found by bisection, and the directors are recomputed only when the
+    rotation vector changes (both bench files hold it constant). Interpolating with `BaseMotion.alpha` and building the
+    directors with numpy on every call was ~70 % of the peer's step in a profile: the comparison would have charged
+    PyElastica for our bookkeeping."""
+
+    def __init__(self, motion: BaseMotion | None, alpha0: np.ndarray) -> None:
+        if motion is None:
+            self.times_s = [0.0]
+            self.alphas = np.asarray(alpha0, dtype=float)[None, :].copy()
+        else:
+            rotations = np.zeros((len(motion.times_s), 3)) if motion.rotation_vectors_rad is None else (
+                np.asarray(motion.rotation_vectors_rad, dtype=float))  # fmt: skip
+            self.times_s = [float(t) for t in motion.times_s]
+            self.alphas = np.hstack([rotations, np.asarray(motion.positions_m, dtype=float)])
+        self._rotation_vector = np.full(3, np.nan)
+        self._directors = np.eye(3)
+
+    def _segment(self, t_s: float) -> int:
+        """Index i of the segment [t_i, t_i+1) holding t_s; -1 before the first knot, the last index after the last."""
+        return bisect.bisect_right(self.times_s, t_s) - 1
+
+    def alpha(self, t_s: float) -> np.ndarray:
+        i = self._segment(t_s)
+        if i < 0:
+            return self.alphas[0]
+        if i >= len(self.times_s) - 1:
+            return self.alphas[-1]
+        w = (t_s - self.times_s[i]) / (self.times_s[i + 1] - self.times_s[i])
+        return (1.0 - w) * self.alphas[i] + w * self.alphas[i + 1]
+
+    def pose(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Position of node 0 and element 0's directors (rows) at t_s."""
+        alpha = self.alpha(t_s)
+        if not np.array_equal(alpha[0:3], self._rotation_vector):
+            self._rotation_vector = alpha[0:3].copy()
+            self._directors = _directors(_rotation(self._rotation_vector))
+        return alpha[3:6], self._directors
+
+    def rates(self, t_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Velocity of node 0 (world) and angular velocity of element 0 (its own frame) at t_s."""
+        i = self._segment(t_s)
+        if i < 0 or i >= len(self.times_s) - 1:
+            return np.zeros(3), np.zeros(3)
+        slope = (self.alphas[i + 1] - self.alphas[i]) / (self.times_s[i + 1] - self.times_s[i])
+        if not np.any(slope[0:3]):
+            return slope[3:6], np.zeros(3)
+        h = 1e-6  # a turning base (neither bench file has one): ω from Q̇ Qᵀ = −ω̃ (rows map world → local)
+        d0 = _directors(_rotation(self.alpha(t_s)[0:3]))
+        d1 = _directors(_rotation(self.alpha(t_s + h)[0:3]))
+        w = -(d1 - d0) @ d0.T / h
+        return slope[3:6], np.array([w[2, 1], w[0, 2], w[1, 0]])
+
+
+class _Recorder:
+    """What `series` asks the callback to do on its sampled steps (set before the run)."""
+
+    def __init__(self) -> None:
+        self.every = 0
+        self.state: dict = {"step": 0}
+        self.record = None
+
+
+def _forward_class():
+    import elastica as ea
+
+    class Forward(ea.CallBackBaseClass):
+        """PyElastica's callback, forwarding the sampled steps to the recorder."""
+
+        def __init__(self, recorder: _Recorder) -> None:
+            super().__init__()
+            self.recorder = recorder
+
+        def make_callback(self, system, time, current_step: int) -> None:
+            r = self.recorder
+            if r.record is not None and r.state["step"] % r.every == 0:
+                r.record(system)
+
+    return Forward
+
+
 @dataclass
 class ElasticaBench:
     simulator: object
     rod: object
     n_elements: int
     damping_rate_per_s: float
+    recorder: _Recorder
 
 
 def first_bending_frequency_rad_s(scenario: Scenario) -> float:
@@ -83,7 +168,7 @@ def build(scenario: Scenario, dt_s: float, n_elements: int | None = None) -> Ela
     rho = rod_d.material.density_kg_m3
     shear_modulus = rod_d.material.young_modulus_pa / (2.0 * (1.0 + rod_d.material.poisson_ratio))
 
-    class Bench(ea.BaseSystemCollection, ea.Constraints, ea.Forcing, ea.Contact, ea.Damping):
+    class Bench(ea.BaseSystemCollection, ea.Constraints, ea.Forcing, ea.Contact, ea.Damping, ea.CallBacks):
         pass
 
     sim = Bench()
@@ -109,28 +194,20 @@ def build(scenario: Scenario, dt_s: float, n_elements: int | None = None) -> Ela
     rod.mass[1:] += 0.5 * element_mass
     sim.append(rod)
 
-    motion = scenario.base_motion
+    path = BasePath(scenario.base_motion, q0[0:6])
 
     class PrescribedBase(ea.ConstraintBase):
         """Node 0 and element 0 follow the base pose of the scenario's [base_motion] (held after its last knot)."""
 
-        def _pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-            alpha = motion.alpha(float(t)) if motion is not None else q0[0:6]
-            return alpha[3:6], _directors(_rotation(alpha[0:3]))
-
         def constrain_values(self, system, time) -> None:
-            position, directors = self._pose(time)
+            position, directors = path.pose(float(time))
             system.position_collection[:, 0] = position
             system.director_collection[:, :, 0] = directors
 
         def constrain_rates(self, system, time) -> None:
-            h = 1e-4
-            p1, d1 = self._pose(time + h)
-            p0, d0 = self._pose(time)
-            system.velocity_collection[:, 0] = (p1 - p0) / h
-            # ω in the element's frame from Q̇ Qᵀ = −ω̃ (directors as rows map world → local)
-            w = -(d1 - d0) @ d0.T / h
-            system.omega_collection[:, 0] = [w[2, 1], w[0, 2], w[1, 0]]
+            velocity, omega = path.rates(float(time))
+            system.velocity_collection[:, 0] = velocity
+            system.omega_collection[:, 0] = omega
 
     sim.constrain(rod).using(PrescribedBase, constrained_position_idx=(0,), constrained_director_idx=(0,))
     sim.add_forcing_to(rod).using(ea.GravityForces, acc_gravity=np.asarray(model.gravity_m_s2, dtype=float))
@@ -152,46 +229,53 @@ def build(scenario: Scenario, dt_s: float, n_elements: int | None = None) -> Ela
         gamma = first_bending_frequency_rad_s(scenario) ** 2 * rod_d.damping_time_s
         sim.dampen(rod).using(
             ea.AnalyticalLinearDamper,
-            translational_damping_constant=gamma,
-            rotational_damping_constant=gamma,
+            uniform_damping_constant=gamma,  # a rate (1/s): v ← v·exp(−γ dt); the "translational" constant is N·s/m
             time_step=dt_s,
         )
+    recorder = _Recorder()
+    sim.collect_diagnostics(rod).using(_forward_class(), recorder=recorder)
     sim.finalize()
-    return ElasticaBench(sim, rod, n, gamma)
+    return ElasticaBench(sim, rod, n, gamma, recorder)
 
 
 def series(peer: ElasticaBench, scenario: Scenario, dt_s: float, sample_every_s: float) -> dict:
     """Run the scenario's duration; every ``sample_every_s`` the bench quantities (`benchmarks.peers.bench_accuracy`):
-    the bending curvature about the section's d2 axis at the interior nodes, the table's total normal force (the
-    contact forces' sum, from the rod's external forces less its weight) and the tip's slide in the table plane."""
+    the bending curvature about the section's d2 axis at the interior nodes, the table's total normal force and the
+    tip's slide in the table plane.
+
+    The normal force is read where PyElastica still holds it: its stepper zeroes the external forces at the end of a
+    step, after the callbacks, so a recorder reads them *in* the step (they are the contact forces plus the weight
+    applied at the step's force evaluation; the weight is taken off). The recorder runs after each step only on the
+    sampled ones; the time counted is the stepping, recorder included (~1 µs on an unsampled step)."""
     import time
 
     import elastica as ea
 
-    stepper = ea.PositionVerlet()
+    rod = peer.rod
+    weight_z = rod.mass * float(np.asarray(scenario.model.gravity_m_s2)[2])
     n_steps = int(round(scenario.duration_s / dt_s))
     every = max(1, int(round(sample_every_s / dt_s)))
-    rod = peer.rod
-    weight = rod.mass * np.asarray(scenario.model.gravity_m_s2)[2]
-    times, kappa, normal, tip = [], [], [], []
+    samples: dict[str, list] = {"t_s": [], "kappa": [], "normal_force_n": [], "tip_slide_m": []}
     tip0 = rod.position_collection[0:2, -1].copy()
+    stepper = ea.PositionVerlet()
+    state = {"step": 0}
+
+    def record(system) -> None:
+        samples["t_s"].append(state["step"] * dt_s)
+        samples["kappa"].append(system.kappa[1].copy())
+        samples["normal_force_n"].append(float(np.sum(system.external_forces[2]) - np.sum(weight_z)))
+        samples["tip_slide_m"].append(float(np.linalg.norm(system.position_collection[0:2, -1] - tip0)))
+
+    peer.recorder.record = record
+    peer.recorder.every = every
+    peer.recorder.state = state
     t, cpu = 0.0, 0.0
     for k in range(1, n_steps + 1):
+        state["step"] = k
         start = time.process_time()
         t = stepper.step(peer.simulator, t, dt_s)
         cpu += time.process_time() - start
-        if k % every == 0:
-            times.append(k * dt_s)
-            kappa.append(rod.kappa[1].copy())
-            normal.append(float(np.sum(rod.external_forces[2]) - np.sum(weight)))
-            tip.append(float(np.linalg.norm(rod.position_collection[0:2, -1] - tip0)))
     finite = bool(np.all(np.isfinite(rod.position_collection)))
-    return {
-        "t_s": np.asarray(times),
-        "kappa": np.asarray(kappa),
-        "normal_force_n": np.asarray(normal),
-        "tip_slide_m": np.asarray(tip),
-        "cpu_s": cpu,
-        "steps": n_steps,
-        "finite": finite,
-    }
+    out: dict = {key: np.asarray(value) for key, value in samples.items()}
+    out.update({"cpu_s": cpu, "steps": n_steps, "finite": finite})
+    return out

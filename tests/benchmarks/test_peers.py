@@ -122,3 +122,89 @@ def test_fastest_configuration_rule_keeps_our_outcome_and_gives_the_peer_any_fin
     assert best_theirs["step_change"] == pytest.approx(0.11 / 0.45)
     ours[1]["cpu_s"] = math.inf  # that step diverged: back to the reference step
     assert choose_fastest(ours, theirs)[0]["dt_s"] == 2.5e-4
+
+
+def _bench_scenario(name: str = "bench_slide", **overrides):
+    from aiko.robots.rod_bench.experiment import load_rod_experiment
+
+    return load_rod_experiment(ROOT / "experiments" / "rod" / f"{name}.toml", overrides or None)
+
+
+def test_elastica_bench_base_path_is_our_base_motion():
+    """The peer's prescribed base (a bisection over the knots, directors cached) is `BaseMotion.alpha`, and its rates
+    are the pose's time derivative, before, inside and after the knots."""
+    from benchmarks.peers.elastica_bench import BasePath, _directors, _rotation
+
+    scenario = _bench_scenario()
+    motion = scenario.base_motion
+    path = BasePath(motion, scenario.initial_state.q[0:6])
+    for t in np.concatenate([[-0.1, 0.0, 0.5, 2.0, 5.0, 7.0], np.random.default_rng(1).uniform(0.0, 5.0, 40)]):
+        np.testing.assert_allclose(path.alpha(t), motion.alpha(t), atol=1e-15)
+        position, directors = path.pose(t)
+        np.testing.assert_allclose(position, motion.alpha(t)[3:6], atol=1e-15)
+        np.testing.assert_allclose(directors, _directors(_rotation(motion.alpha(t)[0:3])), atol=1e-15)
+    for t in (0.25, 1.2, 3.3, 6.0):  # away from the knots: the one-sided difference is the segment's slope
+        h = 1e-6
+        velocity, omega = path.rates(t)
+        np.testing.assert_allclose(velocity, (path.alpha(t + h)[3:6] - path.alpha(t)[3:6]) / h, atol=1e-9)
+        np.testing.assert_allclose(omega, 0.0)  # the bench files hold the rotation
+
+
+def test_elastica_bench_base_path_turns_with_a_rotating_base():
+    """ω of element 0 in its own frame, for a base turning about the world z at 0.5 rad/s (no bench file does)."""
+    from benchmarks.peers.elastica_bench import BasePath, _directors, _rotation
+    from sim.cosserat.scenario import BaseMotion
+
+    motion = BaseMotion((0.0, 2.0), ((0, 0, 0.1), (0, 0, 0.1)), ((0, 0, 0), (0, 0, 1.0)))
+    path = BasePath(motion, np.zeros(6))
+    _, omega = path.rates(1.0)
+    world = np.array([0.0, 0.0, 0.5])
+    np.testing.assert_allclose(omega, _directors(_rotation(np.array([0, 0, 0.5]))) @ world, atol=1e-5)
+
+
+def test_elastica_bench_is_our_composite_rod_damped_at_our_first_mode():
+    pytest.importorskip("elastica")
+    from benchmarks.peers import elastica_bench
+
+    scenario = _bench_scenario("bench_stick")
+    rod_d = scenario.model.rod
+    peer = elastica_bench.build(scenario, 2.5e-5)
+    n = peer.n_elements
+    s_mid = (np.arange(n) + 0.5) / n * rod_d.length_m
+    k = rod_d.stiffness_diagonal(s_mid)
+    np.testing.assert_allclose(peer.rod.shear_matrix[2, 2, :], k[:, 3])  # EA, the sheath's and the core's
+    m = rod_d.inertia_diagonal(s_mid)[:, 3] * rod_d.length_m / n
+    assert peer.rod.mass.sum() == pytest.approx(m.sum(), rel=1e-12)
+    # the damper is a rate γ (1/s) giving the first bending mode our modal damping ratio ω₁τ/2
+    omega_1 = elastica_bench.first_bending_frequency_rad_s(scenario)
+    assert peer.damping_rate_per_s == pytest.approx(omega_1**2 * rod_d.damping_time_s)
+    assert 0.01 < peer.damping_rate_per_s / (2 * omega_1) < 1.0
+
+
+def test_elastica_bench_reads_the_table_force_before_pyelastica_clears_it():
+    """PyElastica zeroes the external forces at a step's end; the sampled normal force is read in the step. Free of
+    the table, it is 0 (the weight taken off what was applied; a read after the step gives +weight). Pressed 1.5 cm
+    into it at the start, it is the penalty law's Σ k·(r − z) over the elements whose midpoints are within a radius
+    of the table (PyElastica's plane contact acts at element midpoints, ours at the contact nodes: docs/bench.md)."""
+    pytest.importorskip("elastica")
+    from benchmarks.peers import elastica_bench
+
+    dt_s = 2.5e-5
+    free = _bench_scenario("bench_stick", **{"run.duration_s": 0.02})
+    out = elastica_bench.series(elastica_bench.build(free, dt_s), free, dt_s, 0.01)
+    assert out["finite"] and len(out["t_s"]) == 2
+    np.testing.assert_allclose(out["normal_force_n"], 0.0, atol=1e-9)
+
+    z_base = 0.1929 - 0.015
+    pressed = _bench_scenario(
+        "bench_stick",
+        **{"run.duration_s": 2 * dt_s, "initial.base_position_m": [0.0, 0.0, z_base],
+           "base_motion.positions_m": [[0.0, 0.0, z_base]] * 3},
+    )  # fmt: skip
+    peer = elastica_bench.build(pressed, dt_s)
+    rod = peer.rod
+    midpoint_z = 0.5 * (rod.position_collection[2, 1:] + rod.position_collection[2, :-1])
+    expected_n = elastica_bench.CONTACT_STIFFNESS_N_M * np.sum(np.clip(rod.radius - midpoint_z, 0.0, None))
+    assert expected_n > 10.0  # the last elements are well inside the table
+    out = elastica_bench.series(peer, pressed, dt_s, dt_s)
+    assert out["normal_force_n"][0] == pytest.approx(expected_n, rel=0.02)
