@@ -12,6 +12,7 @@ test checks what the program did, not only what it printed.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import re
@@ -176,13 +177,20 @@ class Run:
         return "RTDE control script is not running!" in self.stderr
 
 
-def _ctrl_c_as_in_a_terminal() -> None:
-    """In the program's process before it starts: SIGINT back to its default. A suite started as a background job of
-    a non-interactive shell (``make test &`` in a script) inherits SIGINT *ignored*, and so would every program it
-    starts: Python then installs no KeyboardInterrupt handler, the programs that run until Ctrl-C never end, and the
-    harness killed them after its timeout (4 vendor-example tests failed so; reproduced by starting pytest with
-    SIGINT ignored). A user's program started from a terminal has the default."""
+def _start_as_from_a_terminal() -> None:
+    """In the program's process before it starts.
+
+    SIGINT back to its default: a suite started as a background job of a non-interactive shell (``make test &`` in a
+    script) inherits SIGINT *ignored*, and so would every program it starts: Python then installs no
+    KeyboardInterrupt handler, the programs that run until Ctrl-C never end, and the harness killed them after its
+    timeout (4 vendor-example tests failed so; reproduced by starting pytest with SIGINT ignored). A user's program
+    started from a terminal has the default.
+
+    And killed with the suite (Linux's PR_SET_PDEATHSIG): the realtime example busy-waits at SCHED_FIFO 80, and one
+    left running by a killed harness loaded this 2-core machine to 110 and stalled everything else on it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 
 
 def run_example(
@@ -208,7 +216,7 @@ def run_example(
         watched.program_stderr_path = stderr_path
         program = subprocess.Popen(
             [sys.executable, str(script), *args], cwd=workdir, env=env, text=True,
-            stdout=subprocess.PIPE, stderr=stderr_file, preexec_fn=_ctrl_c_as_in_a_terminal,
+            stdout=subprocess.PIPE, stderr=stderr_file, preexec_fn=_start_as_from_a_terminal,
         )  # fmt: skip
         interrupted = False
         try:
@@ -229,6 +237,9 @@ def run_example(
             out, _ = program.communicate()
             err = watched.program_stderr() + f"\n[harness: killed after {timeout_s:g} s]"
         finally:
+            if program.poll() is None:  # whatever ended the wait (pytest's timeout, a failing condition): never leave
+                program.kill()  # a program behind (see _start_as_from_a_terminal)
+                program.wait()
             time.sleep(0.1)
             watched.close()
         _, events = stop(proc)
