@@ -16,6 +16,7 @@ import ctypes
 import hashlib
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -178,19 +179,26 @@ class Run:
 
 
 def _start_as_from_a_terminal() -> None:
-    """In the program's process before it starts.
+    """In the program's process before it starts: the program as a lab user starts it from a terminal.
 
-    SIGINT back to its default: a suite started as a background job of a non-interactive shell (``make test &`` in a
-    script) inherits SIGINT *ignored*, and so would every program it starts: Python then installs no
-    KeyboardInterrupt handler, the programs that run until Ctrl-C never end, and the harness killed them after its
-    timeout (4 vendor-example tests failed so; reproduced by starting pytest with SIGINT ignored). A user's program
-    started from a terminal has the default.
-
-    And killed with the suite (Linux's PR_SET_PDEATHSIG): the realtime example busy-waits at SCHED_FIFO 80, and one
-    left running by a killed harness loaded this 2-core machine to 110 and stalled everything else on it."""
+    * SIGINT at its default: a suite started as a background job of a non-interactive shell (``make test &`` in a
+      script) inherits SIGINT *ignored*, and so would every program it starts: Python then installs no
+      KeyboardInterrupt handler, the programs that run until Ctrl-C never end, and the harness killed them after
+      its timeout (4 vendor-example tests failed so; reproduced by starting pytest with SIGINT ignored).
+    * Without real-time rights, as an ordinary account has them (RLIMIT_RTPRIO 0, and no CAP_SYS_NICE for a root
+      suite): the realtime example makes its main thread SCHED_FIFO 80 (ur_rtde raises its own threads only on a
+      real-time kernel) and busy-waits in each period. Run so beside the safety probe, it held a core at priority 80
+      while the Aiko run at priority 20 went 310 ms without sending, and the modules' watchdog stopped the run (1 of
+      41 freeze trials, during these tests). Without the rights the example says so ("Failed to set
+      real-time process scheduler") and runs at normal priority, as it does on most lab PCs.
+    * Killed with the suite (Linux's PR_SET_PDEATHSIG): one left running by a killed harness, at FIFO 80 and
+      busy-waiting, loaded this 2-core machine to 110 and stalled everything else on it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
     if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        libc = ctypes.CDLL(None)
+        libc.prctl(24, 23)  # PR_CAPBSET_DROP CAP_SYS_NICE: not in what the exec'd program holds (root only)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def run_example(
