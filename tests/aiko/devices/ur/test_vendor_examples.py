@@ -238,3 +238,26 @@ def test_every_program_and_snippet_is_covered():
     }  # fmt: skip
     programs = {p.name for p in (ve.EXAMPLES / "examples/py").glob("*.py")} | set(ve.doc_snippets())
     assert programs == covered
+
+
+def test_programs_start_as_an_ordinary_account_starts_them_from_a_terminal():
+    """Ctrl-C at its default even when the suite inherited it ignored, and no real-time scheduling: the programs
+    that run until Ctrl-C end on it, and the realtime example cannot busy-wait at SCHED_FIFO 80 beside a run."""
+    import signal
+    import subprocess
+    import sys
+
+    def ignored_then_as_from_a_terminal():  # what a suite started in the background of a script passes on
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        ve._start_as_from_a_terminal()
+
+    probe = (
+        "import os, signal\n"
+        "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+        "try:\n    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10)); print('realtime')\n"
+        "except PermissionError:\n    print('refused')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], preexec_fn=ignored_then_as_from_a_terminal, capture_output=True, text=True
+    )
+    assert out.stdout.split() == ["True", "refused"], out.stderr
