@@ -187,9 +187,8 @@ def _start_as_from_a_terminal() -> None:
       its timeout (4 vendor-example tests failed so; reproduced by starting pytest with SIGINT ignored).
     * Without real-time rights, as an ordinary account has them (RLIMIT_RTPRIO 0, and no CAP_SYS_NICE for a root
       suite): the realtime example makes its main thread SCHED_FIFO 80 (ur_rtde raises its own threads only on a
-      real-time kernel) and busy-waits in each period. Run so beside the safety probe, it held a core at priority 80
-      while the Aiko run at priority 20 went 310 ms without sending, and the modules' watchdog stopped the run (1 of
-      41 freeze trials, during these tests). Without the rights the example says so ("Failed to set
+      real-time kernel) and spins out the end of each period. A suite should not put a real-time process beside a
+      real-time Aiko run that a lab PC would not have. Without the rights the example says so ("Failed to set
       real-time process scheduler") and runs at normal priority, as it does on most lab PCs.
     * Killed with the suite (Linux's PR_SET_PDEATHSIG): one left running by a killed harness, at FIFO 80 and
       busy-waiting, loaded this 2-core machine to 110 and stalled everything else on it."""
