@@ -141,6 +141,12 @@ declare_event(
     late_s=number("how late the oldest superseded deadline was", "s"),
     run_t_s=number("run time of the deadline run now, late", "s"),
     resume_t_s=number("run time of the next deadline the task runs", "s"),
+    process_cpu_s=number(
+        "CPU time the whole process used from the loop's last sleep to this wake-up", "s", optional=True
+    ),
+    voluntary_switches=integer("times the loop's thread blocked meanwhile (-1: not known here)", optional=True),
+    involuntary_switches=integer("times it was preempted meanwhile (-1: not known here)", optional=True),
+    major_faults=integer("page faults of the process that waited for the disk meanwhile", optional=True),
 )
 declare_event(
     "run_stopped",

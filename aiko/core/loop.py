@@ -9,7 +9,9 @@ two skips made a 0.3 s gap, the modules' watchdog, on a PC that was merely busy)
   that has passed (a reference sampled at that grid time); the older ones it supersedes are never run, so a stall
   is never followed by a burst of stale references, and a ``deadline_missed`` event counts them (``count``), with
   the silence the task's receivers saw (``gap_s``: from its previous run to this one) and how late the oldest
-  superseded deadline was (``late_s``);
+  superseded deadline was (``late_s``), and what the process did while it waited (``process_cpu_s``, the loop
+  thread's ``voluntary_switches`` / ``involuntary_switches``, ``major_faults``: `aiko.core.usage`), so a stop on a
+  busy PC says whether the process was not scheduled, busy with something else, or waiting on memory;
 * **back on the grid**: the next run is due at the next grid deadline ...
 * **never crowded**: ... but never sooner than half a period after the previous run's action returned
   (``MIN_SPACING_PERIODS``; from its end, so that a process frozen in the middle of sending does not crowd what its
@@ -33,6 +35,7 @@ from typing import Any
 
 from aiko.core.clock import Clock
 from aiko.core.interfaces import Backend, Recorder
+from aiko.core.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -162,8 +165,11 @@ class TaskLoop:
         """Extra periodic work on the run clock (motion capture, dashboards, …)."""
         self.tasks.append(task)
 
-    def _report_missed(self, task: PeriodicTask, k: int, skipped: int, now_s: float) -> None:
-        """One ``deadline_missed`` event for deadlines a late wake-up superseded (run late once, never replayed)."""
+    def _report_missed(
+        self, task: PeriodicTask, k: int, skipped: int, now_s: float, waited: dict[str, float | int]
+    ) -> None:
+        """One ``deadline_missed`` event for deadlines a late wake-up superseded (run late once, never replayed);
+        ``waited``: what the process did from the loop's last sleep to this wake-up (`aiko.core.usage`)."""
         task.missed += skipped
         task.timing.missed += skipped
         late_s = now_s - task.next_time()
@@ -184,6 +190,7 @@ class TaskLoop:
             late_s=round(late_s, 6),
             run_t_s=k / task.rate_hz,
             resume_t_s=(k + 1) / task.rate_hz,
+            **waited,
         )
 
     def _run_due(self, duration_s: float, advanced_s: float) -> tuple[float, float] | None:
@@ -193,14 +200,17 @@ class TaskLoop:
         pending = [t for t in self.tasks if t.count <= t.last_index(duration_s)]
         if not pending:
             return None
+        before_sleep = Usage.take()
         self.clock.sleep_until(min(t.due_s() for t in pending))
         now_s = self.clock.now_s()
+        waited: dict[str, float | int] | None = None
         due = sorted((t for t in pending if t.due_s() <= now_s + _EPS_S), key=lambda t: t.priority)
         plan = []
         for task in due:
             k, skipped = task.newest_passed(now_s, duration_s)
             if skipped:
-                self._report_missed(task, k, skipped, now_s)
+                waited = waited or Usage.take().since(before_sleep)
+                self._report_missed(task, k, skipped, now_s, waited)
             plan.append((task, k))
         t_reached = max(k / task.rate_hz for task, k in plan)
         advanced_s = max(advanced_s, t_reached)  # monotonic, also when a spaced-out run is behind another task

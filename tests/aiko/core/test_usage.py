@@ -1,0 +1,61 @@
+"""What the process did while a task waited (aiko.core.usage), as a ``deadline_missed`` event reports it."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from aiko.core.loop import PeriodicTask, TaskLoop
+from aiko.core.recording import MemoryRecorder
+from aiko.core.usage import Usage
+
+from .test_deadline_rule import LateClock, NullBackend
+
+
+def _spin_cpu(seconds: float) -> None:
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+
+
+def test_cpu_used_and_blocking_are_counted_between_two_instants():
+    before = Usage.take()
+    _spin_cpu(0.03)
+    time.sleep(0.01)  # blocks: a voluntary switch of this thread
+    grown = Usage.take().since(before)
+    assert grown["process_cpu_s"] >= 0.025
+    assert grown["major_faults"] >= 0
+    if sys.platform.startswith("linux"):
+        assert grown["voluntary_switches"] >= 1 and grown["involuntary_switches"] >= 0
+    else:  # pragma: no cover - no per-thread counters
+        assert grown["voluntary_switches"] == -1
+
+
+class BusyLateClock(LateClock):
+    """Wakes 0.35 s late once (sleep 5), having spent ``busy_s`` of CPU in the process meanwhile: a collector
+    pause or another thread holding the interpreter looks so from the loop."""
+
+    def __init__(self, busy_s: float) -> None:
+        super().__init__(lambda i: 0.35 if i == 5 else 0.0)
+        self.busy_s = busy_s
+
+    def sleep_until(self, t_s: float) -> None:
+        if self.sleeps == 5:
+            _spin_cpu(self.busy_s)
+        super().sleep_until(t_s)
+
+
+@pytest.mark.parametrize("busy_s", [0.0, 0.05])
+def test_a_missed_deadline_says_what_the_process_did_while_it_waited(busy_s):
+    clock = BusyLateClock(busy_s)
+    recorder = MemoryRecorder()
+    TaskLoop(NullBackend(), recorder, clock, [PeriodicTask("references", 10.0, lambda t: None)]).run(1.0)
+    (missed,) = [f for _, kind, f in recorder.events if kind == "deadline_missed"]
+    assert missed["count"] == 3
+    assert set(missed) >= {"process_cpu_s", "voluntary_switches", "involuntary_switches", "major_faults"}
+    if busy_s:
+        assert missed["process_cpu_s"] >= 0.8 * busy_s
+    else:
+        assert missed["process_cpu_s"] < 0.04  # nothing ran: a stopped or unscheduled process looks so
