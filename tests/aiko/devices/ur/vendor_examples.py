@@ -190,8 +190,8 @@ def _start_as_from_a_terminal() -> None:
       real-time kernel) and spins out the end of each period. A suite should not put a real-time process beside a
       real-time Aiko run that a lab PC would not have. Without the rights the example says so ("Failed to set
       real-time process scheduler") and runs at normal priority, as it does on most lab PCs.
-    * Killed with the suite (Linux's PR_SET_PDEATHSIG): one left running by a killed harness, at FIFO 80 and
-      busy-waiting, loaded this 2-core machine to 110 and stalled everything else on it."""
+    * Killed with the suite (Linux's PR_SET_PDEATHSIG): one left running by a killed harness kept streaming servoL
+      to its emulator at FIFO 80 (a fifth of a core) for half an hour, beside everything that ran after it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
     if sys.platform.startswith("linux"):
