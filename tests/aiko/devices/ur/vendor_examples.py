@@ -178,6 +178,11 @@ class Run:
         return "RTDE control script is not running!" in self.stderr
 
 
+# prctl looked up now, not in the forked child: a lookup there takes the dynamic loader's lock, which another thread
+# of the suite (ur_rtde's, in the observer) may have held at the fork, and the child would never exec
+_PRCTL = ctypes.CDLL(None).prctl if sys.platform.startswith("linux") else None
+
+
 def _start_as_from_a_terminal() -> None:
     """In the program's process before it starts: the program as a lab user starts it from a terminal.
 
@@ -194,10 +199,9 @@ def _start_as_from_a_terminal() -> None:
       to its emulator at FIFO 80 (a fifth of a core) for half an hour, beside everything that ran after it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None)
-        libc.prctl(24, 23)  # PR_CAPBSET_DROP CAP_SYS_NICE: not in what the exec'd program holds (root only)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if _PRCTL is not None:
+        _PRCTL(24, 23)  # PR_CAPBSET_DROP CAP_SYS_NICE: not in what the exec'd program holds (root only)
+        _PRCTL(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def run_example(
