@@ -111,9 +111,8 @@ class _Recorder:
     """What `series` asks the callback to do on its sampled steps (set before the run)."""
 
     def __init__(self) -> None:
-        self.every = 0
-        self.state: dict = {"step": 0}
-        self.record = None
+        self.every = 1
+        self.record = None  # record(system, step): called on the steps that are a multiple of ``every``
 
 
 def _forward_class():
@@ -128,8 +127,8 @@ def _forward_class():
 
         def make_callback(self, system, time, current_step: int) -> None:
             r = self.recorder
-            if r.record is not None and r.state["step"] % r.every == 0:
-                r.record(system)
+            if r.record is not None and current_step % r.every == 0:  # current_step: PyElastica's round(t / dt)
+                r.record(system, current_step)
 
     return Forward
 
@@ -258,20 +257,17 @@ def series(peer: ElasticaBench, scenario: Scenario, dt_s: float, sample_every_s:
     samples: dict[str, list] = {"t_s": [], "kappa": [], "normal_force_n": [], "tip_slide_m": []}
     tip0 = rod.position_collection[0:2, -1].copy()
     stepper = ea.PositionVerlet()
-    state = {"step": 0}
 
-    def record(system) -> None:
-        samples["t_s"].append(state["step"] * dt_s)
+    def record(system, step: int) -> None:
+        samples["t_s"].append(step * dt_s)
         samples["kappa"].append(system.kappa[1].copy())
         samples["normal_force_n"].append(float(np.sum(system.external_forces[2]) - np.sum(weight_z)))
         samples["tip_slide_m"].append(float(np.linalg.norm(system.position_collection[0:2, -1] - tip0)))
 
     peer.recorder.record = record
     peer.recorder.every = every
-    peer.recorder.state = state
     t, cpu = 0.0, 0.0
-    for k in range(1, n_steps + 1):
-        state["step"] = k
+    for _ in range(1, n_steps + 1):
         start = time.process_time()
         t = stepper.step(peer.simulator, t, dt_s)
         cpu += time.process_time() - start
