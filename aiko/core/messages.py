@@ -83,6 +83,8 @@ def _float_array(value: Any, where: str, ndim: int) -> np.ndarray:
 
 def _listed(array: np.ndarray) -> list[Any]:
     """A float array as nested lists, NaN and ±inf as None."""
+    if np.isfinite(array).all():
+        return list(array.tolist())  # the common case, ~3x faster than through an object array
     listed = array.astype(object)  # Python floats, room for None
     listed[~np.isfinite(array)] = None
     return list(listed.tolist())

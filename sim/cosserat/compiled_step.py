@@ -38,8 +38,6 @@ from sim.cosserat.obstacles import Plane
 from sim.cosserat.step_problem import StepInfo, regular_law
 
 _DEFAULT_NEWTON = NewtonSettings()
-# ‖r‖ must fall at least to this fraction in an accepted step, else the geometry is rebuilt (`_step_kernels`)
-REFRESH_RATIO = 0.5
 
 _REASONS = {
     NOT_CONVERGED: "no convergence within the iteration limit",
@@ -234,7 +232,7 @@ def compiled_step(
         v_base,
         start_slack,
         v_ref,
-        (*buf.run, REFRESH_RATIO if reuse else 0.0),
+        (*buf.run, settings.refresh_ratio if reuse else 0.0),
         *buf.factors,
         ws,
         x,

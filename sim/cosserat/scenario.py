@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -37,14 +39,34 @@ class BaseMotion:
                 raise RodParameterError(f"base motion rotation vectors must be {len(t)} triples")
 
     def alpha(self, t_s: float) -> np.ndarray:
-        t = np.asarray(self.times_s, dtype=float)
-        pos = np.asarray(self.positions_m, dtype=float)
-        rot = np.zeros_like(pos) if self.rotation_vectors_rad is None else np.asarray(self.rotation_vectors_rad)
-        out = np.empty(6)
-        for i in range(3):
-            out[i] = np.interp(t_s, t, rot[:, i])
-            out[3 + i] = np.interp(t_s, t, pos[:, i])
+        """[rotation vector; position] at t_s: np.interp's result, bitwise (its formula and order of operations), by one
+        bisection for all six components instead of six np.interp calls (a bench run asks ~1 000 times a second)."""
+        times, alphas = self._knots
+        if math.isnan(t_s):
+            return np.full(6, np.nan)  # as np.interp
+        if t_s <= times[0]:
+            return alphas[0].copy()
+        if t_s >= times[-1]:
+            return alphas[-1].copy()
+        j = bisect.bisect_right(times, t_s) - 1  # times[j] <= t_s < times[j + 1]
+        slope: np.ndarray = (alphas[j + 1] - alphas[j]) / (times[j + 1] - times[j])
+        out: np.ndarray = slope * (t_s - times[j]) + alphas[j]
         return out
+
+    @property
+    def _knots(self) -> tuple[list[float], np.ndarray]:
+        """The waypoint times and their (k, 6) poses, built once (the dataclass is frozen: cached beside it)."""
+        knots = self.__dict__.get("_knots_cache")
+        if knots is None:
+            pos = np.asarray(self.positions_m, dtype=float)
+            rot = (
+                np.zeros_like(pos)
+                if self.rotation_vectors_rad is None
+                else np.asarray(self.rotation_vectors_rad, float)
+            )
+            knots = ([float(t) for t in self.times_s], np.ascontiguousarray(np.hstack([rot, pos])))
+            object.__setattr__(self, "_knots_cache", knots)
+        return knots
 
 
 @dataclass(frozen=True, eq=False)

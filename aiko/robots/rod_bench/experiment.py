@@ -149,6 +149,7 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
     duration = run.number("duration_s", 1.0, min=0, min_exclusive=True)
     release = run.number("release_at_s", None, min=0)
     tolerance = run.number("newton_tolerance", 1e-8, min=0, min_exclusive=True, max=1e-2)
+    refresh_ratio = run.number("newton_refresh_ratio", NewtonSettings.refresh_ratio, min=0, min_exclusive=True, max=1)
     max_halvings = run.integer("max_halvings", 5, min=0, max=12)
     run.number("log_rate_hz", 50.0, min=0, min_exclusive=True)
     run.finish()
@@ -156,7 +157,15 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "") -> Scenario:
     if release is not None and base != "clamped" and not constraints:
         raise ConfigError(f'{source}: run.release_at_s needs model.base = "clamped" or a [[constraint]] to release')
     return Scenario(
-        name, model, state, dt, duration, motion, release, NewtonSettings(tolerance=tolerance), max_halvings
+        name,
+        model,
+        state,
+        dt,
+        duration,
+        motion,
+        release,
+        NewtonSettings(tolerance=tolerance, refresh_ratio=refresh_ratio),
+        max_halvings,
     )
 
 

@@ -200,3 +200,24 @@ def test_bench_slide_test_tip_goes_from_stick_to_slide():
     np.testing.assert_allclose(sliding[:, 1], base_speed, rtol=0.02)
     np.testing.assert_allclose(sliding[:, 3], mu * sliding[:, 2], rtol=0.01)
     assert _slip_distance_m(rows, 2.75, 5.0) > 0.03
+
+
+def test_a_base_motion_is_numpys_linear_interpolation_bitwise():
+    """`BaseMotion.alpha` bisects once for all six components; it must be np.interp's answer to the last bit (the bench
+    and the simulator interpolate the same table), at and between the knots, before the first and after the last."""
+    from sim.cosserat.scenario import BaseMotion
+
+    motion = BaseMotion(
+        (0.0, 0.5, 1.3, 2.0),
+        ((0.0, 0.0, 0.1), (0.01, 0.0, 0.1), (0.03, 0.002, 0.08), (0.03, 0.002, 0.08)),
+        ((0.0, 0.0, 0.0), (0.1, 0.0, 0.0), (0.1, 0.2, 0.0), (0.0, 0.0, 0.3)),
+    )
+    times, positions = np.asarray(motion.times_s), np.asarray(motion.positions_m)
+    rotations = np.asarray(motion.rotation_vectors_rad)
+    rng = np.random.default_rng(3)
+    knots = [0.0, 0.5, 1.3, 2.0, np.nextafter(0.5, 1.0), np.nextafter(1.3, 0.0), -np.inf, np.inf, np.nan]
+    for t in [*rng.uniform(-1.0, 3.0, 5000), *knots]:
+        expected = np.array([np.interp(t, times, column) for column in (*rotations.T, *positions.T)])
+        np.testing.assert_array_equal(motion.alpha(t), expected)
+    no_rotation = BaseMotion((0.0, 1.0), ((0.0, 0.0, 0.0), (0.1, 0.0, 0.0)))
+    np.testing.assert_array_equal(no_rotation.alpha(0.25), [0.0, 0.0, 0.0, 0.025, 0.0, 0.0])
