@@ -35,6 +35,7 @@ from collections.abc import Sequence  # noqa: E402
 
 import aiko._blas_threads  # noqa: E402, F401  (before numpy loads)
 from aiko import __version__  # noqa: E402
+from aiko.core.background_stream import stderr_in_background  # noqa: E402
 from aiko.core.errors import AikoError, RunStopped  # noqa: E402
 
 EXIT_USAGE = 2
@@ -169,10 +170,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:  # --help, --version and usage errors
         return int(exc.code or 0)
-    logging.basicConfig(
-        level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    # no thread of a command waits for stderr: a run's loop logs (aiko.core.background_stream)
+    with stderr_in_background():
+        logging.basicConfig(
+            level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+            format="%(levelname)s %(name)s: %(message)s",
+        )
+        return _handle(parser, args)
+
+
+def _handle(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

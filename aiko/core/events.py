@@ -141,8 +141,15 @@ declare_event(
     late_s=number("how late the oldest superseded deadline was", "s"),
     run_t_s=number("run time of the deadline run now, late", "s"),
     resume_t_s=number("run time of the next deadline the task runs", "s"),
+    slept_s=number(
+        "how long the loop's last sleep lasted; gap_s minus that went in the loop's own calls before it",
+        "s",
+        optional=True,
+    ),
     process_cpu_s=number(
-        "CPU time the whole process used from the loop's last sleep to this wake-up", "s", optional=True
+        "CPU time the whole process used from the loop's previous wake-up (its tasks, then the sleep) to this one",
+        "s",
+        optional=True,
     ),
     voluntary_switches=integer("times the loop's thread blocked meanwhile (-1: not known here)", optional=True),
     involuntary_switches=integer("times it was preempted meanwhile (-1: not known here)", optional=True),

@@ -160,6 +160,7 @@ class TaskLoop:
         self.clock = clock
         self.progress = progress
         self.tasks: list[PeriodicTask] = list(tasks or [])
+        self._last_wake_usage: Usage | None = None  # at the loop's previous wake-up (`_run_due`)
 
     def add_task(self, task: PeriodicTask) -> None:
         """Extra periodic work on the run clock (motion capture, dashboards, …)."""
@@ -169,7 +170,8 @@ class TaskLoop:
         self, task: PeriodicTask, k: int, skipped: int, now_s: float, waited: dict[str, float | int]
     ) -> None:
         """One ``deadline_missed`` event for deadlines a late wake-up superseded (run late once, never replayed);
-        ``waited``: what the process did from the loop's last sleep to this wake-up (`aiko.core.usage`)."""
+        ``waited``: how long the loop slept, and what the process did since the loop's previous wake-up: the previous
+        wake-up's own work (its tasks, the backend) and the sleep (`aiko.core.usage`)."""
         task.missed += skipped
         task.timing.missed += skipped
         late_s = now_s - task.next_time()
@@ -200,16 +202,21 @@ class TaskLoop:
         pending = [t for t in self.tasks if t.count <= t.last_index(duration_s)]
         if not pending:
             return None
-        before_sleep = Usage.take()
+        sleep_started_s = self.clock.now_s()
         self.clock.sleep_until(min(t.due_s() for t in pending))
         now_s = self.clock.now_s()
+        since_last_wake = self._last_wake_usage
+        self._last_wake_usage = Usage.take()
         waited: dict[str, float | int] | None = None
         due = sorted((t for t in pending if t.due_s() <= now_s + _EPS_S), key=lambda t: t.priority)
         plan = []
         for task in due:
             k, skipped = task.newest_passed(now_s, duration_s)
             if skipped:
-                waited = waited or Usage.take().since(before_sleep)
+                if waited is None:
+                    waited = {"slept_s": round(now_s - sleep_started_s, 6)}
+                    if since_last_wake is not None:
+                        waited.update(self._last_wake_usage.since(since_last_wake))
                 self._report_missed(task, k, skipped, now_s, waited)
             plan.append((task, k))
         t_reached = max(k / task.rate_hz for task, k in plan)

@@ -54,8 +54,30 @@ def test_a_missed_deadline_says_what_the_process_did_while_it_waited(busy_s):
     TaskLoop(NullBackend(), recorder, clock, [PeriodicTask("references", 10.0, lambda t: None)]).run(1.0)
     (missed,) = [f for _, kind, f in recorder.events if kind == "deadline_missed"]
     assert missed["count"] == 3
-    assert set(missed) >= {"process_cpu_s", "voluntary_switches", "involuntary_switches", "major_faults"}
+    assert set(missed) >= {"slept_s", "process_cpu_s", "voluntary_switches", "involuntary_switches", "major_faults"}
+    assert missed["slept_s"] == pytest.approx(missed["gap_s"] - 0.0, abs=0.1 + 1e-9)  # the lateness was the sleep's
     if busy_s:
         assert missed["process_cpu_s"] >= 0.8 * busy_s
     else:
         assert missed["process_cpu_s"] < 0.04  # nothing ran: a stopped or unscheduled process looks so
+
+
+def test_a_task_that_blocks_shows_as_time_outside_the_sleep():
+    """A task's action that blocks (a write to a throttled disk or a full pipe) silences every task of the loop
+    without any sleep being long: the next task's ``gap_s`` holds the block, ``slept_s`` does not."""
+    clock = LateClock(lambda i: 0.0)
+
+    def references(t_s: float) -> None:
+        if abs(t_s - 0.3) < 1e-9:
+            clock.t_s += 0.45  # the action itself took 0.45 s of the run's clock
+
+    tasks = [
+        PeriodicTask("feedback", 100.0, lambda t: None, priority=0),
+        PeriodicTask("references", 10.0, references, priority=1),
+    ]
+    recorder = MemoryRecorder()
+    TaskLoop(NullBackend(), recorder, clock, tasks).run(1.0)
+    missed = [f for _, kind, f in recorder.events if kind == "deadline_missed" and f["task"] == "feedback"]
+    assert len(missed) == 1
+    assert missed[0]["gap_s"] == pytest.approx(0.45, abs=1e-9)
+    assert missed[0]["slept_s"] == pytest.approx(0.0, abs=1e-9)  # due at once: the time went in the action
