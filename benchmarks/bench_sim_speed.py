@@ -1,7 +1,7 @@
 """The soft-rod bench on the simulator as a user runs it: `aiko bench run EXPERIMENT --backend sim`, a fresh process
 each time, from start to exit.
 
-    python benchmarks/bench_sim_speed.py --json                                     # bench_stick and bench_slide, 3 each
+    python benchmarks/bench_sim_speed.py --json                        # bench_stick and bench_slide, 3 each
     python benchmarks/bench_sim_speed.py --experiment bench_stick --repeat 5 --other-checkout ../old --json
 
 Per run: the run's own real-time factor (simulated seconds per second of its control loop: what the loop needs to
