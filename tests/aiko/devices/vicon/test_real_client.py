@@ -116,8 +116,17 @@ def test_dropped_frames_are_skipped_numbers_and_a_restart_is_reconnected():
     assert seen["connected"] and counters["restarts"] >= 2 and counters["frames_dropped"] > 0
     assert len(seen["reconnects"]) >= 1
     numbers = np.array([f["number"] for f in seen["frames"]])
-    assert (np.diff(numbers) > 1).any()  # dropouts: frame numbers skipped, never repeated or reordered
-    assert (np.diff(numbers) > 0).all()
+    connections = np.array([f["connection"] for f in seen["frames"]])
+    steps = np.diff(numbers)
+    same_connection = np.diff(connections) == 0
+    assert (steps > 1).any()  # dropouts: frame numbers skipped
+    # on one connection never repeated or reordered; across a reconnect never older, but the new connection's first
+    # frame may be the one the last connection ended with (the server's latest, sent on the SDK's first request,
+    # when its frame thread captured nothing new during the downtime: starved on a loaded machine). The strict check
+    # of all frames failed once beside a suite at load ~6 (2026-11-28); its message did not say where.
+    pairs = list(zip(numbers[:-1].tolist(), numbers[1:].tolist(), connections[1:].tolist(), strict=True))
+    assert (steps[same_connection] > 0).all(), pairs
+    assert (steps[~same_connection] >= 0).all(), pairs
     first_reconnect = seen["reconnects"][0]["connected_unix_s"]
     assert any(f["received_unix_s"] > first_reconnect for f in seen["frames"])  # frames flow again
     _check_seg1(_served(seen["frames"], lambda f: f["subject1/seg1"]["translation_mm"] is not None), 50.0)
