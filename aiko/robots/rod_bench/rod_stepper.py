@@ -8,14 +8,13 @@ The base pose between the given waypoints is interpolated linearly (rotation vec
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable
 
 import numpy as np
 
 from aiko.core.errors import AikoError
 from sim.cosserat import ConvergenceError, step
-from sim.cosserat.scenario import Scenario
+from sim.cosserat.scenario import Scenario, interpolate_rows
 from sim.cosserat.step_problem import StepInfo
 
 
@@ -55,17 +54,7 @@ class RodStepper:
         """The base pose at ``t_s``: ``np.interp`` of each component (held before the first and after the last
         waypoint), by a bisection instead of arrays rebuilt from every waypoint so far (which made each step
         O(waypoints): 6000 of them after a minute of a 100 Hz stream)."""
-        times, alphas = self._times, self._alphas
-        if t_s < times[0]:
-            return alphas[0].copy()
-        if t_s >= times[-1]:
-            return alphas[-1].copy()
-        j = bisect.bisect_right(times, t_s) - 1  # times[j] <= t_s < times[j + 1]
-        if t_s == times[j]:
-            return alphas[j].copy()
-        slope: np.ndarray = (alphas[j + 1] - alphas[j]) / (times[j + 1] - times[j])
-        alpha: np.ndarray = slope * (t_s - times[j]) + alphas[j]  # np.interp's own formula and order of operations
-        return alpha
+        return interpolate_rows(self._times, self._alphas, t_s)
 
     def prime(self) -> None:
         """Load the compiled kernels (numba's first dispatch, the step's and the centreline's cache entries: ~1 s
