@@ -20,7 +20,7 @@ from sim.cosserat.rod import RodParameterError
 from sim.cosserat.step_problem import NewtonIterate, StepInfo
 
 
-def interpolate_rows(times: Sequence[float], rows: Sequence[np.ndarray], t_s: float) -> np.ndarray:
+def interpolate_rows(times: Sequence[float], rows: np.ndarray | Sequence[np.ndarray], t_s: float) -> np.ndarray:
     """``rows`` (one array per time, times increasing) linearly interpolated at ``t_s``, held before the first and
     after the last: np.interp of every component, bitwise (its formula and order of operations; NaN gives NaN), by
     one bisection for all of them instead of one np.interp call per component."""
@@ -57,7 +57,8 @@ class BaseMotion:
     def alpha(self, t_s: float) -> np.ndarray:
         """[rotation vector; position] at t_s (`interpolate_rows`: np.interp's result, a bench run asks ~1 000 times a
         second)."""
-        return interpolate_rows(*self._knots, t_s)
+        times, rows = self._knots
+        return interpolate_rows(times, rows, t_s)
 
     @property
     def _knots(self) -> tuple[list[float], np.ndarray]:
