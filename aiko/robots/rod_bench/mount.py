@@ -3,10 +3,12 @@ wrench <-> what the controller reports at the flange.
 
 The simulator's base pose ``alpha`` is ``[rotation vector; position]`` in the rod's world frame (table plane
 z = 0); UR poses are ``[x, y, z, rx, ry, rz]`` (position, then rotation vector) in the arm's base frame (UR's
-"pose" convention, ur_rtde's getActualTCPPose). The fixed rotations are scipy ``Rotation``s; `flange_pose`, which the
-bench calls twice per control period, composes 3x3 matrices with the UR kinematics' own Rodrigues formulas (a rotation
-vector's round trip 25 µs against scipy's 77 µs, measured under load; the same pose to rounding:
-tests/aiko/robots/rod_bench/test_mount.py).
+"pose" convention, ur_rtde's getActualTCPPose). The fixed rotations are given as scipy ``Rotation``s; every
+conversion composes their 3x3 matrices with the UR kinematics' own Rodrigues formulas instead: the bench calls
+`flange_pose` twice per control period, and the HIL rod plant calls `alpha` and `flange_wrench` at every 200 Hz
+controller tick, where scipy's ``Rotation`` objects cost a third of the plant's time (a rotation vector's round trip
+25 µs against scipy's 77 µs, measured under load). The same poses and wrenches to rounding:
+tests/aiko/robots/rod_bench/test_mount.py.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ class Mount:
         object.__setattr__(self, "_world_matrix", self.world_rotation.as_matrix())
         object.__setattr__(self, "_flange_from_rod_matrix", self.rod_in_flange.inv().as_matrix())
 
+    @property
+    def _world_matrix_inverse(self) -> np.ndarray:
+        return self._world_matrix.T  # a rotation's inverse is its transpose (a view: nothing is copied)
+
     @classmethod
     def from_settings(cls, settings: UR3Settings) -> Mount:
         return cls(
@@ -54,20 +60,21 @@ class Mount:
     def alpha(self, flange_pose: Sequence[float]) -> np.ndarray:
         """The rod's base pose ``[rotation vector; position]`` (world frame) of a UR flange pose."""
         p = np.asarray(flange_pose, dtype=float)
-        inv = self.world_rotation.inv()
-        position = inv.apply(p[0:3] - self.world_position_m)
-        rotation = inv * Rotation.from_rotvec(p[3:6]) * self.rod_in_flange
-        return np.concatenate([rotation.as_rotvec(), position])
+        inverse = self._world_matrix_inverse
+        position = inverse @ (p[0:3] - self.world_position_m)
+        # rod in flange = (flange from rod)^-1 = its transpose
+        rotation = inverse @ rotvec_to_matrix(p[3:6]) @ self._flange_from_rod_matrix.T
+        return np.concatenate([matrix_to_rotvec(rotation), position])
 
     def flange_wrench(self, base_wrench: Sequence[float]) -> np.ndarray:
         """What a force sensor at the flange reads, UR order ``[Fx, Fy, Fz, Tx, Ty, Tz]`` in the UR base frame, from
         the simulator's base wrench (``[moment about the base point; force]``, world frame, applied by the base
         on the rod): its negative, rotated into the UR base frame."""
         w = np.asarray(base_wrench, dtype=float)
-        return np.concatenate([-self.world_rotation.apply(w[3:6]), -self.world_rotation.apply(w[0:3])])
+        return np.concatenate([-(self._world_matrix @ w[3:6]), -(self._world_matrix @ w[0:3])])
 
     def base_wrench(self, flange_wrench: Sequence[float]) -> np.ndarray:
         """Inverse of :meth:`flange_wrench`: the simulator's base wrench (world frame) from a flange reading."""
         f = np.asarray(flange_wrench, dtype=float)
-        inv = self.world_rotation.inv()
-        return np.concatenate([-inv.apply(f[3:6]), -inv.apply(f[0:3])])
+        inverse = self._world_matrix_inverse
+        return np.concatenate([-(inverse @ f[3:6]), -(inverse @ f[0:3])])

@@ -49,3 +49,40 @@ def test_the_base_pose_of_a_flange_pose_is_where_the_rod_was_put():
             np.testing.assert_allclose(
                 Rotation.from_rotvec(back[0:3]).as_matrix(), Rotation.from_rotvec(alpha[0:3]).as_matrix(), atol=1e-12
             )
+
+
+def _scipy_alpha(mount: Mount, flange_pose: np.ndarray) -> np.ndarray:
+    """`Mount.alpha` as scipy's Rotation writes it (what it computed before it used matrices)."""
+    inv = mount.world_rotation.inv()
+    rotation = inv * Rotation.from_rotvec(flange_pose[3:6]) * mount.rod_in_flange
+    return np.concatenate([rotation.as_rotvec(), inv.apply(flange_pose[0:3] - mount.world_position_m)])
+
+
+def test_the_base_pose_of_any_flange_pose_is_scipys_composition():
+    rng = np.random.default_rng(9)
+    angles = np.concatenate([rng.uniform(0, np.pi, 200), [0.0, 1e-9, np.pi / 2, np.pi - 1e-9, np.pi - 1e-3]])
+    for mount in _mounts():
+        for angle in angles:
+            axis = rng.normal(size=3)
+            pose = np.concatenate([rng.uniform(-0.4, 0.4, 3), angle * axis / np.linalg.norm(axis)])
+            ours, theirs = mount.alpha(pose), _scipy_alpha(mount, pose)
+            np.testing.assert_allclose(ours[3:6], theirs[3:6], rtol=0, atol=1e-15)
+            np.testing.assert_allclose(
+                Rotation.from_rotvec(ours[0:3]).as_matrix(), Rotation.from_rotvec(theirs[0:3]).as_matrix(), atol=1e-12
+            )
+            assert np.linalg.norm(ours[0:3]) <= np.pi + 1e-12
+
+
+def test_the_flange_wrench_is_the_base_wrench_negated_and_rotated_and_inverts():
+    rng = np.random.default_rng(10)
+    for mount in _mounts():
+        for _ in range(100):
+            base = rng.normal(size=6)  # [moment; force], world frame
+            flange = mount.flange_wrench(base)
+            theirs = np.concatenate([-mount.world_rotation.apply(base[3:6]), -mount.world_rotation.apply(base[0:3])])
+            np.testing.assert_allclose(flange, theirs, rtol=0, atol=1e-14)
+            np.testing.assert_allclose(mount.base_wrench(flange), base, rtol=0, atol=1e-14)
+    # the force is the UR order's first half, and the flange feels the reaction: on an untilted mount, a base
+    # pushing the rod down (world -z) reads +z at the flange
+    level = Mount(np.zeros(3), Rotation.identity(), Rotation.identity())
+    np.testing.assert_allclose(level.flange_wrench([0, 0, 0, 0, 0, -1.0]), [0, 0, 1.0, 0, 0, 0], atol=0)
