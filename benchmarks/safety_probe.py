@@ -485,10 +485,16 @@ def pc_view_from_log(log: Path) -> dict:
     if stamps.size < 2:
         return {}
     gaps_ms = np.diff(stamps) / 1e6
+    # the loop's own account of each long silence (aiko.core.usage): asleep, busy, blocked, or runnable but
+    # given no CPU (run-queue wait)
+    long_misses = [
+        {"t_ns": e.t_ns, **e.fields} for e in reader.events("deadline_missed") if e.fields.get("gap_s", 0.0) > 0.2
+    ]
     return {
         "pc_logged_max_reference_gap_ms": round(float(gaps_ms.max()), 1),
         "pc_logged_min_reference_spacing_ms": round(float(gaps_ms.min()), 1),
         "pc_logged_gaps_over_200_ms": [round(float(g), 1) for g in gaps_ms[gaps_ms > 200]],
+        "pc_deadlines_missed_over_200_ms": long_misses,
     }
 
 

@@ -154,6 +154,15 @@ declare_event(
     voluntary_switches=integer("times the loop's thread blocked meanwhile (-1: not known here)", optional=True),
     involuntary_switches=integer("times it was preempted meanwhile (-1: not known here)", optional=True),
     major_faults=integer("page faults of the process that waited for the disk meanwhile", optional=True),
+    thread_cpu_s=number(
+        "CPU time of the loop's thread meanwhile (-1: no scheduler statistics here)", "s", optional=True
+    ),
+    runqueue_wait_s=number(
+        "time the loop's thread was runnable but waited for a CPU meanwhile: outranked or the CPUs all taken "
+        "(-1: no scheduler statistics here)",
+        "s",
+        optional=True,
+    ),
 )
 declare_event(
     "run_stopped",
