@@ -90,6 +90,14 @@ def test_encoding_converts_vectors_nan_and_numpy():
         ({"t_s": 0.0, "position_m": [], "ids": [], "arm": {"mode": 1}}, r"arm: missing field"),
         ({"t_s": 0.0, "position_m": [], "ids": [], "forces": [{"normal_n": [["x"]]}]}, "expected numbers"),
         ({"t_s": 0.0, "position_m": [], "ids": [], "label": 3}, "expected a string"),
+        # what numpy's float conversion would silently turn into numbers: numeric strings, booleans, bytes
+        ({"t_s": 0.0, "position_m": [[1.0, "2", 3.0]], "ids": []}, "expected numbers"),
+        ({"t_s": 0.0, "position_m": [[1.0, True, 3.0]], "ids": []}, "expected numbers"),
+        ({"t_s": 0.0, "position_m": [(1.0, 2.0, np.bool_(False))], "ids": []}, "expected numbers"),
+        ({"t_s": 0.0, "position_m": [], "ids": [], "forces": [{"normal_n": ["1.5"]}]}, "expected numbers"),
+        ({"t_s": 0.0, "position_m": [], "ids": [], "forces": [{"normal_n": [np.str_("1.5")]}]}, "expected numbers"),
+        ({"t_s": 0.0, "position_m": [], "ids": [], "forces": [{"normal_n": [b"1"]}]}, "expected numbers"),
+        ({"t_s": 0.0, "position_m": [], "ids": [], "forces": [{"normal_n": [1.0, np.True_]}]}, "expected numbers"),
     ],
 )
 def test_encoding_refuses_what_does_not_match(payload, message):
