@@ -2,6 +2,7 @@
 
     python benchmarks/safety_probe.py --probe PROBE [--repeat N] [--duration S] [--beside busy,suite]
                                       [--jsonl TRIALS.jsonl] [--random-frames 1000] [--firmware]
+                                      [--keep-failed DIR [--keep-gaps-over-ms MS]]
 
 Every trial starts ``aiko emulate can`` (ten emulated modules serving slcan on a pty; ``--rt-priority`` 30 by
 default: the modules are separate hardware, which the PC's load never slows) and a real
@@ -433,6 +434,18 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
         **transport,
         **witness_view(t0, t_end),
     }
+    near_miss = (
+        args.keep_gaps_over_ms is not None
+        and run.returncode == 0
+        and (result.get("pc_max_reference_gap_ms") or 0.0) > args.keep_gaps_over_ms
+    )
+    if near_miss:  # ended by itself, but the PC was silent long: its log says why (deadline_missed), kept
+        result.update(pc_view_from_log(log))
+        if args.keep_failed is not None and log.exists():
+            args.keep_failed.mkdir(parents=True, exist_ok=True)
+            kept = args.keep_failed / f"near-{kind}-{index}-{int(time.time())}.mcap"
+            log.replace(kept)
+            result["log_kept"] = str(kept)
     if run.returncode != 0:
         result["run_stderr_tail"] = err.strip().splitlines()[-3:]
         result["emulator_stderr_tail"] = emulator_err.strip().splitlines()[-6:]
@@ -487,7 +500,7 @@ def pc_view_from_log(log: Path) -> dict:
     gaps_ms = np.diff(stamps) / 1e6
     # the loop's own account of each long silence (aiko.core.usage): asleep, busy, blocked, or runnable but
     # given no CPU (run-queue wait)
-    long_misses = [
+    long_misses = [  # t_ns on the run's clock: time.monotonic_ns, as the probe's own stamps (and ftrace's "mono")
         {"t_ns": e.t_ns, **e.fields} for e in reader.events("deadline_missed") if e.fields.get("gap_s", 0.0) > 0.2
     ]
     return {
@@ -717,6 +730,13 @@ def main() -> int:
     )
     parser.add_argument("--jsonl", type=Path, help="append each trial to this file as it ends")
     parser.add_argument("--keep-failed", type=Path, metavar="DIR", help="keep the logs of runs that stopped here")
+    parser.add_argument(
+        "--keep-gaps-over-ms",
+        type=float,
+        metavar="MS",
+        help="also keep (in --keep-failed DIR, as near-*.mcap) the logs of runs that ended by themselves but whose "
+        "PC left a gap over MS between two references, with their long deadline_missed events in the trial",
+    )
     parser.add_argument("--random-frames", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument(
