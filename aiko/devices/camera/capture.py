@@ -119,7 +119,10 @@ class BackgroundCapture:
         last_ns: int | None = None
         period_ns = 1e9 / self.rate_hz
         try:
-            while not self._stop.is_set():
+            # A file stands in for a live camera that filmed all along: at stop, the frames whose time the caller's
+            # clock has already reached are delivered too (`_wait_until` lets only those through once stopped), so
+            # how many a run gets does not depend on how far the grabber had got on a busy machine.
+            while not (self._stop.is_set() and (not self.source.is_file or self.stats.error is not None)):
                 frame = self.source.read()
                 if frame is None:
                     break  # a file ended
@@ -146,14 +149,16 @@ class BackgroundCapture:
             self._queue.put(None)  # the writer's end (blocks until there is room: the writer is draining)
 
     def _wait_until(self, t_s: float) -> bool:
-        """Sleep until the caller's clock reaches ``t_s`` (a file frame's time); False when stopped meanwhile."""
+        """Sleep until the caller's clock reaches ``t_s`` (a file frame's time); False when stopped before it (a frame
+        already due when stopped is True: it was filmed before the stop)."""
         while True:
             late = self.now_s() - t_s
             if late >= 0:
                 self.stats.late_s = max(self.stats.late_s, late)
                 return True
-            if self._stop.wait(min(-late, 0.005)):
+            if self._stop.is_set():
                 return False
+            self._stop.wait(min(-late, 0.005))  # woken early by a stop: the frame may have come due meanwhile
 
     def _write(self) -> None:
         writer = None

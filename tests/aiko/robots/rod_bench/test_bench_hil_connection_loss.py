@@ -22,6 +22,7 @@ pytest.importorskip("rtde_control")
 pytestmark = pytest.mark.timeout(300)
 
 REPO = Path(__file__).resolve().parents[4]
+DURATION_S = 600.0
 
 
 def _emulator_of(bench: subprocess.Popen, timeout_s: float = 120.0) -> psutil.Process:
@@ -40,8 +41,8 @@ def _emulator_of(bench: subprocess.Popen, timeout_s: float = 120.0) -> psutil.Pr
 
 @pytest.mark.parametrize("how, host", [("killed", "127.0.0.48"), ("stalled", "127.0.0.49")])
 def test_a_run_whose_controller_goes_away_ends_with_a_clear_error_and_an_intact_log(tmp_path, how, host):
-    experiment = write_experiment(tmp_path)  # the 0.2 s press, then held: a 30 s run, cut short from here
-    experiment.write_text(experiment.read_text().replace("duration_s = 0.2", "duration_s = 30.0"))
+    experiment = write_experiment(tmp_path)  # the 0.2 s press, then held: a 600 s run, cut short from here
+    experiment.write_text(experiment.read_text().replace("duration_s = 0.2", f"duration_s = {DURATION_S}"))
     out = tmp_path / "lost.mcap"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "aiko.cli", "bench", "run", str(experiment), "--backend", "hil", "--host", host]
@@ -69,6 +70,10 @@ def test_a_run_whose_controller_goes_away_ends_with_a_clear_error_and_an_intact_
     assert bench.returncode != 0
     last = err.strip().splitlines()[-1]
     assert "UR controller" in last and "Traceback" not in err, err[-2000:]
-    assert took_s < 30, f"the run took {took_s:.1f} s to stop"  # within seconds (2 s link timeout + the close)
+    # It ended on the loss, not at the experiment's end: its last command is seconds into a 600 s run. How long that
+    # took on the wall clock (a 2 s link timeout and the close, seconds on a quiet machine, 32 s seen beside a
+    # loaded suite) is not asserted: a hang still fails, on `communicate`'s 120 s.
     reader = read_log(out)  # the log is intact: it opens and holds the commands streamed until the loss
     assert reader.has(COMMAND) and len(reader.channel(COMMAND)["t_s"]) > 10
+    last_command_s = float(reader.channel(COMMAND)["t_s"][-1])
+    assert last_command_s < 0.1 * DURATION_S, f"ended at run time {last_command_s:.1f} s, after {took_s:.1f} s of wall"
