@@ -441,11 +441,7 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
     )
     if near_miss:  # ended by itself, but the PC was silent long: its log says why (deadline_missed), kept
         result.update(pc_view_from_log(log))
-        if args.keep_failed is not None and log.exists():
-            args.keep_failed.mkdir(parents=True, exist_ok=True)
-            kept = args.keep_failed / f"near-{kind}-{index}-{int(time.time())}.mcap"
-            log.replace(kept)
-            result["log_kept"] = str(kept)
+        result.update(keep_log(log, args.keep_failed, f"near-{kind}-{index}"))
     if run.returncode != 0:
         result["run_stderr_tail"] = err.strip().splitlines()[-3:]
         result["emulator_stderr_tail"] = emulator_err.strip().splitlines()[-6:]
@@ -457,13 +453,19 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
                 [g["cpu"], round(1e3 * (g["start_monotonic_s"] - trip), 1), g["gap_ms"], g["steal_ms"]]
                 for g in WITNESS.gaps(trip - 1.0, trip)
             ]
-        if args.keep_failed is not None and log.exists():
-            args.keep_failed.mkdir(parents=True, exist_ok=True)
-            kept = args.keep_failed / f"{kind}-{index}-{int(time.time())}.mcap"
-            log.replace(kept)
-            result["log_kept"] = str(kept)
+        result.update(keep_log(log, args.keep_failed, f"{kind}-{index}"))
     log.unlink(missing_ok=True)
     return result
+
+
+def keep_log(log: Path, keep_dir: Path | None, name: str) -> dict:
+    """Move a trial's log into ``keep_dir`` (``--keep-failed``) as NAME-<unix time>.mcap; where it went, if kept."""
+    if keep_dir is None or not log.exists():
+        return {}
+    keep_dir.mkdir(parents=True, exist_ok=True)
+    kept = keep_dir / f"{name}-{int(time.time())}.mcap"
+    log.replace(kept)
+    return {"log_kept": str(kept)}
 
 
 def witness_view(since_s: float, until_s: float) -> dict:

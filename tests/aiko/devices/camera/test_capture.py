@@ -104,12 +104,18 @@ def test_a_writer_that_falls_behind_makes_the_grabber_drop_and_count_not_wait(tm
     assert stats.written <= 1 + 3  # the one being written and the queue's three
 
 
-def test_file_frames_are_paced_on_the_callers_clock_and_stop_at_the_end(tmp_path):
+def _film(tmp_path):
+    """A 50 fps file of 10 frames whose grey level is 10 × their index."""
     path = tmp_path / "film.avi"
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"FFV1"), 50.0, (32, 24))
     for i in range(10):
         writer.write(np.full((24, 32, 3), 10 * i, np.uint8))
     writer.release()
+    return path
+
+
+def test_file_frames_are_paced_on_the_callers_clock_and_stop_at_the_end(tmp_path):
+    path = _film(tmp_path)
     run_time = {"t": 0.05}
     capture = BackgroundCapture(
         FrameSource(str(path)), tmp_path / "out.avi", rate_hz=50.0, now_s=lambda: run_time["t"], end_s=0.12
@@ -127,11 +133,7 @@ def test_file_frames_are_paced_on_the_callers_clock_and_stop_at_the_end(tmp_path
 def test_a_file_stopped_while_its_grabber_is_behind_still_delivers_every_frame_already_due(tmp_path):
     """On a busy machine the grabber may not have read the frames the caller's clock has passed when the run
     stops: they were filmed before the stop, so they are delivered; the first one not yet due ends the capture."""
-    path = tmp_path / "film.avi"
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"FFV1"), 50.0, (32, 24))
-    for i in range(10):
-        writer.write(np.full((24, 32, 3), 10 * i, np.uint8))
-    writer.release()
+    path = _film(tmp_path)
     run_time = {"t": 0.05}
     capture = BackgroundCapture(
         FrameSource(str(path)), tmp_path / "out.avi", rate_hz=50.0, now_s=lambda: run_time["t"]

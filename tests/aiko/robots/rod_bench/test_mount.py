@@ -23,20 +23,34 @@ def _mounts() -> list[Mount]:
     return [Mount.from_settings(UR3Settings()), tilted]
 
 
+def _angles(rng: np.random.Generator) -> np.ndarray:
+    """Rotation angles over [0, pi], with the edges where rotation-vector formulas change branch."""
+    return np.concatenate([rng.uniform(0, np.pi, 200), [0.0, 1e-9, np.pi / 2, np.pi - 1e-9, np.pi - 1e-3]])
+
+
+def _rotation_vector(rng: np.random.Generator, angle: float) -> np.ndarray:
+    axis = rng.normal(size=3)
+    return angle * axis / np.linalg.norm(axis)
+
+
+def _assert_same_rotation(ours: np.ndarray, theirs: np.ndarray) -> None:
+    """The same rotation (a rotation vector of angle ~pi may come out as its antipode: compare matrices), and ours
+    with its angle in [0, pi]."""
+    np.testing.assert_allclose(
+        Rotation.from_rotvec(ours).as_matrix(), Rotation.from_rotvec(theirs).as_matrix(), atol=1e-12
+    )
+    assert np.linalg.norm(ours) <= np.pi + 1e-12
+
+
 def test_the_flange_pose_is_scipys_composition_of_the_rotations():
     rng = np.random.default_rng(7)
-    angles = np.concatenate([rng.uniform(0, np.pi, 200), [0.0, 1e-9, np.pi / 2, np.pi - 1e-9, np.pi - 1e-3]])
+    angles = _angles(rng)
     for mount in _mounts():
         for angle in angles:
-            axis = rng.normal(size=3)
-            alpha = np.concatenate([angle * axis / np.linalg.norm(axis), rng.uniform(-0.3, 0.3, 3)])
+            alpha = np.concatenate([_rotation_vector(rng, angle), rng.uniform(-0.3, 0.3, 3)])
             ours, theirs = mount.flange_pose(alpha), _scipy_flange_pose(mount, alpha)
             np.testing.assert_allclose(ours[0:3], theirs[0:3], rtol=0, atol=1e-15)
-            # the same rotation (a rotation vector of angle ~pi may come out as its antipode: compare matrices)
-            np.testing.assert_allclose(
-                Rotation.from_rotvec(ours[3:6]).as_matrix(), Rotation.from_rotvec(theirs[3:6]).as_matrix(), atol=1e-12
-            )
-            assert np.linalg.norm(ours[3:6]) <= np.pi + 1e-12
+            _assert_same_rotation(ours[3:6], theirs[3:6])
 
 
 def test_the_base_pose_of_a_flange_pose_is_where_the_rod_was_put():
@@ -60,17 +74,14 @@ def _scipy_alpha(mount: Mount, flange_pose: np.ndarray) -> np.ndarray:
 
 def test_the_base_pose_of_any_flange_pose_is_scipys_composition():
     rng = np.random.default_rng(9)
-    angles = np.concatenate([rng.uniform(0, np.pi, 200), [0.0, 1e-9, np.pi / 2, np.pi - 1e-9, np.pi - 1e-3]])
+    angles = _angles(rng)
     for mount in _mounts():
         for angle in angles:
-            axis = rng.normal(size=3)
-            pose = np.concatenate([rng.uniform(-0.4, 0.4, 3), angle * axis / np.linalg.norm(axis)])
+            rotation = _rotation_vector(rng, angle)
+            pose = np.concatenate([rng.uniform(-0.4, 0.4, 3), rotation])
             ours, theirs = mount.alpha(pose), _scipy_alpha(mount, pose)
             np.testing.assert_allclose(ours[3:6], theirs[3:6], rtol=0, atol=1e-15)
-            np.testing.assert_allclose(
-                Rotation.from_rotvec(ours[0:3]).as_matrix(), Rotation.from_rotvec(theirs[0:3]).as_matrix(), atol=1e-12
-            )
-            assert np.linalg.norm(ours[0:3]) <= np.pi + 1e-12
+            _assert_same_rotation(ours[0:3], theirs[0:3])
 
 
 def test_the_flange_wrench_is_the_base_wrench_negated_and_rotated_and_inverts():
