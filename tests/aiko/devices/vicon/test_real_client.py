@@ -138,11 +138,23 @@ def _check_seg1(frames, rate_hz):
         np.testing.assert_allclose(frame["subject1/seg1"]["translation_mm"], x, atol=1e-6)
 
 
+def _next_frame(client, attempts=200):
+    """One ClientPull frame. The SDK answers NoFrame when the server's frame did not come within its wait, as it
+    can when the server is starved on a busy machine; a client asks again (as `aiko.devices.vicon.client` does), so
+    NoFrame is a retry here, and anything else, or no frame in ``attempts`` asks, fails the test."""
+    pv = pytest.importorskip("pyvicon_datastream")
+    for _ in range(attempts):
+        result = client.get_frame()
+        if result != pv.Result.NoFrame:
+            return result
+    return pv.Result.NoFrame
+
+
 def _pull_until(client, seen, limit=20):
     """ClientPull frames until ``seen(client)``; how many it took (None if ``limit`` frames never showed it)."""
     pv = pytest.importorskip("pyvicon_datastream")
     for k in range(1, limit + 1):
-        assert client.get_frame() == pv.Result.Success
+        assert _next_frame(client) == pv.Result.Success
         if seen(client):
             return k
     return None
@@ -158,7 +170,7 @@ def test_a_frame_holds_only_the_object_types_the_client_asked_for(server):
     try:
         client.set_stream_mode(pv.StreamMode.ClientPull)
         for _ in range(10):  # never asked for: every segment and marker reads as occluded (None)
-            assert client.get_frame() == pv.Result.Success
+            assert _next_frame(client) == pv.Result.Success
             assert client.get_segment_global_translation("subject2", "seg2") is None
             assert client.get_marker_global_translation("subject2", "seg2_m") is None
         assert client.get_subject_count() == 2  # the static objects a fresh connection asks for do come
@@ -172,12 +184,12 @@ def test_a_frame_holds_only_the_object_types_the_client_asked_for(server):
         client.enable_segment_data()
         assert _pull_until(client, segments) is not None
         for _ in range(5):
-            assert client.get_frame() == pv.Result.Success and segments(client) and not markers(client)
+            assert _next_frame(client) == pv.Result.Success and segments(client) and not markers(client)
         client.enable_marker_data()
         assert _pull_until(client, markers) is not None
         client.disable_marker_data()
         assert _pull_until(client, lambda c: not markers(c)) is not None
         for _ in range(5):
-            assert client.get_frame() == pv.Result.Success and segments(client) and not markers(client)
+            assert _next_frame(client) == pv.Result.Success and segments(client) and not markers(client)
     finally:
         client.disconnect()
