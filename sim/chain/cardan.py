@@ -16,7 +16,6 @@ The base is floating: the pose of one link (from motion capture or a simulator) 
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from sim import lie
 from sim.chain.kinematics import chain_frames
@@ -153,5 +152,32 @@ def cardan_angle_rates(rotations: np.ndarray, omega_body: np.ndarray) -> np.ndar
 
 
 def quaternions_wxyz(rotations: np.ndarray) -> np.ndarray:
-    """(n, 3, 3) rotations -> (n, 4) unit quaternions, scalar first (the stack's link_poses convention)."""
-    return Rotation.from_matrix(np.asarray(rotations, dtype=float)).as_quat(scalar_first=True)
+    """(n, 3, 3) rotations -> (n, 4) unit quaternions, scalar first (the stack's link_poses convention).
+
+    Shepperd's method as scipy's ``Rotation.from_matrix`` applies it to an orthogonal matrix (the largest of the
+    trace and the three diagonal entries picks the well-conditioned formula), so the result is scipy's, sign
+    included; written out because importing scipy.spatial costs every ``aiko`` command ~0.3 s of start-up and this
+    is its only use on the run path. The chain's rotations are products of exact rotations (orthogonal to ~1e-15),
+    so scipy's projection of non-orthogonal input is not needed here."""
+    m = np.asarray(rotations, dtype=float)
+    trace = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    choice = np.argmax(np.stack([m[..., 0, 0], m[..., 1, 1], m[..., 2, 2], trace], axis=-1), axis=-1)
+    xyzw = np.empty(m.shape[:-2] + (4,))
+    from_trace = choice == 3
+    mt = m[from_trace]
+    xyzw[from_trace] = np.stack(
+        [mt[:, 2, 1] - mt[:, 1, 2], mt[:, 0, 2] - mt[:, 2, 0], mt[:, 1, 0] - mt[:, 0, 1], 1.0 + trace[from_trace]],
+        axis=-1,
+    )
+    for i in range(3):  # the i-th diagonal entry is the largest: q_i is the well-conditioned component
+        j, k = (i + 1) % 3, (i + 2) % 3
+        sel = choice == i
+        mi = m[sel]
+        q = np.empty((mi.shape[0], 4))
+        q[:, i] = 1.0 - trace[sel] + 2.0 * mi[:, i, i]
+        q[:, j] = mi[:, j, i] + mi[:, i, j]
+        q[:, k] = mi[:, k, i] + mi[:, i, k]
+        q[:, 3] = mi[:, k, j] - mi[:, j, k]
+        xyzw[sel] = q
+    xyzw /= np.linalg.norm(xyzw, axis=-1, keepdims=True)
+    return np.concatenate([xyzw[..., 3:], xyzw[..., :3]], axis=-1)

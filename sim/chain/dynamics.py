@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from sim import lie
 from sim.chain.composite import composite_forward_dynamics, composite_matrices
@@ -147,6 +146,10 @@ def _matrices(chain: Chain, q, q_dot, reference: bool) -> tuple[np.ndarray, np.n
 
 
 def _solve_spd(M_star: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    # imported on first use (a dictionary lookup after that): scipy.linalg is ~0.2 s of start-up for every aiko
+    # command, and the run path imports sim.chain for its kinematics only
+    from scipy.linalg import cho_factor, cho_solve
+
     try:
         return cho_solve(cho_factor(M_star), rhs)
     except np.linalg.LinAlgError as exc:

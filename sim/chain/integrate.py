@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from sim.chain.dynamics import forward_dynamics
 from sim.chain.kinematics import check_coordinates
@@ -105,6 +104,9 @@ def simulate(
     if method not in SOLVE_IVP_METHODS:
         raise ChainModelError(f"method must be 'rk4' or one of {SOLVE_IVP_METHODS}, got {method!r}")
     f = _rhs(chain, torque)
+    # imported here: scipy.integrate (with scipy.sparse and scipy.optimize) is ~0.4 s of start-up for every command
+    # that imports sim.chain, and only this adaptive path uses it
+    from scipy.integrate import solve_ivp
 
     def rhs(t_s: float, y: np.ndarray) -> np.ndarray:
         return np.concatenate([y[n:], f(t_s, y[:n], y[n:])])

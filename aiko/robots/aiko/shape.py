@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from aiko.core.errors import ConfigError
 from aiko.log.foxglove_views import BodyDrawing
@@ -59,7 +58,7 @@ def body_shape(
         quat = np.asarray(tracked_quaternion_wxyz, dtype=float)
         if quat.shape != (4,) or not np.isfinite(quat).all() or np.linalg.norm(quat) < 1e-9:
             raise ConfigError(f"tracked_quaternion_wxyz must be 4 finite numbers (w, x, y, z), got {quat}")
-        R = Rotation.from_quat(quat, scalar_first=True).as_matrix()
+        R = rotation_from_quaternion_wxyz(quat)
         pose = lie.pose(R, np.asarray(tracked_position_m, dtype=float).reshape(3))
     offset = robot.yaw_pitch_offset_m if (use_axis_offset and robot.has_vertical_axis) else 0.0
     try:
@@ -69,6 +68,20 @@ def body_shape(
     except ChainModelError as exc:
         raise ConfigError(str(exc)) from None
     return BodyShape(x, quaternions_wxyz(R), R)
+
+
+def rotation_from_quaternion_wxyz(quat: np.ndarray) -> np.ndarray:
+    """The rotation matrix of a quaternion (w, x, y, z), normalised first (as scipy's ``Rotation.from_quat``);
+    written out because scipy.spatial would cost every run ~0.3 s of start-up for this one use (the tracked link's
+    Vicon pose, at every body drawing)."""
+    w, x, y, z = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def body_shape_from_feedback(

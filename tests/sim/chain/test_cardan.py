@@ -98,6 +98,22 @@ def test_tracked_link_pose_fixes_every_other_link():
     np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-15)
 
 
+def test_quaternions_are_scipys_in_every_branch_of_shepperds_method():
+    """The hand-written conversion (kept off scipy.spatial for start-up time) gives scipy's quaternion, sign
+    included, whichever of the trace and the three diagonal entries is largest: random rotations and rotations by
+    ~pi about each axis (where the trace formula would lose precision)."""
+    from scipy.spatial.transform import Rotation
+
+    near_half_turns = [lie.exp_so3(3.1 * axis + 0.05 * RNG.normal(size=3)) for axis in np.eye(3) for _ in range(20)]
+    R = np.concatenate([Rotation.random(200, random_state=3).as_matrix(), np.array(near_half_turns), np.eye(3)[None]])
+    trace = np.trace(R, axis1=1, axis2=2)
+    branches = np.argmax(np.column_stack([R[:, 0, 0], R[:, 1, 1], R[:, 2, 2], trace]), axis=1)
+    assert set(branches.tolist()) == {0, 1, 2, 3}
+    expected = Rotation.from_matrix(R).as_quat(scalar_first=True)
+    np.testing.assert_allclose(quaternions_wxyz(R), expected, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(quaternions_wxyz(R[5]), expected[5], rtol=0, atol=1e-15)
+
+
 def test_axis_offset_effect_on_link6_during_sidewinding_is_millimetres():
     """Size of the 2.2 cm yaw-pitch offset on link 6 (relative to link 1) over one sidewinding period.
 

@@ -10,7 +10,7 @@ from aiko.cli import main
 from aiko.core.errors import ConfigError
 from aiko.robots.aiko.description import load_robot
 from aiko.robots.aiko.joints import JointFeedback
-from aiko.robots.aiko.shape import body_shape, body_shape_from_feedback
+from aiko.robots.aiko.shape import body_shape, body_shape_from_feedback, rotation_from_quaternion_wxyz
 
 
 @pytest.fixture
@@ -31,6 +31,13 @@ def test_straight_robot_spacing_and_tracked_pose(robot):
     tracked = body_shape(robot, np.zeros(10), None, 6, p, q)
     np.testing.assert_allclose(tracked.positions_m[5], p, atol=1e-15)
     np.testing.assert_allclose(np.abs(tracked.quaternions_wxyz[5] @ q), 1.0, atol=1e-15)
+
+
+def test_rotation_from_quaternion_is_scipys_for_unnormalised_quaternions():
+    quats = np.random.default_rng(4).normal(size=(50, 4)) * np.random.default_rng(5).uniform(0.1, 10.0, size=(50, 1))
+    for q in quats:
+        expected = Rotation.from_quat(q, scalar_first=True).as_matrix()
+        np.testing.assert_allclose(rotation_from_quaternion_wxyz(q), expected, rtol=0, atol=1e-15)
 
 
 def test_feedback_shape_respects_joint_angles_and_offset(robot):
