@@ -31,36 +31,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.transform import Rotation
+
+from aiko.devices.ur.kinematics import rotvec_to_matrix
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SensorMount:
-    """The sensor's pose in the flange frame at the rod's base: origin ``offset_m`` (3,), axes ``rotation``."""
+    """The sensor's pose in the flange frame at the rod's base: origin ``offset_m`` (3,), axes ``rotation_matrix``
+    (3x3, its columns the sensor's axes in the flange frame; a matrix, not scipy's ``Rotation``, whose import costs
+    every ``aiko bench`` command ~0.3 s of start-up)."""
 
     offset_m: np.ndarray
-    rotation: Rotation
+    rotation_matrix: np.ndarray
 
     @classmethod
     def from_settings(cls, offset_m: Sequence[float], rotation_deg: Sequence[float]) -> SensorMount:
-        return cls(np.asarray(offset_m, dtype=float), Rotation.from_rotvec(np.radians(np.asarray(rotation_deg))))
+        return cls(np.asarray(offset_m, dtype=float), rotvec_to_matrix(np.radians(np.asarray(rotation_deg))))
 
     @property
     def is_identity(self) -> bool:
-        return bool(np.all(self.offset_m == 0.0) and np.allclose(self.rotation.as_rotvec(), 0.0, atol=0.0))
+        return bool(np.all(self.offset_m == 0.0) and np.array_equal(self.rotation_matrix, np.eye(3)))
 
     def to_flange(self, wrench: Sequence[float]) -> np.ndarray:
         """A sensor reading ``[Fx, Fy, Fz, Tx, Ty, Tz]`` (sensor frame, about its origin) in the flange frame about
         the rod's base point."""
         w = np.asarray(wrench, dtype=float)
-        force = self.rotation.apply(w[0:3])
-        return np.concatenate([force, self.rotation.apply(w[3:6]) + np.cross(self.offset_m, force)])
+        force = self.rotation_matrix @ w[0:3]
+        return np.concatenate([force, self.rotation_matrix @ w[3:6] + np.cross(self.offset_m, force)])
 
     def from_flange(self, wrench: Sequence[float]) -> np.ndarray:
         """What the sensor reads for a wrench ``[F; τ]`` in the flange frame about the rod's base point."""
         w = np.asarray(wrench, dtype=float)
-        inv = self.rotation.inv()
-        return np.concatenate([inv.apply(w[0:3]), inv.apply(w[3:6] - np.cross(self.offset_m, w[0:3]))])
+        inverse = self.rotation_matrix.T
+        return np.concatenate([inverse @ w[0:3], inverse @ (w[3:6] - np.cross(self.offset_m, w[0:3]))])
 
 
-IDENTITY = SensorMount(np.zeros(3), Rotation.identity())
+IDENTITY = SensorMount(np.zeros(3), np.eye(3))

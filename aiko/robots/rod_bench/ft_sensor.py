@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from aiko.core.errors import ConfigError
 from aiko.core.messages import Channel, Message, boolean, integer, number, numbers
 from aiko.devices.force_sensor import ATI_NETFT_DEFAULT, ONROBOT_HEX_DEFAULT, CountsScale
 from aiko.devices.force_sensor.reader import ForceSensorReader
+from aiko.devices.ur.kinematics import rotvec_to_matrix
 from aiko.robots.rod_bench.ft_frame import IDENTITY, SensorMount
 from aiko.robots.rod_bench.mount import Mount
 from aiko.robots.rod_bench.sensor_settings import FTSensorSettings
@@ -90,16 +90,16 @@ def sensor_wrench(mount: Mount, flange_pose: Sequence[float], base_wrench: Seque
     """What a sensor at the rod's base reads ``[Fx, Fy, Fz, Tx, Ty, Tz]`` (flange axes: the bench's comparison
     frame) from the simulator's base wrench ``[moment; force]`` (world frame, the base on the rod)."""
     in_base = mount.flange_wrench(base_wrench)  # the negative, in the UR base frame
-    to_flange = Rotation.from_rotvec(np.asarray(flange_pose, dtype=float)[3:6]).inv()
-    return np.concatenate([to_flange.apply(in_base[0:3]), to_flange.apply(in_base[3:6])])
+    to_flange = rotvec_to_matrix(np.asarray(flange_pose, dtype=float)[3:6]).T
+    return np.concatenate([to_flange @ in_base[0:3], to_flange @ in_base[3:6]])
 
 
 def world_force(mount: Mount, flange_pose: Sequence[float], force_sensor_n: Sequence[float]) -> np.ndarray:
     """A sensor-frame force in the rod's world frame (the inverse rotation of :func:`sensor_wrench`): the force the
     rod exerts on the flange, i.e. minus the base's force on the rod. Quasi-statically its z is the table's normal
     force minus the rod's weight, so the total normal force is ``m g + world_force(...)[2]``."""
-    in_base = Rotation.from_rotvec(np.asarray(flange_pose, dtype=float)[3:6]).apply(np.asarray(force_sensor_n))
-    return mount.world_rotation.inv().apply(in_base)
+    in_base = rotvec_to_matrix(np.asarray(flange_pose, dtype=float)[3:6]) @ np.asarray(force_sensor_n, dtype=float)
+    return mount.world_rotation_matrix.T @ in_base
 
 
 class PlantSensor:

@@ -67,7 +67,7 @@ class BenchSimBackend(Backend[BenchContext, FlangeTarget, BenchObservation]):
         alpha = self.rod.alpha
         wrench = np.zeros(6) if self.rod.info is None else np.asarray(self.rod.info.base_wrench, dtype=float)
         flange_speed = np.concatenate(
-            [self.mount.world_rotation.apply(self._speed[3:6]), self.mount.world_rotation.apply(self._speed[0:3])]
+            [self.mount.ur_base_from_world(self._speed[3:6]), self.mount.ur_base_from_world(self._speed[0:3])]
         )
         return BenchObservation(self.rod.state.t_s, alpha, self.mount.flange_pose(alpha), flange_speed, wrench)
 

@@ -28,7 +28,7 @@ def test_a_force_through_the_rods_base_has_no_moment_about_it_but_the_offset_sen
     force = np.array([0.3, -0.2, 2.0])  # on the tool, through the base point (the flange frame's origin)
     reading = HEX.from_flange([*force, 0.0, 0.0, 0.0])
     # the sensor measures about its own origin r: (0 − r) × F, in its axes
-    expected_torque = HEX.rotation.inv().apply(np.cross(-HEX.offset_m, force))
+    expected_torque = HEX.rotation_matrix.T @ np.cross(-HEX.offset_m, force)
     np.testing.assert_allclose(reading[3:6], expected_torque, atol=1e-15)
     assert np.linalg.norm(reading[3:6]) > 0.01
     np.testing.assert_allclose(HEX.to_flange(reading), [*force, 0.0, 0.0, 0.0], atol=1e-15)

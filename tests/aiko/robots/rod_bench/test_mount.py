@@ -7,18 +7,26 @@ from aiko.robots.rod_bench.mount import Mount
 from aiko.robots.rod_bench.settings import UR3Settings
 
 
+def _world(mount: Mount) -> Rotation:
+    return Rotation.from_matrix(mount.world_rotation_matrix)
+
+
+def _rod_in_flange(mount: Mount) -> Rotation:
+    return Rotation.from_matrix(mount.rod_in_flange_matrix)
+
+
 def _scipy_flange_pose(mount: Mount, alpha: np.ndarray) -> np.ndarray:
     """The composition as scipy's Rotation writes it (what `flange_pose` computed before it used matrices)."""
-    position = mount.world_position_m + mount.world_rotation.apply(alpha[3:6])
-    rotation = mount.world_rotation * Rotation.from_rotvec(alpha[0:3]) * mount.rod_in_flange.inv()
+    position = mount.world_position_m + _world(mount).apply(alpha[3:6])
+    rotation = _world(mount) * Rotation.from_rotvec(alpha[0:3]) * _rod_in_flange(mount).inv()
     return np.concatenate([position, rotation.as_rotvec()])
 
 
 def _mounts() -> list[Mount]:
     tilted = Mount(
         np.array([0.25, -0.1, 0.03]),
-        Rotation.from_rotvec(np.radians([10.0, -20.0, 135.0])),
-        Rotation.from_rotvec(np.radians([180.0, 0.0, 0.0])),
+        Rotation.from_rotvec(np.radians([10.0, -20.0, 135.0])).as_matrix(),
+        Rotation.from_rotvec(np.radians([180.0, 0.0, 0.0])).as_matrix(),
     )
     return [Mount.from_settings(UR3Settings()), tilted]
 
@@ -67,8 +75,8 @@ def test_the_base_pose_of_a_flange_pose_is_where_the_rod_was_put():
 
 def _scipy_alpha(mount: Mount, flange_pose: np.ndarray) -> np.ndarray:
     """`Mount.alpha` as scipy's Rotation writes it (what it computed before it used matrices)."""
-    inv = mount.world_rotation.inv()
-    rotation = inv * Rotation.from_rotvec(flange_pose[3:6]) * mount.rod_in_flange
+    inv = _world(mount).inv()
+    rotation = inv * Rotation.from_rotvec(flange_pose[3:6]) * _rod_in_flange(mount)
     return np.concatenate([rotation.as_rotvec(), inv.apply(flange_pose[0:3] - mount.world_position_m)])
 
 
@@ -90,10 +98,10 @@ def test_the_flange_wrench_is_the_base_wrench_negated_and_rotated_and_inverts():
         for _ in range(100):
             base = rng.normal(size=6)  # [moment; force], world frame
             flange = mount.flange_wrench(base)
-            theirs = np.concatenate([-mount.world_rotation.apply(base[3:6]), -mount.world_rotation.apply(base[0:3])])
+            theirs = np.concatenate([-_world(mount).apply(base[3:6]), -_world(mount).apply(base[0:3])])
             np.testing.assert_allclose(flange, theirs, rtol=0, atol=1e-14)
             np.testing.assert_allclose(mount.base_wrench(flange), base, rtol=0, atol=1e-14)
     # the force is the UR order's first half, and the flange feels the reaction: on an untilted mount, a base
     # pushing the rod down (world -z) reads +z at the flange
-    level = Mount(np.zeros(3), Rotation.identity(), Rotation.identity())
+    level = Mount(np.zeros(3), np.eye(3), np.eye(3))
     np.testing.assert_allclose(level.flange_wrench([0, 0, 0, 0, 0, -1.0]), [0, 0, 1.0, 0, 0, 0], atol=0)

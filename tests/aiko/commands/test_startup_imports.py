@@ -1,0 +1,38 @@
+"""What a user's command loads: the HIL job (the one ``make run`` runs) and a simulated bench run must not pay for
+scipy subpackages they never call. scipy.spatial, scipy.integrate and scipy.optimize each cost a fresh process
+0.1-0.4 s of start-up (``python -X importtime``), a large share of a job that simulates 15 s in a few; the modules
+that need them import them where they are used. (scipy.linalg and scipy.sparse are not on the list: numba imports
+scipy.linalg's BLAS as it loads any cached kernel that uses numpy's linear algebra.)"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+HEAVY_SCIPY = ("scipy.spatial", "scipy.integrate", "scipy.optimize")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "experiments/sidewinding_hil.toml", "--no-report", "--duration", "0.3"],
+        ["bench", "run", "experiments/rod/bench_stick.toml", "--backend", "sim", "--duration", "0.05"],
+    ],
+    ids=["aiko-run-hil", "aiko-bench-run-sim"],
+)
+def test_the_command_runs_without_importing_heavy_scipy_subpackages(tmp_path, command):
+    argv = [*command, "--out", str(tmp_path / "run.mcap")]
+    code = (
+        "import json, sys\n"
+        "from aiko.cli import main\n"
+        f"rc = main({argv!r})\n"
+        f"heavy = sorted({{'.'.join(m.split('.')[:2]) for m in sys.modules if m.startswith({HEAVY_SCIPY!r})}})\n"
+        "print(json.dumps({'rc': rc, 'heavy': heavy}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"rc": 0, "heavy": []}
