@@ -13,11 +13,22 @@ ESTOP and streamed on until their feedback went stale (issue 26). Here a failed 
 data this time"; half lines the other reader took are counted as garbage and skipped. A port that really went
 away keeps failing: reception then stays silent, the driver's feedback timeout stops the run, and the counters
 say why.
+
+Writing never waits for the kernel's tty worker. pyserial's ``write`` ``select()``s the port after every
+``os.write``; on a tty (a pty, a USB-serial adapter) that poll first waits, uninterruptibly, until the kernel has
+moved the bytes received so far into the line discipline (``n_tty_poll`` → ``tty_buffer_flush_work``), work done by
+an unbound kworker at normal priority. On a busy PC that worker waits for a CPU like any other normal task, and the
+run's sender at SCHED_FIFO waited with it: ftrace (sched_switch with kernel stacks, issue 26) showed the sender in
+state D in ``pselect6 → n_tty_poll → __flush_work`` for 0.45 s during a run beside a test suite and two busy loops,
+and the modules' watchdog stopped the run. Here the bytes go out with ``os.write`` on the port's (non-blocking)
+descriptor; a full port is retried after a short sleep, never polled.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import select
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +43,8 @@ log = logging.getLogger(__name__)
 _TERMINATORS = (ord("\r"), ord("\a"))
 _ERROR_BACKOFF_S = 0.001  # after a failed read: a port that keeps failing must not spin the receive thread
 _LOG_EVERY_S = 1.0  # read errors are logged at most this often (with the count since the last line)
+_WRITE_RETRY_S = 0.0005  # a full port (EAGAIN): sleep this long, then write again
+_WRITE_GIVE_UP_S = 1.0  # a port that takes nothing for this long: the write fails (the driver counts it, goes on)
 
 
 _HEX = frozenset(b"0123456789abcdefABCDEF")
@@ -105,10 +118,30 @@ class BufferedSlcanBus(SlcanBus):
                     return None
 
     def _read_waiting(self) -> bytes:
-        """What the port holds now (at least one byte, waiting up to the port's timeout); b"" after a failed read."""
+        """What the port holds now (at least one byte, waiting up to the port's timeout); b"" after a failed read.
+
+        On a file descriptor this waits with ``select`` and takes up to 4 kB with one ``os.read``, not with
+        pyserial's ``in_waiting`` + ``read``: ``in_waiting`` (TIOCINQ) takes the tty's termios lock for writing,
+        which waits for the kernel's tty worker and would make the sender's own ``write`` (which takes it for
+        reading) wait behind it (module docstring)."""
         port = self.serialPortOrig
+        fd = getattr(port, "fd", None)
         try:
-            data: bytes = port.read(max(1, port.in_waiting))
+            if not isinstance(fd, int):
+                data: bytes = port.read(max(1, port.in_waiting))
+                return data
+            ready, _, _ = select.select([fd], [], [], port.timeout)
+            if not ready:
+                return b""
+            try:
+                data = os.read(fd, 4096)
+            except BlockingIOError:
+                data = b""
+            if not data:  # what pyserial says for the same (another reader took the bytes, or the port went away)
+                raise serial.SerialException(
+                    "device reports readiness to read but returned no data (device disconnected or multiple access on"
+                    " port?)"
+                )
             return data
         except (serial.SerialException, OSError) as exc:
             self._read_failed(exc)
@@ -139,15 +172,60 @@ class BufferedSlcanBus(SlcanBus):
             data = b"".join(line.encode() + self.LINE_TERMINATOR for line in self._batch)
         finally:
             self._batch = None
-        with error_check("Could not write to serial device"):
-            self.serialPortOrig.write(data)
-            self.serialPortOrig.flush()
+        self._write_bytes(data)
 
     def _write(self, string: str) -> None:
         if self._batch is not None:
             self._batch.append(string)
             return
-        super()._write(string)
+        self._write_bytes(string.encode() + self.LINE_TERMINATOR)
+
+    _unsent = b""  # the rest of a line a full port did not take: it goes out first, so no line is ever cut
+
+    def _write_bytes(self, data: bytes) -> None:
+        """All of ``data`` to the port without ``select()`` (module docstring); ``can.CanOperationError`` if the
+        port took nothing for `_WRITE_GIVE_UP_S` (what is left of a cut line is kept and sent first next time)."""
+        port = self.serialPortOrig
+        fd = getattr(port, "fd", None)
+        with error_check("Could not write to serial device"):
+            if not isinstance(fd, int):  # not a file descriptor (a socket:// or loop:// URL): pyserial's own write
+                port.write(data)
+                port.flush()
+                return
+            not_written = self._write_to(fd, self._unsent + data)
+            if not not_written:
+                port.flush()  # tcdrain: a USB adapter's driver sends what it holds; a pty returns at once
+        if not_written:
+            raise can.CanOperationError(
+                f"the port took nothing for {_WRITE_GIVE_UP_S} s ({not_written} bytes not written)"
+            )
+
+    def _write_to(self, fd: int, whole: bytes) -> int:
+        """``os.write`` until all of ``whole`` is out (0) or the port took nothing for `_WRITE_GIVE_UP_S` (how many
+        bytes were left; the rest of a line cut short becomes `_unsent`)."""
+        done, last_progress_s = 0, time.monotonic()
+        while done < len(whole):
+            try:
+                written = os.write(fd, whole[done:])
+            except BlockingIOError:
+                written = 0
+            if written:
+                done, last_progress_s = done + written, time.monotonic()
+            elif time.monotonic() - last_progress_s > _WRITE_GIVE_UP_S:
+                self._unsent = self._rest_of_cut_line(whole, done)
+                return len(whole) - done
+            else:
+                time.sleep(_WRITE_RETRY_S)
+        self._unsent = b""
+        return 0
+
+    def _rest_of_cut_line(self, whole: bytes, done: int) -> bytes:
+        """What must still go out so that the receiver never sees a line cut short: the rest of the line that
+        ``whole[:done]`` ends inside (nothing if it ended on a line's end; the lines after it are dropped)."""
+        if done == 0 or whole[done - 1 : done] == self.LINE_TERMINATOR:
+            return b""
+        end = whole.find(self.LINE_TERMINATOR, done)
+        return whole[done:] if end < 0 else whole[done : end + 1]
 
     def send(self, msg, timeout: float | None = None) -> None:
         # pyserial 3.5 checks its write timeout *after* a complete os.write and raises SerialTimeoutException

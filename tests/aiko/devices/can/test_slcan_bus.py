@@ -189,3 +189,115 @@ def test_the_driver_sends_a_reference_as_one_batch():
     driver = CanJointDriver(BatchBus([]), settings, lambda: 0.0, use_notifier=False)
     driver.write(0.0, np.zeros((3, 2)), np.zeros((3, 2)))
     assert sent == [[0x101, 0x102, 0x103]] and driver.frames_sent == 3
+
+
+def _pty_bus() -> tuple[BufferedSlcanBus, int]:
+    """The bus's writing half on the slave side of a real pty (python-can's constructor would also talk to an
+    adapter); the master's descriptor, non-blocking, is the other end."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    bus = BufferedSlcanBus.__new__(BufferedSlcanBus)
+    bus._buffer = bytearray()
+    bus._queue = queue.SimpleQueue()
+    bus.serialPortOrig = serial.Serial(os.ttyname(slave), timeout=0.05)
+    os.close(slave)
+    os.set_blocking(master, False)
+    return bus, master
+
+
+def _drain(master: int, until: bytes = b"", timeout_s: float = 5.0) -> bytes:
+    """Everything the master side receives until it ends with ``until`` (or, with no ``until``, until nothing more
+    comes for 0.2 s)."""
+    import os
+
+    got, quiet_since, deadline = b"", time.monotonic(), time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(master, 65536)
+        except BlockingIOError:
+            chunk = b""
+        if chunk:
+            got, quiet_since = got + chunk, time.monotonic()
+            if until and got.endswith(until):
+                return got
+        elif not until and time.monotonic() - quiet_since > 0.2:
+            return got
+        time.sleep(0.001)
+    return got
+
+
+def test_writing_to_a_tty_never_polls_it(monkeypatch):
+    """pyserial select()s the port after each write, and on a tty that waits for the kernel's normal-priority tty
+    worker (issue 26: the run's SCHED_FIFO sender blocked 0.45 s so on a loaded PC). The bus writes without it."""
+    import os
+    import select
+
+    bus, master = _pty_bus()
+    frames = [can.Message(arbitration_id=0x100 + n, data=bytes([n] * 8), is_extended_id=False) for n in (1, 2)]
+
+    def no_poll(*args, **kwargs):
+        raise AssertionError("the write path polled the port")
+
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(select, "select", no_poll)
+            bus.send_batch(frames)
+            bus.send(frames[0])
+        assert _drain(master, until=b"t10180101010101010101\r") == (
+            b"t10180101010101010101\rt10280202020202020202\rt10180101010101010101\r"
+        )
+    finally:
+        bus.serialPortOrig.close()
+        os.close(master)
+
+
+def test_a_port_that_takes_nothing_fails_the_write_and_never_cuts_a_line(monkeypatch):
+    """A receiver that stops reading fills the port: the write gives up (a CanError the driver counts, the run goes
+    on) instead of waiting forever, and the next write first finishes the line it left half written, so the
+    receiver never sees a line cut short."""
+    import os
+
+    from aiko.devices.can import slcan_bus
+    from aiko.devices.can.slcan_bus import well_formed
+
+    monkeypatch.setattr(slcan_bus, "_WRITE_GIVE_UP_S", 0.05)
+    bus, master = _pty_bus()
+    frames = [can.Message(arbitration_id=0x100 + n, data=bytes([n] * 8), is_extended_id=False) for n in range(1, 11)]
+    try:
+        with pytest.raises(can.CanOperationError, match="took nothing"):
+            for _ in range(100_000):  # ~220 bytes a batch: the pty's buffers (tens of kB) fill long before
+                bus.send_batch(frames)
+        received = _drain(master)
+        last = can.Message(arbitration_id=0x7A, data=bytes([0xAB] * 8), is_extended_id=False)
+        bus.send(last)
+        received += _drain(master, until=b"t07A8ABABABABABABABAB\r")
+        lines = received.split(b"\r")
+        assert lines[-1] == b"" and lines[-2] == b"t07A8ABABABABABABABAB"
+        assert all(line and well_formed(line) for line in lines[:-1])
+    finally:
+        bus.serialPortOrig.close()
+        os.close(master)
+
+
+def test_reading_a_tty_takes_what_is_waiting_without_asking_how_much(monkeypatch):
+    """``in_waiting`` (TIOCINQ) takes the tty's termios lock for writing, behind the kernel's tty worker, and the
+    sender's write would queue behind it: the bus reads with one os.read, and gets every frame, split or not."""
+    import os
+
+    bus, master = _pty_bus()
+
+    def no_inq(self):
+        raise AssertionError("the read path asked the port how much is waiting")
+
+    monkeypatch.setattr(serial.Serial, "in_waiting", property(no_inq))
+    try:
+        os.write(master, b"t10180101010101010101\rt1028020202")
+        time.sleep(0.05)
+        os.write(master, b"0202020202\r")
+        assert _frames(bus, 20) == [(0x101, bytes([1] * 8)), (0x102, bytes([2] * 8))]
+        assert bus.read_errors == 0
+    finally:
+        bus.serialPortOrig.close()
+        os.close(master)
