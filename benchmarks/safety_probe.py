@@ -389,7 +389,8 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
     transport = pty_round_trip()
     emulator, pty = start_emulator(args.emulator_rt_priority)
     log = tmp / f"{kind}-{index}.mcap"
-    overrides = ("can.watchdog_periods=20",) if kind == "stall" else ()
+    watchdog_periods = 20 if kind == "stall" else 3  # the stall outlasts the default 3 periods on purpose
+    overrides = (f"can.watchdog_periods={watchdog_periods}",) if kind == "stall" else ()
     load_start = load_average()
     t0 = time.monotonic()
     run = start_run(pty, log, args.duration, *overrides)
@@ -454,8 +455,28 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
                 for g in WITNESS.gaps(trip - 1.0, trip)
             ]
         result.update(keep_log(log, args.keep_failed, f"{kind}-{index}"))
+        result["silence_made_by"] = silence_made_by(
+            result, watchdog_ms=watchdog_periods * 100.0, freeze_ms=args.freeze_ms
+        )
     log.unlink(missing_ok=True)
     return result
+
+
+def silence_made_by(result: dict, watchdog_ms: float, freeze_ms: tuple[float, float]) -> str:
+    """Which side made the silence that tripped the modules' watchdog (10 Hz references, ``watchdog_ms``):
+
+    * ``probe``: the probe's own freezer held the run stopped longer than it was asked to (its thread late);
+    * ``pc``: the run's own log has a reference gap as long as the watchdog: the PC did not send;
+    * ``transport``: the PC sent on time and the emulator's reader saw the silence: the pty delivered late (its
+      bytes cross the kernel in a normal-priority worker thread, docs/can_hil.md);
+    * ``unknown``: none of these."""
+    if (result.get("max_freeze_ms") or 0.0) > freeze_ms[1] + 20.0:
+        return "probe"
+    if (result.get("pc_logged_max_reference_gap_ms") or 0.0) >= watchdog_ms - 100.0:
+        return "pc"
+    if any(gap >= watchdog_ms - 100.0 for gap, _ in result.get("pty_read_gaps_before_trip_ms", [])):
+        return "transport"
+    return "unknown"
 
 
 def keep_log(log: Path, keep_dir: Path | None, name: str) -> dict:
@@ -681,7 +702,12 @@ def summarise(kind: str, trials: list[dict]) -> dict:
     elif kind in ("load", "freeze", "stall"):
         out["runs_ended_by_themselves"] = sum(t["run_exit"] == 0 for t in trials)
         out["runs_stopped"] = [
-            {"trial": t["trial"], "exit": t["run_exit"], "reasons": t["stopped_reasons"]}
+            {
+                "trial": t["trial"],
+                "exit": t["run_exit"],
+                "reasons": t["stopped_reasons"],
+                "silence_made_by": t.get("silence_made_by"),
+            }
             for t in trials
             if t["run_exit"] != 0
         ]
