@@ -158,7 +158,8 @@ def quaternions_wxyz(rotations: np.ndarray) -> np.ndarray:
     trace and the three diagonal entries picks the well-conditioned formula), so the result is scipy's, sign
     included; written out because importing scipy.spatial costs every ``aiko`` command ~0.3 s of start-up and this
     is its only use on the run path. The chain's rotations are products of exact rotations (orthogonal to ~1e-15),
-    so scipy's projection of non-orthogonal input is not needed here."""
+    so scipy's projection of non-orthogonal input is not needed here. (`sim.snake3d.rotations.matrix_to_quat` is
+    one matrix at a time and picks w >= 0, where scipy does not: logged link quaternions keep scipy's sign.)"""
     m = np.asarray(rotations, dtype=float)
     trace = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
     choice = np.argmax(np.stack([m[..., 0, 0], m[..., 1, 1], m[..., 2, 2], trace], axis=-1), axis=-1)

@@ -18,6 +18,7 @@ from aiko.robots.aiko.joints import JointFeedback
 from sim import lie
 from sim.chain import ChainModelError
 from sim.chain.cardan import link_poses_from_joint_angles, quaternions_wxyz
+from sim.snake3d.rotations import quat_to_matrix
 
 
 @dataclass(frozen=True)
@@ -71,17 +72,12 @@ def body_shape(
 
 
 def rotation_from_quaternion_wxyz(quat: np.ndarray) -> np.ndarray:
-    """The rotation matrix of a quaternion (w, x, y, z), normalised first (as scipy's ``Rotation.from_quat``);
-    written out because scipy.spatial would cost every run ~0.3 s of start-up for this one use (the tracked link's
-    Vicon pose, at every body drawing)."""
-    w, x, y, z = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+    """The rotation matrix of a quaternion (w, x, y, z), normalised first (as scipy's ``Rotation.from_quat``, which
+    the run path no longer imports: scipy.spatial cost every run ~0.3 s of start-up for this one use, the tracked
+    link's Vicon pose at every body drawing). The formula is the simulator's (`sim.snake3d.rotations`)."""
+    q = np.asarray(quat, dtype=float)
+    rotation: np.ndarray = quat_to_matrix(q / np.linalg.norm(q))
+    return rotation
 
 
 def body_shape_from_feedback(
