@@ -55,27 +55,51 @@ MAPPED_RESIDUAL = 5  # a regular-coordinate solution whose trigonometric residua
 # --- dense linear algebra (plain loops: deterministic across BLAS kernels) -------------------------------------------
 # Written so the inner loops run along contiguous rows (axpy form, which LLVM vectorises), not as dot products (a
 # reduction it may not reorder without fast-math).
+_PANEL = 4  # pivot rows per pass of the Cholesky factorisation
+
+
 @numba.njit(cache=True)
 def cholesky_in_place(a):
     """A = UᵀU for the symmetric positive definite a, in place: U in the upper triangle, Uᵀ mirrored into the lower
-    one (each triangular solve then runs along rows). False if a pivot is not positive."""
+    one (each triangular solve then runs along rows). False if a pivot is not positive.
+
+    Right-looking, four pivot rows at a time: the trailing rows take the four rank-1 updates in one pass (each
+    element updated in the same order, k ascending, so the factor is bitwise the one-row-at-a-time factor), which
+    reads and writes the trailing matrix a quarter as often: ~2× faster on n = 84–132."""
     n = a.shape[0]
-    for k in range(n):
-        d = a[k, k]
-        if not d > 0.0:
-            return False
-        d = math.sqrt(d)
-        inv = 1.0 / d
-        row_k = a[k]
-        row_k[k] = d
-        for j in range(k + 1, n):
-            row_k[j] *= inv
-        for i in range(k + 1, n):
-            f = row_k[i]
-            if f != 0.0:
-                row_i = a[i]
+    panel = np.empty((_PANEL, n))  # the panel's finished rows of U, copied: no aliasing with the rows they update
+    k0 = 0
+    while k0 < n:
+        kb = min(_PANEL, n - k0)
+        for t in range(kb):  # finish the panel's rows: each takes the updates of the panel rows before it
+            k = k0 + t
+            for s in range(t):
+                f = panel[s, k]
+                if f != 0.0:
+                    for j in range(k, n):
+                        a[k, j] -= f * panel[s, j]
+            d = a[k, k]
+            if not d > 0.0:
+                return False
+            d = math.sqrt(d)
+            inv = 1.0 / d
+            a[k, k] = d
+            panel[t, k] = d
+            for j in range(k + 1, n):
+                a[k, j] *= inv
+                panel[t, j] = a[k, j]
+        for i in range(k0 + kb, n):  # the trailing rows
+            if kb == _PANEL and panel[0, i] != 0.0 and panel[1, i] != 0.0 and panel[2, i] != 0.0 and panel[3, i] != 0.0:
+                f0, f1, f2, f3 = panel[0, i], panel[1, i], panel[2, i], panel[3, i]
                 for j in range(i, n):
-                    row_i[j] -= f * row_k[j]
+                    a[i, j] = (((a[i, j] - f0 * panel[0, j]) - f1 * panel[1, j]) - f2 * panel[2, j]) - f3 * panel[3, j]
+            else:  # a zero multiplier skips its update, as one row at a time does
+                for t in range(kb):
+                    f = panel[t, i]
+                    if f != 0.0:
+                        for j in range(i, n):
+                            a[i, j] -= f * panel[t, j]
+        k0 += kb
     for i in range(n):
         for k in range(i):
             a[i, k] = a[k, i]
@@ -104,44 +128,46 @@ def cholesky_solve(chol, b, out):
 
 @numba.njit(cache=True)
 def cholesky_solve_rows(chol, m):
-    """m ← A⁻¹ m for a matrix of right-hand sides m (n × r), row by row (r-long axpy updates)."""
+    """m ← A⁻¹ m for a matrix of right-hand sides m (n × r), row by row (r-long axpy updates from a copy of the
+    finished row: with no aliasing between the rows LLVM vectorises the update, ~2× the speed of row views)."""
     n = chol.shape[0]
+    r = m.shape[1]
+    row_k = np.empty(r)
     for k in range(n):
-        row_k = m[k]
         inv = 1.0 / chol[k, k]
-        for c in range(row_k.shape[0]):
-            row_k[c] *= inv
-        u = chol[k]
+        for c in range(r):
+            m[k, c] *= inv
+            row_k[c] = m[k, c]
         for i in range(k + 1, n):
-            f = u[i]
+            f = chol[k, i]
             if f != 0.0:
-                row_i = m[i]
-                for c in range(row_k.shape[0]):
-                    row_i[c] -= f * row_k[c]
+                for c in range(r):
+                    m[i, c] -= f * row_k[c]
     for k in range(n - 1, -1, -1):
-        row_k = m[k]
         inv = 1.0 / chol[k, k]
-        for c in range(row_k.shape[0]):
-            row_k[c] *= inv
-        lower = chol[k]
+        for c in range(r):
+            m[k, c] *= inv
+            row_k[c] = m[k, c]
         for i in range(k):
-            f = lower[i]
+            f = chol[k, i]
             if f != 0.0:
-                row_i = m[i]
-                for c in range(row_k.shape[0]):
-                    row_i[c] -= f * row_k[c]
+                for c in range(r):
+                    m[i, c] -= f * row_k[c]
 
 
 @numba.njit(cache=True)
 def lu_in_place(a, piv):
-    """LU factorisation with partial pivoting, in place (Doolittle, row pivots in piv). False if singular."""
+    """LU factorisation with partial pivoting, in place (Doolittle, row pivots in piv). False if singular.
+    The pivot row is copied before the elimination (no row views: ~2× faster on the contact block's 39 × 39)."""
     n = a.shape[0]
+    row_k = np.empty(n)
     for k in range(n):
         p = k
         big = abs(a[k, k])
         for i in range(k + 1, n):
-            if abs(a[i, k]) > big:
-                big = abs(a[i, k])
+            v = abs(a[i, k])
+            if v > big:
+                big = v
                 p = i
         piv[k] = p
         if not big > 0.0:
@@ -150,14 +176,14 @@ def lu_in_place(a, piv):
             for j in range(n):
                 a[k, j], a[p, j] = a[p, j], a[k, j]
         inv = 1.0 / a[k, k]
+        for j in range(k + 1, n):
+            row_k[j] = a[k, j]
         for i in range(k + 1, n):
             f = a[i, k] * inv
             a[i, k] = f
             if f != 0.0:
-                row_i = a[i]
-                row_k = a[k]
                 for j in range(k + 1, n):
-                    row_i[j] -= f * row_k[j]
+                    a[i, j] -= f * row_k[j]
     return True
 
 
@@ -420,17 +446,17 @@ def refresh_geometry(model, law, h, q_prev, n_fixed, x, v, chol, gmat, wmat, cma
                 gmat[j, 3 * a + 2] = jc2
         cholesky_solve_rows(chol, gmat)  # G = A⁻¹E
         nz = 3 * n_cand
-        for i in range(nz):  # W = C G, along G's rows
-            w_row = wmat[i]
+        w_row = np.empty(nz)
+        for i in range(nz):  # W = C G, along G's rows (accumulated in a separate row: no aliasing, vectorised)
             for c in range(nz):
                 w_row[c] = 0.0
-            c_row = cmat[i]
             for j in range(nf):
-                f = c_row[j]
+                f = cmat[i, j]
                 if f != 0.0:
-                    g_row = gmat[j]
                     for c in range(nz):
-                        w_row[c] += f * g_row[c]
+                        w_row[c] += f * gmat[j, c]
+            for c in range(nz):
+                wmat[i, c] = w_row[c]
     geo_state[0] = 1.0
     geo_state[1] = h
     return True
