@@ -101,7 +101,10 @@ def main() -> int:
             lambda: kernels.refresh_geometry(arrays, buf.law, h, state.q, n_fixed, x, v, *factors), args.repeat
         ),
         "newton_direction": per_call_us(
-            lambda: kernels.newton_direction(h, nf, r, row_scale, *buf.factors[:4], buf.workspace, dx), args.repeat
+            lambda: kernels.newton_direction(
+                h, nf, r, row_scale, *buf.factors[:4], buf.workspace, dx, kernels.WEAK_COUPLING
+            ),
+            args.repeat,
         ),
         # inside refresh_geometry:
         "forward_sweep_with_rates": per_call_us(

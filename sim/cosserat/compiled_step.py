@@ -298,10 +298,12 @@ def residual_and_direction(
     x: np.ndarray,
     row_scale: np.ndarray,
     settings: NewtonSettings = _DEFAULT_NEWTON,
+    weak_coupling: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The kernel's scaled residual at x (`StepProblem`'s unknowns and row scale) and its Newton direction with the
     matrix built at x: what the tests compare with `StepProblem.residual` and a dense solve of
-    `StepProblem.jacobian` (with the model's own smoothing, as `StepProblem` without a law)."""
+    `StepProblem.jacobian` (with the model's own smoothing, as `StepProblem` without a law). ``weak_coupling``: 0, the
+    exact direction; the step's `WEAK_COUPLING` gives the direction the step uses (`newton_direction`)."""
     packed = _packed(model)
     assert packed is not None
     buf = _StepBuffers(model, packed, dataclasses.replace(settings, regular_slack_coordinates=False), dt_s)
@@ -333,6 +335,6 @@ def residual_and_direction(
     )
     dx = np.zeros_like(x)
     chol, gmat, wmat, cmat = buf.factors[:4]
-    if not newton_direction(float(dt_s), nf, r, row_scale, chol, gmat, wmat, cmat, ws, dx):
+    if not newton_direction(float(dt_s), nf, r, row_scale, chol, gmat, wmat, cmat, ws, dx, weak_coupling):
         raise ConvergenceError("singular Schur complement at x")
     return r, dx
