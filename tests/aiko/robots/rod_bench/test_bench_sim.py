@@ -1,3 +1,6 @@
+import time
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -109,3 +112,28 @@ def test_the_plant_slide_at_a_marker_is_the_centreline_point_at_that_arc(sim_log
     node_k = np.linalg.norm(cl[:, k, :2] - cl[0, k, :2], axis=1)
     np.testing.assert_allclose(load_series(out, slide_arc_m=float(x_nodes[k])).tip_slide_m, node_k, atol=1e-15)
     assert np.max(node_k) > 1e-4 and np.max(np.abs(node_k - tip)) > 1e-6  # the node moves, and not as the tip
+
+
+def test_the_loop_wall_time_leaves_out_closing_the_backend(tmp_path, monkeypatch):
+    """`realtime_factor` is the loop's: a backend that takes long to close (HIL: ur_rtde's disconnects and the
+    emulator's exit, ~2.5 s) must not make a run that kept real time look slow. The bench's clock jumps 100 s while
+    the backend closes, so the check does not depend on how fast the machine is."""
+    from aiko.robots.rod_bench import bench_run
+    from aiko.robots.rod_bench.backends.sim import BenchSimBackend
+
+    jump = [0.0]
+    monkeypatch.setattr(
+        bench_run, "time", SimpleNamespace(perf_counter=lambda: time.perf_counter() + jump[0], time=time.time)
+    )
+    original_close = BenchSimBackend.close
+
+    def slow_close(self):
+        jump[0] += 100.0
+        original_close(self)
+
+    monkeypatch.setattr(BenchSimBackend, "close", slow_close)
+    experiment = load_bench_experiment(write_experiment(tmp_path))
+    summary = record_bench_run(experiment, tmp_path / "slow_close.mcap", "sim")
+    assert summary["wall_time_s"] >= 100.0
+    assert summary["loop_wall_time_s"] < 100.0
+    assert summary["realtime_factor"] == pytest.approx(summary["duration_s"] / summary["loop_wall_time_s"])
