@@ -9,7 +9,7 @@ default: the modules are separate hardware, which the PC's load never slows) and
 ``aiko run experiments/sidewinding.toml --backend can --interface slcan --channel PTY`` in its own process, then:
 
 - ``load``: nothing else; the run must end by itself after ``--duration`` (exit 0).
-- ``freeze``: another thread of this process freezes the run again and again (SIGSTOP for 30-70 ms, SIGCONT for
+- ``freeze``: a child process of the probe freezes the run again and again (SIGSTOP for 30-70 ms, SIGCONT for
   30-70 ms, uniformly random: about half of every reference period frozen, a PC that keeps waking up late) from
   its spawn to its exit; the run must still end by itself (exit 0): the modules' watchdog (0.3 s) must not see a
   gap a busy PC did not really make.
@@ -188,41 +188,86 @@ def set_fifo_self(priority: int) -> bool:
     return True
 
 
-class Freezer(threading.Thread):
+# The freezer runs in a process of its own: as a thread of the probe it shared the probe's interpreter lock, and
+# a freeze then lasted until the probe's main thread let go of it (200 ms once where 70 were asked, 2026-11-29). The
+# child is one loop with no other thread: it waits with select() on its stdin (the parent closing it is the halt) and
+# prints each freeze as "start_monotonic_s length_s" after the SIGCONT.
+_FREEZER_CHILD = """
+import os, random, select, signal, sys, time
+pid, f_lo, f_hi, t_lo, t_hi, seed = int(sys.argv[1]), *map(float, sys.argv[2:6]), int(sys.argv[6])
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(40))
+    print("fifo", flush=True)
+except (AttributeError, OSError):
+    pass
+rng = random.Random(seed)
+def halted(wait_s):
+    return bool(select.select([sys.stdin], [], [], wait_s)[0])
+try:
+    while not halted(rng.uniform(t_lo, t_hi) / 1e3):
+        os.kill(pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        stop = halted(rng.uniform(f_lo, f_hi) / 1e3)
+        os.kill(pid, signal.SIGCONT)
+        print(t0, time.monotonic() - t0, flush=True)
+        if stop:
+            break
+except ProcessLookupError:
+    pass
+finally:
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+"""
+
+
+class Freezer:
     """SIGSTOP / SIGCONT a process again and again: frozen for a uniform [lo, hi] ms, then running for [lo, hi] ms.
 
-    The thread asks for SCHED_FIFO 40 (above the run's 20/21), so the freezes are as long as asked on a loaded
-    machine; the lengths actually applied are measured and reported."""
+    The freezing runs in a child process at SCHED_FIFO 40 (above the run's 20/21), so the freezes are as long as
+    asked on a loaded machine and nothing of the probe's own can hold them longer; the lengths actually applied are
+    measured by the child and reported. ``halt.set()`` then ``join()`` end it (the interface of the thread it was)."""
 
     def __init__(self, pid: int, freeze_ms: tuple[float, float], thaw_ms: tuple[float, float], seed: int) -> None:
-        super().__init__(daemon=True, name="freezer")
-        self.pid, self.freeze_ms, self.thaw_ms = pid, freeze_ms, thaw_ms
-        self.rng = random.Random(seed)
+        self.pid, self.freeze_ms, self.thaw_ms, self.seed = pid, freeze_ms, thaw_ms, seed
         self.halt = threading.Event()
         self.frozen_s: list[float] = []
         self.freezes: list[tuple[float, float]] = []  # (monotonic start, length)
         self.started_s = self.ended_s = 0.0
         self.fifo = False
+        self._child: subprocess.Popen | None = None
+        self._reader: threading.Thread | None = None
 
-    def run(self) -> None:
-        self.fifo = set_fifo_self(40)
+    def start(self) -> None:
+        args = [str(self.pid), *(str(v) for v in (*self.freeze_ms, *self.thaw_ms)), str(self.seed)]
         self.started_s = time.monotonic()
-        try:
-            while not self.halt.wait(self.rng.uniform(*self.thaw_ms) / 1e3):
-                os.kill(self.pid, signal.SIGSTOP)
-                t0 = time.monotonic()
-                self.halt.wait(self.rng.uniform(*self.freeze_ms) / 1e3)
-                os.kill(self.pid, signal.SIGCONT)
-                self.frozen_s.append(time.monotonic() - t0)
-                self.freezes.append((t0, self.frozen_s[-1]))
-        except ProcessLookupError:
-            pass
-        finally:
-            self.ended_s = time.monotonic()
-            try:
-                os.kill(self.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+        self._child = subprocess.Popen(
+            [sys.executable, "-c", _FREEZER_CHILD, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True, name="freezer-reader")
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._child is not None and self._child.stdout is not None
+        for line in self._child.stdout:
+            if line.strip() == "fifo":
+                self.fifo = True
+                continue
+            t0, length = (float(x) for x in line.split())
+            self.frozen_s.append(length)
+            self.freezes.append((t0, length))
+
+    def join(self) -> None:
+        child = self._child
+        if child is None:
+            return
+        if self.halt.is_set() and child.stdin is not None and not child.stdin.closed:
+            child.stdin.close()  # the child's select() sees the end of its stdin: it thaws the run and exits
+        child.wait()
+        if self._reader is not None:
+            self._reader.join()
+        self.ended_s = time.monotonic()
 
     def stats(self) -> dict:
         span = max(self.ended_s - self.started_s, 1e-9)
