@@ -55,7 +55,7 @@ MAPPED_RESIDUAL = 5  # a regular-coordinate solution whose trigonometric residua
 # --- dense linear algebra (plain loops: deterministic across BLAS kernels) -------------------------------------------
 # Written so the inner loops run along contiguous rows (axpy form, which LLVM vectorises), not as dot products (a
 # reduction it may not reorder without fast-math).
-_PANEL = 4  # pivot rows per pass of the Cholesky factorisation
+_PANEL = 4  # pivot rows (columns) per pass of the Cholesky (LU) factorisation
 WEAK_COUPLING = 1e-6  # a node's W Φ_a against its D_a below which the step takes Φ_a as 0 (`newton_direction`)
 
 
@@ -159,32 +159,69 @@ def cholesky_solve_rows(chol, m):
 @numba.njit(cache=True)
 def lu_in_place(a, piv):
     """LU factorisation with partial pivoting, in place (Doolittle, row pivots in piv). False if singular.
-    The pivot row is copied before the elimination (no row views: ~2× faster on the contact block's 39 × 39)."""
+
+    Four pivot columns a pass, as `cholesky_in_place`: the panel's columns are eliminated (pivot search, full row
+    swaps, multipliers) with the updates confined to the panel, then the pivot rows' trailing parts are finished in
+    step order and the rows below take the four deferred updates in one sweep. Every element gets the same updates in
+    the same order as one column at a time (the multipliers travel with their rows through the swaps), so the
+    factors are bitwise those of the unblocked elimination; ~1.5× faster on the contact blocks (39–63)."""
     n = a.shape[0]
     row_k = np.empty(n)
-    for k in range(n):
-        p = k
-        big = abs(a[k, k])
-        for i in range(k + 1, n):
-            v = abs(a[i, k])
-            if v > big:
-                big = v
-                p = i
-        piv[k] = p
-        if not big > 0.0:
-            return False
-        if p != k:
-            for j in range(n):
-                a[k, j], a[p, j] = a[p, j], a[k, j]
-        inv = 1.0 / a[k, k]
-        for j in range(k + 1, n):
-            row_k[j] = a[k, j]
-        for i in range(k + 1, n):
-            f = a[i, k] * inv
-            a[i, k] = f
-            if f != 0.0:
-                for j in range(k + 1, n):
-                    a[i, j] -= f * row_k[j]
+    pivot_rows = np.empty((_PANEL, n))  # the panel's finished pivot rows (trailing part), copied: no aliasing
+    k0 = 0
+    while k0 < n:
+        kb = min(_PANEL, n - k0)
+        k_end = k0 + kb
+        for t in range(kb):  # eliminate the panel's columns, updating the panel only
+            k = k0 + t
+            p = k
+            big = abs(a[k, k])
+            for i in range(k + 1, n):
+                v = abs(a[i, k])
+                if v > big:
+                    big = v
+                    p = i
+            piv[k] = p
+            if not big > 0.0:
+                return False
+            if p != k:
+                for j in range(n):
+                    a[k, j], a[p, j] = a[p, j], a[k, j]
+            inv = 1.0 / a[k, k]
+            for j in range(k + 1, k_end):
+                row_k[j] = a[k, j]
+            for i in range(k + 1, n):
+                f = a[i, k] * inv
+                a[i, k] = f
+                if f != 0.0:
+                    for j in range(k + 1, k_end):
+                        a[i, j] -= f * row_k[j]
+        if k_end == n:
+            break
+        for t in range(kb):  # the pivot rows' trailing parts: the earlier panel steps' updates, in order
+            k = k0 + t
+            for s in range(t):
+                f = a[k, k0 + s]
+                if f != 0.0:
+                    for j in range(k_end, n):
+                        a[k, j] -= f * pivot_rows[s, j]
+            for j in range(k_end, n):
+                pivot_rows[t, j] = a[k, j]
+        for i in range(k_end, n):  # the rows below: the panel's updates of their trailing part
+            f0 = a[i, k0]
+            if kb == _PANEL and f0 != 0.0 and a[i, k0 + 1] != 0.0 and a[i, k0 + 2] != 0.0 and a[i, k0 + 3] != 0.0:
+                f1, f2, f3 = a[i, k0 + 1], a[i, k0 + 2], a[i, k0 + 3]
+                for j in range(k_end, n):
+                    a[i, j] = (
+                        ((a[i, j] - f0 * pivot_rows[0, j]) - f1 * pivot_rows[1, j]) - f2 * pivot_rows[2, j]
+                    ) - f3 * pivot_rows[3, j]
+            else:  # a zero multiplier skips its update, as one column at a time does
+                for s in range(kb):
+                    f = a[i, k0 + s]
+                    if f != 0.0:
+                        for j in range(k_end, n):
+                            a[i, j] -= f * pivot_rows[s, j]
+        k0 = k_end
     return True
 
 

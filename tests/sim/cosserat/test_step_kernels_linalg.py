@@ -78,6 +78,41 @@ def test_cholesky_solves_match_numpy(n: int, r: int) -> None:
     np.testing.assert_allclose(one, solved[:, 0], rtol=1e-12, atol=1e-15)  # one column or many
 
 
+def _lu_one_column_at_a_time(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The unblocked Doolittle elimination with partial pivoting, pure Python: each update in step order."""
+    a = a.copy()
+    n = a.shape[0]
+    piv = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        p = k + int(np.argmax(np.abs(a[k:, k]))) if abs(a[k, k]) < np.abs(a[k:, k]).max() else k
+        piv[k] = p
+        a[[k, p]] = a[[p, k]]
+        inv = 1.0 / a[k, k]
+        for i in range(k + 1, n):
+            f = a[i, k] * inv
+            a[i, k] = f
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    a[i, j] -= f * a[k, j]
+    return a, piv
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 5, 7, 8, 9, 13, 30])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_blocked_lu_is_bitwise_the_one_column_at_a_time_elimination(n: int, sparse: bool) -> None:
+    rng = np.random.default_rng(100 + n)
+    a = rng.standard_normal((n, n)) + 2.0 * np.eye(n)
+    if sparse:  # zero multipliers: the skipped updates
+        a[rng.random((n, n)) < 0.3] = 0.0
+        a += 3.0 * np.eye(n)
+    lu = a.copy()
+    piv = np.empty(n, dtype=np.int64)
+    assert lu_in_place(lu, piv)
+    lu_ref, piv_ref = _lu_one_column_at_a_time(a)
+    assert np.array_equal(piv, piv_ref)
+    assert np.array_equal(lu, lu_ref)
+
+
 @pytest.mark.parametrize("n", [1, 3, 39])
 def test_lu_with_partial_pivoting_solves_and_refuses_a_singular_matrix(n: int) -> None:
     rng = np.random.default_rng(n)
