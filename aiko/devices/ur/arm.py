@@ -16,6 +16,7 @@ exception and on KeyboardInterrupt. ur_rtde is imported lazily (the ``ur`` extra
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -90,6 +91,31 @@ class ArmState:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
 
 
+def _disconnect_side_by_side(slots: list[list[Any]]) -> None:
+    """Disconnect ur_rtde interfaces, each in a thread of its own, and let each be destroyed there; ``slots`` holds
+    each interface in a one-element list, the caller's only reference, which the thread takes out.
+
+    Why threads: ur_rtde 1.6.5's ``disconnect()`` ends by sleeping 500 ms ("wait until everything has disconnected",
+    ``src/rtde_control_interface.cpp`` and ``src/rtde_receive_interface.cpp``) and both destructors call it again, so
+    closing the two interfaces one after the other took 2 s (measured: 2.48 s of a bench run's close). The bindings
+    release the GIL while they wait, so side by side it takes 1 s. A disconnect that fails (a controller already
+    gone) is not an error on the way out."""
+
+    def release(slot: list[Any]) -> None:
+        interface = slot.pop()
+        try:
+            interface.disconnect()
+        except RuntimeError:
+            pass
+        del interface  # the last reference: the destructor (and its second disconnect) runs in this thread
+
+    threads = [threading.Thread(target=release, args=(slot,), name="ur-rtde-disconnect") for slot in slots]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 class UR3Arm:
     """A UR3 over RTDE with our limits. Use as a context manager, or call ``connect()`` / ``close()``."""
 
@@ -134,14 +160,10 @@ class UR3Arm:
         try:
             self.stop()
         finally:
-            for iface in (self.control, self.receive):
-                if iface is not None:
-                    try:
-                        iface.disconnect()
-                    except RuntimeError:
-                        pass
+            slots = [[iface] for iface in (self.control, self.receive) if iface is not None]
             self.control = None
             self.receive = None
+            _disconnect_side_by_side(slots)
 
     def stop(self) -> None:
         """Stop whatever runs: servoStop for a servo stream, speedStop for speed control, stopL otherwise."""

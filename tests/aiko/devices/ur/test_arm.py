@@ -92,6 +92,30 @@ def test_every_exit_path_stops_and_disconnects(exc):
     assert a.control is None and a.receive is None
 
 
+def test_both_interfaces_disconnect_side_by_side_and_are_released():
+    """ur_rtde's disconnect sleeps 500 ms (and its destructor disconnects again): the two run at once. Each fake
+    disconnect waits at a barrier for the other, so one after the other it breaks (BrokenBarrierError after 10 s)."""
+    import threading
+    import weakref
+
+    both = threading.Barrier(2, timeout=10.0)
+    seen = []
+
+    class Interface:
+        def disconnect(self):
+            both.wait()
+            seen.append(threading.current_thread().name)
+
+    a = fake_arm()
+    a.link_alive = lambda: False  # close()'s stop() has nothing to stop: only the disconnects are looked at
+    a.control, a.receive = Interface(), Interface()
+    alive = [weakref.ref(a.control), weakref.ref(a.receive)]
+    a.close()
+    assert seen == ["ur-rtde-disconnect"] * 2
+    assert a.control is None and a.receive is None
+    assert [ref() for ref in alive] == [None, None]  # nothing keeps an interface (and its connection) alive
+
+
 def test_normal_exit_stops_with_stopl_when_not_servoing():
     a = fake_arm()
     control = a.control
