@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +97,15 @@ def _listed(array: np.ndarray) -> list[Any]:
     return list(listed.tolist())
 
 
+def _finite_floats(values: Iterable[Any], again: Iterable[Any]) -> bool:
+    """Every value (``values`` and ``again``: the same values, iterated twice) a finite Python float.
+
+    The fast path of a payload whose producer already called ``tolist()``: such a list is logged as it is, without
+    the round trip through a numpy array (6 numbers: 6.5 -> ~1 us). Anything else (ints, numpy scalars, None, NaN,
+    strings) takes the checked path."""
+    return set(map(type, values)) == {float} and all(map(math.isfinite, again))
+
+
 def _row_objects(axes: tuple[str, ...], rows: list[list[Any]]) -> list[dict[str, Any]]:
     """Rows (checked to have one value per axis) as ``{axis: value}`` objects. The literal dict of the two- and
     three-axis cases is 4x faster than ``dict(zip(...))`` (46 -> 11 us for 40 points); a rod's centreline is logged
@@ -107,6 +116,9 @@ def _row_objects(axes: tuple[str, ...], rows: list[list[Any]]) -> list[dict[str,
     if len(axes) == 2:
         a, b = axes
         return [{a: x, b: y} for x, y in rows]
+    if len(axes) == 6:  # strains [kappa; eps], wrenches
+        a, b, c, d, e, f = axes
+        return [{a: x, b: y, c: z, d: u, e: v, f: w} for x, y, z, u, v, w in rows]
     return [dict(zip(axes, row, strict=True)) for row in rows]
 
 
@@ -154,8 +166,14 @@ class Field:
                 raise SchemaError(f"{where}: expected a boolean, got {type(value).__name__} {value!r:.60}")
             return bool(value)
         if kind == "numbers":
+            if type(value) is list and _finite_floats(value, value):
+                return value
             return _listed(_float_array(value, where, 1))
         if kind == "vectors":
+            n = len(self.axes)
+            if type(value) is list and value and all(type(row) is list and len(row) == n for row in value):
+                if _finite_floats(itertools.chain.from_iterable(value), itertools.chain.from_iterable(value)):
+                    return _row_objects(self.axes, value)
             array = _float_array(value, where, 2)
             if array.size == 0:
                 return []

@@ -78,6 +78,32 @@ def test_encoding_converts_vectors_nan_and_numpy():
     assert POSES.encode({"t_s": math.nan, "position_m": [], "ids": []})["t_s"] is None
 
 
+@pytest.mark.parametrize("axes", [("u", "v"), XYZ, ("a", "b", "c", "d"), ("kx", "ky", "kz", "ex", "ey", "ez")])
+def test_plain_float_lists_encode_as_their_arrays_do(axes):
+    """Lists of finite floats skip the numpy round trip: the result is the checked path's, for every row width and
+    for lists that must take the checked path (NaN, ints, numpy scalars)."""
+    message = Message("test.Rows", "rows", {"rows": vectors("rows", axes), "values": numbers("values")})
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(5, len(axes)))
+    values = rng.normal(size=7)
+    cases = [
+        (rows.tolist(), values.tolist()),
+        ([[*r[:-1], math.nan] for r in rows.tolist()], [*values.tolist()[:-1], math.inf]),
+        ([[1] * len(axes)], [1, 2.5]),
+        ([[np.float64(0.25)] * len(axes)], [np.float64(0.5), 0.75]),
+    ]
+    for listed_rows, listed_values in cases:
+        fast = message.encode({"rows": listed_rows, "values": listed_values})
+        checked = message.encode({"rows": np.array(listed_rows, dtype=float), "values": np.array(listed_values)})
+        assert fast == checked
+        assert [list(row) for row in fast["rows"]] == [list(axes)] * len(listed_rows)
+        assert all(type(x) is float or x is None for row in fast["rows"] for x in row.values())
+    with pytest.raises(SchemaError, match="expected numbers"):
+        message.encode({"rows": [[1.0] * (len(axes) - 1) + [True]], "values": []})
+    with pytest.raises(SchemaError, match=f"rows of {len(axes)} values"):
+        message.encode({"rows": [[1.0] * (len(axes) + 1)], "values": []})
+
+
 @pytest.mark.parametrize(
     "payload, message",
     [
