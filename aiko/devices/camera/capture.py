@@ -1,12 +1,12 @@
 """Frames grabbed in the background during a run and written to a lossless video, each with its time on the
 caller's clock; the caller's own loop is never blocked.
 
-Why a video file and not tracking on the fly: turning a frame into strains costs about 0.3 s (the observer,
-docs/camera.md), tens of frame periods; tracking alone would keep up but would take the interpreter away from
-the control loop for milliseconds per frame. Writing the frames costs a few milliseconds in OpenCV's encoder
-(which releases the GIL), keeps memory bounded whatever the run's length, keeps the raw evidence (the run can be
-tracked again, with another calibration), and lets the bench feed the recorded video to the same pipeline the
-synthetic camera's frames go through, after the run.
+Why a video file and not tracking on the fly: turning a frame into strains costs ~10-16 ms of CPU (tracking
+and the compiled observer ~5-8 ms each: ``benchmarks/camera_observer_accuracy.py``), most of it holding the interpreter,
+which would take it away from the control loop for milliseconds in every 20 ms frame period. Writing the frames
+costs a few milliseconds in OpenCV's encoder (which releases the GIL), keeps memory bounded whatever the run's
+length, keeps the raw evidence (the run can be tracked again, with another calibration), and lets the bench feed
+the recorded video to the same pipeline the synthetic camera's frames go through, after the run.
 
 Two threads and a bounded queue between them: the *grabber* reads the source as fast as it delivers (a live
 camera's driver drops frames silently when nobody reads it) and stamps each frame; the *writer* encodes. When the

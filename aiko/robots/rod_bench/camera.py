@@ -1,9 +1,11 @@
 """The bench's camera in HIL: the rod plant's true states are filmed by the synthetic side camera, tracked by the
 red-marker tracker and turned into strains by the strain observer — after the run.
 
-Why after the run: rendering a frame, tracking it and running the observer take about 0.3 s per frame
-(docs/camera.md), 15 times a 50 Hz frame period; inside the plant's controller tick that would stop the rod's
-real time (and with it the arm's), inside the bench's loop it would miss every deadline. The plant therefore
+Why after the run: rendering a frame, tracking it and running the observer take ~20 ms of CPU per frame (render,
+tracking and the compiled observer ~7-8 ms each: ``benchmarks/camera_observer_accuracy.py --fps 50``), a whole
+50 Hz frame period of one of the bench PC's two cores, where the UR3 emulator's 200 Hz tick and the bench's loop
+run; inside the plant's tick that would stop the rod's real time (and with it the arm's), inside the bench's loop
+it would miss deadlines. The plant therefore
 writes its true states (``/sim/rod/state``: ``q`` at the experiment's log rate, with the controller's time) to the
 side file it already writes, and the bench renders, tracks and observes them once the arm has stopped. The frames'
 times are the states' times, so ``/bench/markers`` and ``/bench/observed_strain`` sit on the run's clock as if a

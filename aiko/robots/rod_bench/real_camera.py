@@ -3,8 +3,9 @@ run in a background thread into a lossless video beside the log, each stamped on
 video goes through the same tracker and strain observer as HIL's synthetic frames
 (:func:`aiko.robots.rod_bench.camera.observe_frames`), into ``/bench/markers`` and ``/bench/observed_strain``.
 
-Why record and observe after the run, not track on the fly: docs/camera.md's numbers (the observer about 0.3 s a
-frame) and :mod:`aiko.devices.camera.capture` (bounded memory, the arm's loop never waits on the camera).
+Why record and observe after the run, not track on the fly: :mod:`aiko.devices.camera.capture` (tracking and the
+observer hold the interpreter for milliseconds a frame; the video keeps memory bounded and the arm's loop never
+waits on the camera).
 
 **The run's clock in another thread.** The arm backends run on the controller's clock (RTDE timestamps); reading
 it means a call into ur_rtde, which belongs to the loop's thread. So at ``open`` the camera anchors the run's clock
