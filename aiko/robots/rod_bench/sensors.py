@@ -33,7 +33,15 @@ def bench_sensors(
     if experiment.camera is not None and backend_name == "hil":
         camera = HilCamera(experiment)
         out.append(
-            SensorTask("camera", experiment.camera.rate_hz, MARKERS, None, summary=camera.summary, finish=camera.finish)
+            SensorTask(
+                "camera",
+                experiment.camera.rate_hz,
+                MARKERS,
+                None,
+                open=camera.open,
+                summary=camera.summary,
+                finish=camera.finish,
+            )
         )
     elif experiment.camera is not None and backend_name == "real":
         if experiment.camera.is_synthetic:

@@ -1,6 +1,9 @@
 """The camera in the bench loop (HIL): the plant's true rod states are filmed by the synthetic camera after the run,
 tracked and observed into /bench/markers and /bench/observed_strain; the compare can take the camera's strains."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -41,6 +44,29 @@ def test_camera_table_is_strict(tmp_path):
     assert real.camera.source == 2 and not real.camera.is_synthetic
     with pytest.raises(ConfigError, match="HIL films the plant with the synthetic camera"):
         bench_sensors(real, "hil", None)
+
+
+def test_the_hil_camera_loads_what_filming_needs_before_the_run(tmp_path):
+    """In a fresh process, once the camera is open (before the run's time 0) the film's and the observer's compiled
+    kernels are loaded and the camera modules imported, before any state was filmed: the work after the run is
+    filming only."""
+    path = write_experiment(tmp_path, CAMERA)
+    code = f"""
+import sys
+from aiko.robots.rod_bench.bench_experiment import load_bench_experiment
+from aiko.robots.rod_bench.camera import HilCamera
+from sim.cosserat._observer_kernels import observer_newton
+from sim.cosserat._rod_recursion import positions
+before = [len(observer_newton.signatures), len(positions.signatures), "aiko.devices.camera.pipeline" in sys.modules]
+camera = HilCamera(load_bench_experiment({str(path)!r}))
+camera.open()
+after = [len(observer_newton.signatures), len(positions.signatures), "aiko.devices.camera.pipeline" in sys.modules]
+print(before, after, camera.stats)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    before, after = done.stdout.strip().rsplit("] [", 1)
+    assert before == "[0, 0, False" and after.startswith("1, 1, True]"), done.stdout
+    assert after.endswith("{}"), done.stdout  # nothing filmed, nothing in the summary
 
 
 pytest.importorskip("rtde_control")
