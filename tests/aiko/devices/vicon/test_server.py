@@ -175,3 +175,23 @@ def test_a_slow_client_loses_its_oldest_frames_never_the_greeting_or_a_ping_echo
     frames = [p.decode_packet(packet) for is_frame, packet in queued if is_frame]
     assert [objects[0].frame_id for objects in frames] == list(range(10 - QUEUE_FRAMES, 10))  # the newest
     assert server.counters.frames_skipped_slow_client == 10 - QUEUE_FRAMES
+
+
+def test_a_pull_request_never_sends_an_older_frame_after_a_newer_one():
+    """The race a loaded machine opened: a RequestFrame reads the server's latest frame, the scheduler then releases a
+    newer one and sends it on this connection, then the request is handled with the older one. It must not follow
+    (frame numbers on one connection only grow); the client is owed the next frame instead."""
+    from aiko.devices.vicon.server import _Connection, _Frame
+
+    server = ViconServer(SyntheticSource(1, 2), HOST, 0)  # not started: only its encoder and counters are used
+    conn = _Connection(server, None, "racing")  # type: ignore[arg-type]
+    older, newer = _Frame.of(7, 0.0, [p.FrameInfo(7)]), _Frame.of(8, 0.0, [p.FrameInfo(8)])
+    server._latest = older  # what the request read
+    conn.wanted = 1  # a ClientPull request was waiting: the release of the newer frame serves it
+    conn.on_frame(newer)
+    conn._handle(p.RequestFrame(streaming=False))  # the next request, with the older frame still the server's latest
+    sent = [p.decode_packet(packet)[0].frame_id for is_frame, packet in conn._queue if is_frame]
+    assert sent == [8] and conn.wanted == 1
+    server._latest = _Frame.of(9, 0.0, [p.FrameInfo(9)])
+    conn._handle(p.RequestFrame(streaming=False))  # a newer latest is sent at once, as before
+    assert [p.decode_packet(packet)[0].frame_id for is_frame, packet in conn._queue if is_frame] == [8, 9]
