@@ -5,11 +5,11 @@ Why after the run: rendering a frame, tracking it and running the observer take 
 tracking and the compiled observer ~7-8 ms each: ``benchmarks/camera_observer_accuracy.py --fps 50``), a whole
 50 Hz frame period of one of the bench PC's two cores, where the UR3 emulator's 200 Hz tick and the bench's loop
 run; inside the plant's tick that would stop the rod's real time (and with it the arm's), inside the bench's loop
-it would miss deadlines. The plant therefore
-writes its true states (``/sim/rod/state``: ``q`` at the experiment's log rate, with the controller's time) to the
-side file it already writes, and the bench renders, tracks and observes them once the arm has stopped. The frames'
-times are the states' times, so ``/bench/markers`` and ``/bench/observed_strain`` sit on the run's clock as if a
-camera had filmed it live. The camera's rate in HIL is therefore at most the experiment's log rate.
+it would miss deadlines. The plant therefore writes its true states (``/sim/rod/state``: ``q`` at the experiment's
+log rate, with the controller's time) to the side file it already writes, and the bench renders, tracks and
+observes them once the arm has stopped. The frames' times are the states' times, so ``/bench/markers`` and
+``/bench/observed_strain`` sit on the run's clock as if a camera had filmed it live. The camera's rate in HIL is
+therefore at most the experiment's log rate.
 
 What the pipeline is given is what a real bench has: pixels, the plane calibration of the camera (here the exact
 one of the synthetic camera) and the base pose (here the plant's, which is the flange pose the arm reports through
@@ -163,7 +163,7 @@ class HilCamera:
     def _warm_up(self) -> None:
         try:
             q = np.asarray(self.experiment.scenario.initial_state.q, dtype=float)
-            film, camera, pipeline, frames = self._film([(0.0, q)])
+            _film, _camera, pipeline, frames = self._film([(0.0, q)])
             for frame, _truth in frames:
                 pipeline.process(frame)
         except Exception:  # noqa: BLE001  (finish does the same work and reports what fails there)
