@@ -190,10 +190,12 @@ def _nearest_turn(q: np.ndarray, q_near: np.ndarray, q_min: np.ndarray, q_max: n
 
 
 def warm_up() -> None:
-    """Load (or, on an empty cache, compile) every kernel here, so a controller tick never waits for it."""
+    """Load (or, on an empty cache, compile) every kernel here, so a controller tick never waits for it: through the
+    entry points the controller calls, since each compiled function called from Python loads its own cache entry
+    (``pose_matrix``, called at the top of ``solve_inverse``, was left out and loaded inside the first tick of a
+    motion: 7-9 ms, the one late tick of a quiet HIL bench run)."""
     from aiko.devices.ur.kinematics import UR3
 
-    table, q, tcp = model_table(UR3), np.zeros(6), np.zeros(6)
-    forward_kinematics(table, q, tcp)
-    inverse(table, np.eye(4), q, tcp, 1e-7, 1e-6, 1, 1e-3)
-    _nearest_turn(q, q, q - 1.0, q + 1.0)
+    table, q, tcp = model_table(UR3), np.full(6, 0.3), np.zeros(6)
+    pose = forward_kinematics(table, q, tcp)[0]
+    solve_inverse(UR3, table, pose, q, tcp)

@@ -1,5 +1,8 @@
 """The compiled kinematics the emulated controller ticks with, against the numpy reference in kinematics.py."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -56,3 +59,34 @@ def test_a_pose_out_of_reach_raises_as_the_reference_does():
     seed = np.array([0, -1.57, 1.57, -1.57, -1.57, 0])
     with pytest.raises(kin.IKError, match="no inverse kinematics solution"):
         kc.solve_inverse(kin.UR3, kc.model_table(kin.UR3), np.array([1.5, 0.0, 0.3, 0.0, 3.14, 0.0]), seed, np.zeros(6))
+
+
+def test_after_the_warm_up_a_moving_arms_ticks_load_no_kernel():
+    """In a fresh process, the arm's constructor warms the kinematics; then the ticks of a moveL and of a servo
+    stream give no compiled function a signature it did not have: nothing is loaded inside a controller tick.
+    (Each compiled function called from Python loads its own cache entry; the warm-up once missed `pose_matrix`,
+    and a quiet HIL run's first moving tick took 7-9 ms loading it.) Run twice: a process that compiles (an empty
+    cache) registers the callees it compiles with their dispatchers and so cannot show what a loading one misses."""
+    code = """
+import numpy as np
+from numba.core.registry import CPUDispatcher
+from aiko.devices.ur import arm_sim, kinematics_compiled as kc
+
+def loaded():
+    return {n: len(f.signatures) for n, f in vars(kc).items() if isinstance(f, CPUDispatcher)}
+
+sim = arm_sim.ArmSim()
+warm = loaded()
+pose = sim.tcp_pose().copy()
+pose[2] -= 0.01
+sim.start(arm_sim.MoveLMotion(sim, pose, 0.05, 1.0))
+for _ in range(5):
+    sim.tick(0.005)
+sim.start(arm_sim.ServoMotion(sim.ik(pose), 0.1, 300.0))
+for _ in range(5):
+    sim.tick(0.005)
+print(sorted(n for n, k in loaded().items() if k != warm[n]))
+"""
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
