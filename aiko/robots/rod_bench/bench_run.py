@@ -48,7 +48,7 @@ from aiko.robots.rod_bench.messages import COMMAND_CHANNEL, OBSERVATION_CHANNEL
 from aiko.robots.rod_bench.mount import Mount
 from aiko.robots.rod_bench.rod_samples import ROD_CHANNELS, ROD_STATE
 from aiko.robots.rod_bench.sensor_task import FinishedRun, SensorTask
-from aiko.robots.rod_bench.trajectory import BaseTrajectory
+from aiko.robots.rod_bench.trajectory import BaseTrajectory, SetPointTime
 from sim.cosserat.scenario import BaseMotion
 
 log = logging.getLogger(__name__)
@@ -132,10 +132,13 @@ def record_bench_run(
         recorder: Recorder = log_recorder if live is None else FanOutRecorder(log_recorder, live)
         ctx = BenchContext(experiment, recorder, clock, duration, host, Path(workdir))
 
+        set_point_time = SetPointTime(period_s)
+
         def command(t_s: float) -> None:
-            target = trajectory.target(t_s, period_s)
+            target = trajectory.target(t_s, period_s, lag_s=t_s - set_point_time(t_s))
             payload = target.as_payload()
             payload["t_s"], payload["target_t_s"] = t_s + offset_s, target.target_t_s + offset_s
+            payload["trajectory_t_s"] = target.trajectory_t_s + offset_s
             recorder.record(COMMAND, ctx.clock.stamp_ns(t_s), payload)
             backend.write(target)
 
@@ -219,6 +222,7 @@ def record_bench_run(
             "loop_wall_time_s": wall_loop,
             "wall_time_s": time.perf_counter() - wall0,
             "realtime_factor": duration / wall_loop if wall_loop > 0 else None,
+            "set_point_lag_max_s": set_point_time.lag_max_s,
             "side_records_merged": merged,
             "rod_started_at_s": offset_s if mounted_at_s is None else mounted_at_s,
             **backend.summary(),

@@ -27,17 +27,21 @@ class FlangeTarget:
     """Where the flange must be at ``target_t_s``: the servo set-point sent at run time ``t_s``.
 
     ``base_alpha`` is the same pose as the rod's base (``[rotation vector; position]``, the simulator's world frame),
-    ``flange_pose`` as the arm takes it (UR ``[x, y, z, rx, ry, rz]``, base frame)."""
+    ``flange_pose`` as the arm takes it (UR ``[x, y, z, rx, ry, rz]``, base frame). ``trajectory_t_s`` is the time on
+    the experiment's trajectory of that pose: ``target_t_s``, except while the set-points catch up after a stall
+    (:class:`aiko.robots.rod_bench.trajectory.SetPointTime`)."""
 
     t_s: float
     target_t_s: float
     base_alpha: np.ndarray
     flange_pose: np.ndarray
+    trajectory_t_s: float
 
     def as_payload(self) -> dict[str, Any]:
         return {
             "t_s": self.t_s,
             "target_t_s": self.target_t_s,
+            "trajectory_t_s": self.trajectory_t_s,
             "base_alpha": _list(self.base_alpha),
             "flange_pose": _list(self.flange_pose),
         }
@@ -49,6 +53,7 @@ COMMAND_CHANNEL = Channel("/bench/command", Message(
     {
         "t_s": number("run time it was sent", "s"),
         "target_t_s": number("run time the flange must be there", "s"),
+        "trajectory_t_s": number("the trajectory's time of this pose (behind target_t_s while catching up)", "s"),
         "base_alpha": _BASE_ALPHA,
         "flange_pose": _FLANGE_POSE,
     },

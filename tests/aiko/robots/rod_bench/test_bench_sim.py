@@ -40,6 +40,8 @@ def test_sim_run_logs_the_bench_and_rod_channels_and_a_summary(sim_log):
     assert obs["base_alpha"][-1][5] == pytest.approx(0.1909, abs=1e-9)
     cmd = reader.channel(COMMAND)
     assert np.allclose(np.asarray(cmd["target_t_s"]) - np.asarray(cmd["t_s"]), 0.01)
+    # a simulated loop never stalls: the set-points are on the trajectory's time, never behind
+    assert np.array_equal(cmd["trajectory_t_s"], cmd["target_t_s"]) and summary["set_point_lag_max_s"] == 0.0
 
 
 def test_sim_backend_reproduces_the_simulator_on_the_same_file(sim_log):
