@@ -183,6 +183,12 @@ def record_bench_run(
 
         def loop_end(_result: object) -> None:
             loop_ended.append(time.perf_counter())
+            starting = [s for s in sensors if s.start_finish is not None]
+            if starting:  # what the run saw so far; `finish` gets the final version after the close
+                states = _rod_states(_side_records_on_run_time(backend, ctx.clock), duration)
+                for sensor in starting:
+                    assert sensor.start_finish is not None
+                    sensor.start_finish(FinishedRun(states, list(base_poses)), ctx.clock)
 
         plan = RunPlan(
             backend,
@@ -249,25 +255,41 @@ class OffsetClock(SimulatedClock):
         return self.stamp_ns(self.now_s())
 
 
+SideRecord = tuple[str, float, dict[str, Any]]  # (channel, run time, payload)
+
+
+def _side_records_on_run_time(backend: Any, clock: Clock) -> list[SideRecord]:
+    """(channel, run time, payload) of every record a backend produced beside the loop (the HIL plant's rod
+    channels, stamped with the controller's time), a payload's own ``t_s`` moved to the run's time too."""
+    side = getattr(backend, "side_records", None)
+    if side is None:
+        return []
+    zero = getattr(clock, "zero_s", 0.0)
+    out = []
+    for channel, controller_t_s, payload in side():
+        t_s = controller_t_s - zero
+        out.append((channel, t_s, {**payload, "t_s": t_s} if "t_s" in payload else payload))
+    return out
+
+
+def _rod_states(
+    records: list[tuple[str, float, dict[str, Any]]], duration_s: float
+) -> list[tuple[float, dict[str, Any]]]:
+    """The plant's true rod states from the run's time 0 to its end."""
+    return [(t_s, p) for channel, t_s, p in records if channel == ROD_STATE and 0.0 <= t_s <= duration_s + 1e-9]
+
+
 def _merge_side_records(
     backend: Any, recorder: Recorder, clock: Clock, duration_s: float, states: list[tuple[float, dict[str, Any]]]
 ) -> tuple[int, float | None]:
-    """Records a backend produced beside the loop (the HIL plant's rod channels, stamped with the controller's
-    time) go into the run's log on the run's clock, from the rod's mounting (before t = 0: the rod settling on the
-    held arm before the run started) to the run's end. Returns the count and the mounting's run time."""
-    side = getattr(backend, "side_records", None)
-    if side is None:
-        return 0, None
-    zero = getattr(clock, "zero_s", 0.0)
-    n, first = 0, None
-    for channel, controller_t_s, payload in side():
-        t_s = controller_t_s - zero
-        first = t_s if first is None else min(first, t_s)
+    """Records a backend produced beside the loop go into the run's log on the run's clock, from the rod's mounting
+    (before t = 0: the rod settling on the held arm before the run started) to the run's end; the rod states of
+    the run go into ``states``. Returns the count and the mounting's run time."""
+    records = _side_records_on_run_time(backend, clock)
+    n = 0
+    for channel, t_s, payload in records:
         if t_s <= duration_s + 1e-9:
-            if "t_s" in payload:
-                payload = {**payload, "t_s": t_s}
             recorder.record(ROD_CHANNELS[channel], clock.stamp_ns(t_s), payload)
             n += 1
-            if channel == ROD_STATE and t_s >= 0.0:
-                states.append((t_s, payload))
-    return n, first
+    states.extend(_rod_states(records, duration_s))
+    return n, min((t_s for _, t_s, _ in records), default=None)

@@ -9,7 +9,10 @@ it would miss deadlines. The plant therefore writes its true states (``/sim/rod/
 log rate, with the controller's time) to the side file it already writes, and the bench renders, tracks and
 observes them once the arm has stopped. The frames' times are the states' times, so ``/bench/markers`` and
 ``/bench/observed_strain`` sit on the run's clock as if a camera had filmed it live. The camera's rate in HIL is
-therefore at most the experiment's log rate.
+therefore at most the experiment's log rate. Filming starts as soon as the loop has ended and the arm is
+deactivated, in a background thread, while the backend closes (ur_rtde's disconnects and the emulator's exit are
+~1 s of waiting); ``finish`` then records what was filmed, or films again if the states it is given are not the
+ones filmed (a state line the emulator had not yet written).
 
 What the pipeline is given is what a real bench has: pixels, the plane calibration of the camera (here the exact
 one of the synthetic camera) and the base pose (here the plant's, which is the flange pose the arm reports through
@@ -23,7 +26,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -98,8 +102,17 @@ def _or_none(values: np.ndarray) -> list:
     return np.where(np.isfinite(values), values, None).tolist()
 
 
+class RecordSink(Protocol):
+    """Where `observe_frames` puts its records: the run's recorder, or a list kept for later (`_KeptRecords`)."""
+
+    def record(self, channel: Any, t_ns: int, payload: dict[str, Any]) -> None: ...
+
+
 def observe_frames(
-    frames: Iterable[tuple[Any, tuple[np.ndarray, np.ndarray] | None]], pipeline: Any, recorder: Recorder, clock: Clock
+    frames: Iterable[tuple[Any, tuple[np.ndarray, np.ndarray] | None]],
+    pipeline: Any,
+    recorder: RecordSink,
+    clock: Clock,
 ) -> dict[str, Any]:
     """Each (frame, truth) through the pipeline into ``/bench/markers`` and ``/bench/observed_strain``, stamped at
     the frame's run time (``frame.t_ns``); ``truth`` (the beads' true centres (k, 3), the true strains (n+1, 6)) is
@@ -140,6 +153,30 @@ def observe_frames(
     }
 
 
+class _KeptRecords:
+    """A recorder that keeps what it is given (the frames filmed in a background thread, recorded by `finish`)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[Any, int, dict[str, Any]]] = []
+
+    def record(self, channel: Any, t_ns: int, payload: dict[str, Any]) -> None:
+        self.records.append((channel, t_ns, payload))
+
+
+@dataclass(frozen=True)
+class _Filmed:
+    chosen: list[tuple[float, np.ndarray]]
+    records: list[tuple[Any, int, dict[str, Any]]]
+    stats: dict[str, Any]
+
+    def films(self, chosen: list[tuple[float, np.ndarray]]) -> bool:
+        """These are the states filmed, to the last bit."""
+        return len(chosen) == len(self.chosen) and all(
+            t == t_filmed and np.array_equal(q, q_filmed)
+            for (t, q), (t_filmed, q_filmed) in zip(chosen, self.chosen, strict=True)
+        )
+
+
 class HilCamera:
     """Films the plant's states after the run (see the module doc); ``finish`` records the two channels.
 
@@ -157,6 +194,8 @@ class HilCamera:
             raise ConfigError('HIL films the plant with the synthetic camera: set camera.source = "synthetic"')
         self.experiment = experiment
         self.stats: dict[str, Any] = {}
+        self._filming: threading.Thread | None = None  # `start_finish`'s
+        self._filmed: _Filmed | None = None
         self._warm_up_thread = threading.Thread(target=self._warm_up, name="camera-warm-up", daemon=True)
         self._warm_up_thread.start()
 
@@ -203,22 +242,58 @@ class HilCamera:
 
         return film, camera, pipeline, frames()
 
-    def finish(self, run: FinishedRun, recorder: Recorder, clock: Clock) -> None:
+    def _chosen(self, run: FinishedRun) -> list[tuple[float, np.ndarray]]:
+        """The states filmed: (run time, q) at the camera's rate, from the states (at the log rate)."""
         cam = self.experiment.camera
         assert cam is not None
+        period_s = 1.0 / cam.rate_hz
+        chosen: list[tuple[float, np.ndarray]] = []
+        for t_s, payload in run.rod_states:
+            if not chosen or t_s - chosen[-1][0] >= period_s - 1e-6:
+                chosen.append((t_s, np.asarray(payload["q"], dtype=float)))
+        return chosen
+
+    def _observe(self, chosen: list[tuple[float, np.ndarray]], clock: Clock) -> _Filmed:
+        """Film, track and observe ``chosen``; the two channels' records are kept, not yet recorded."""
+        kept = _KeptRecords()
+        _film, _camera, pipeline, frames = self._film(chosen)
+        return _Filmed(chosen, kept.records, observe_frames(frames, pipeline, kept, clock))
+
+    def start_finish(self, run: FinishedRun, clock: Clock) -> None:
+        """After the loop, before the backend closes: film ``run``'s states in a background thread (the close
+        is mostly waiting), for `finish` to record."""
+        self._warm_up_thread.join()
+        chosen = self._chosen(run)
+        if not chosen:
+            return
+
+        def film() -> None:
+            try:
+                self._filmed = self._observe(chosen, clock)
+            except Exception:  # noqa: BLE001  (finish films again and reports what fails there)
+                log.debug("filming while the backend closed failed; filming after it", exc_info=True)
+
+        self._filming = threading.Thread(target=film, name="camera-film", daemon=True)
+        self._filming.start()
+
+    def finish(self, run: FinishedRun, recorder: Recorder, clock: Clock) -> None:
         self._warm_up_thread.join()  # a run that ended before open (a failed start): still one pipeline at a time
         if not run.rod_states:
             self.stats = {"frames": 0, "note": "the plant wrote no rod states"}
             return
         wall0 = time.perf_counter()
-        period_s = 1.0 / cam.rate_hz
-        chosen: list[tuple[float, np.ndarray]] = []
-        for t_s, payload in run.rod_states:  # frames at the camera's rate, from the states (at the log rate)
-            if not chosen or t_s - chosen[-1][0] >= period_s - 1e-6:
-                chosen.append((t_s, np.asarray(payload["q"], dtype=float)))
-        _film, _camera, pipeline, frames = self._film(chosen)
-        self.stats = observe_frames(frames, pipeline, recorder, clock)
-        self.stats.update(rate_hz=cam.rate_hz, offline_wall_s=time.perf_counter() - wall0)
+        if self._filming is not None:
+            self._filming.join()
+        chosen = self._chosen(run)
+        filmed, early = self._filmed, True
+        if filmed is None or not filmed.films(chosen):
+            filmed, early = self._observe(chosen, clock), False
+        for channel, t_ns, payload in filmed.records:
+            recorder.record(channel, t_ns, payload)
+        cam = self.experiment.camera
+        assert cam is not None
+        self.stats = dict(filmed.stats)
+        self.stats.update(rate_hz=cam.rate_hz, offline_wall_s=time.perf_counter() - wall0, filmed_while_closing=early)
 
     @staticmethod
     def _alpha_at(frames_q: dict[int, np.ndarray], t_s: float) -> np.ndarray:

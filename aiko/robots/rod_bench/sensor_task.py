@@ -41,3 +41,7 @@ class SensorTask:
     open_with_clock: Callable[[Clock], None] | None = None
     # after the run, with what the run saw: the HIL camera films the plant's states, the real one its video
     finish: Callable[[FinishedRun, Recorder, Clock], None] | None = None
+    # after the loop (the arm deactivated), before the backend closes, with what the run saw by then: `finish`'s
+    # work may start in a background thread while the backend closes (HIL: ~1 s of ur_rtde's and the emulator's
+    # waiting); `finish` still gets the final run and decides what it records
+    start_finish: Callable[[FinishedRun, Clock], None] | None = None

@@ -41,6 +41,7 @@ def bench_sensors(
                 open=camera.open,
                 summary=camera.summary,
                 finish=camera.finish,
+                start_finish=camera.start_finish,
             )
         )
     elif experiment.camera is not None and backend_name == "real":

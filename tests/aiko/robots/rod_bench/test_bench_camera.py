@@ -7,12 +7,15 @@ import sys
 import numpy as np
 import pytest
 
+from aiko.core.clock import SimulatedClock
 from aiko.core.errors import ConfigError
 from aiko.log.reader import read_log
 from aiko.robots.rod_bench.bench_experiment import load_bench_experiment
 from aiko.robots.rod_bench.bench_run import ROD_STATE, record_bench_run
-from aiko.robots.rod_bench.camera import MARKERS, OBSERVED_STRAIN
+from aiko.robots.rod_bench.camera import MARKERS, OBSERVED_STRAIN, HilCamera
 from aiko.robots.rod_bench.compare import compare_logs
+from aiko.robots.rod_bench.rod_stepper import RodStepper
+from aiko.robots.rod_bench.sensor_task import FinishedRun
 from aiko.robots.rod_bench.sensors import bench_sensors
 
 from .bench_files import write_experiment
@@ -69,6 +72,44 @@ print(before, after, camera.stats)
     assert after.endswith("{}"), done.stdout  # nothing filmed, nothing in the summary
 
 
+class _ListRecorder:
+    def __init__(self):
+        self.records = []
+
+    def record(self, channel, t_ns, payload):
+        self.records.append((channel.topic, t_ns, payload))
+
+
+def _rod_states(experiment, duration_s):
+    """The states a HIL plant writes (``/sim/rod/state`` payloads at the log rate), from the simulator."""
+    stepper = RodStepper(experiment.scenario)
+    states = [(0.0, {"t_s": 0.0, "q": stepper.state.q.tolist()})]
+    for k in range(1, int(round(duration_s / 0.02)) + 1):
+        stepper.advance_to(0.02 * k)
+        states.append((stepper.state.t_s, {"t_s": stepper.state.t_s, "q": stepper.state.q.tolist()}))
+    return states
+
+
+def test_the_camera_films_while_the_backend_closes_and_records_what_filming_after_would(tmp_path):
+    """`start_finish` films in a background thread; `finish` records it when the final states are the ones filmed,
+    and films again when they are not (a state the plant had not yet written when the loop ended): the records are
+    the same either way, and the same as filming after the close."""
+    experiment = load_bench_experiment(write_experiment(tmp_path, CAMERA))
+    states, clock = _rod_states(experiment, 0.1), SimulatedClock()
+    run = FinishedRun(states)
+    logged = {}
+    for case, so_far in (("after", None), ("while", run), ("again", FinishedRun(states[:-1]))):
+        camera, recorder = HilCamera(experiment), _ListRecorder()
+        camera.open()
+        if so_far is not None:
+            camera.start_finish(so_far, clock)
+        camera.finish(run, recorder, clock)
+        assert camera.stats["frames"] == len(states) and camera.stats["filmed_while_closing"] == (case == "while")
+        logged[case] = recorder.records
+    assert {topic for topic, _, _ in logged["after"]} == {MARKERS.topic, OBSERVED_STRAIN.topic}
+    assert logged["while"] == logged["after"] == logged["again"]
+
+
 pytest.importorskip("rtde_control")
 
 
@@ -77,7 +118,7 @@ def test_hil_camera_observes_the_plants_strains(tmp_path):
     out = tmp_path / "hil-camera.mcap"
     summary = record_bench_run(experiment, out, "hil", host="127.0.0.84")
     cam = summary["sensors"]["camera"]
-    assert cam["frames"] >= 10 and cam["observer_failed"] == 0
+    assert cam["frames"] >= 10 and cam["observer_failed"] == 0 and cam["filmed_while_closing"]
     assert cam["marker_error_max_mm"] < 0.5  # sub-pixel beads on a 640 x 480 side view of a 0.2 m rod
     reader = read_log(out)
     for topic in (ROD_STATE, MARKERS, OBSERVED_STRAIN):
