@@ -178,7 +178,7 @@ class _Filmed:
 
 
 class HilCamera:
-    """Films the plant's states after the run (see the module doc); ``finish`` records the two channels.
+    """Films the plant's states once the loop has ended (see the module doc); ``finish`` records the two channels.
 
     Whatever filming needs besides the states is loaded in a background thread from construction until ``open``
     (called before the run's time 0, once the emulator runs): the camera's modules (~0.5 s of imports) and the
