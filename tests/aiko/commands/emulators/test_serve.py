@@ -25,6 +25,31 @@ def test_sigterm_ends_it():
     serve_until_stopped(None)  # returns instead of the process dying: the caller's finally runs
 
 
+def test_a_sigterm_taken_by_another_thread_ends_it_too():
+    """The kernel may hand a process's SIGTERM to any of its threads; Python runs the handler in the main thread,
+    which an untimed wait never woke: the emulator served on (1 of 8 SIGTERMs beside two busy loops). Here the
+    signal is sent to a helper thread on purpose; the loop must still end (it hung before, until the next signal)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[4]
+    code = (
+        "import signal, threading, time\n"
+        "from aiko.commands.emulators._serve import serve_until_stopped\n"
+        "def poke():\n"
+        "    time.sleep(0.3)\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)\n"
+        "    time.sleep(60)\n"
+        "threading.Thread(target=poke, daemon=True).start()\n"
+        "serve_until_stopped(None)\n"
+        "print('ended', flush=True)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.strip() == "ended", done.stderr
+
+
 def test_it_ends_when_the_program_that_started_it_dies_hard(tmp_path):
     # a "run" process starts a serve loop as its child with AIKO_EXIT_WITH_PARENT, then is SIGKILLed (as a run is
     # ended by a segfault in a vendor library): the child must not serve for ever
