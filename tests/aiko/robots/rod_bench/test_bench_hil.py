@@ -86,7 +86,9 @@ def test_a_stalled_pc_catches_up_along_the_trajectory_and_the_run_goes_on(tmp_pa
     out = tmp_path / "hil-stall.mcap"
     summary = record_bench_run(experiment, out, "hil", host="127.0.0.99")
     assert stalled and not summary["interrupted"] and summary["deadlines_missed"] >= 4
-    assert summary["set_point_lag_max_s"] >= 0.03 - 1e-9  # a busier machine only adds lag
+    # behind by at least a period (0.03 s quiet: the 50 ms gap less the two periods the first set-point after it
+    # makes up; 0.02 s seen under load, where the loop's own lateness moves the gap against the command grid)
+    assert summary["set_point_lag_max_s"] >= 0.01 - 1e-9
     cmd = read_log(out).channel(COMMAND)
     lag = np.asarray(cmd["target_t_s"]) - np.asarray(cmd["trajectory_t_s"])
     assert lag.max() == pytest.approx(summary["set_point_lag_max_s"], abs=1e-9) and lag[-1] == pytest.approx(0.0)
