@@ -36,8 +36,6 @@ def serve_until_stopped(duration_s: float | None, stop: threading.Event | None =
             if left <= 0:
                 break
             done.wait(left)
-    except KeyboardInterrupt:
-        pass
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

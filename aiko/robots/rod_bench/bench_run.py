@@ -272,9 +272,7 @@ def _side_records_on_run_time(backend: Any, clock: Clock) -> list[SideRecord]:
     return out
 
 
-def _rod_states(
-    records: list[tuple[str, float, dict[str, Any]]], duration_s: float
-) -> list[tuple[float, dict[str, Any]]]:
+def _rod_states(records: list[SideRecord], duration_s: float) -> list[tuple[float, dict[str, Any]]]:
     """The plant's true rod states from the run's time 0 to its end."""
     return [(t_s, p) for channel, t_s, p in records if channel == ROD_STATE and 0.0 <= t_s <= duration_s + 1e-9]
 
