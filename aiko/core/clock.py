@@ -12,6 +12,11 @@ from abc import ABC, abstractmethod
 class Clock(ABC):
     """Run time in seconds since ``start`` plus the nanosecond stamp every log record carries."""
 
+    # Whether `sleep_until` can return after its deadline (a clock that follows a wall or a device). A loop on a
+    # clock that cannot (simulated time jumps to each deadline) never misses one, so it need not take the
+    # evidence a missed deadline carries at every wake-up (`aiko.core.loop.TaskLoop`).
+    wakes_late = True
+
     def __init__(self) -> None:
         self.start_ns = time.monotonic_ns()
 
@@ -31,6 +36,8 @@ class Clock(ABC):
 
 class SimulatedClock(Clock):
     """Time jumps to each deadline: simulations run as fast as the machine allows, deterministically."""
+
+    wakes_late = False
 
     def __init__(self) -> None:
         super().__init__()

@@ -18,14 +18,13 @@ import numba
 import numpy as np
 
 from sim.cosserat._lie_extra import (
-    _so3_coefficients,
+    _SMALL_ANGLE_SQ,
     ad,
     ad_inverse_pose,
     mm,
     mv,
     se3_exp,
     se3_tangent,
-    se3_tangent_coefficients,
     so3_exp,
     so3_left_jacobian,
 )
@@ -191,9 +190,26 @@ def _cross(a0, a1, a2, b0, b1, b2):
 @numba.njit(cache=True)
 def _exp_coefficients(t2):
     """sinθ/θ, (1−cosθ)/θ², (θ−sinθ)/θ³ and the two further coefficients of T_Ω (see `se3_tangent`),
-    analytic in θ² = t2 (real or complex)."""
-    a, b, c1 = _so3_coefficients(t2)
-    c2, c3 = se3_tangent_coefficients(t2)
+    analytic in θ² = t2 (real or complex).
+
+    `_so3_coefficients` and `se3_tangent_coefficients` written out in one, with the same expressions (so the same
+    bits): one square root, sine and cosine instead of two each. The sweeps call it at every point of every
+    residual, mostly at a complex θ² (the complex step), where each is several real transcendental calls."""
+    if abs(t2.real) < _SMALL_ANGLE_SQ:
+        a = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
+        b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+        c1 = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+        c2 = 1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0
+        c3 = 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0
+    else:
+        t = np.sqrt(t2)
+        s = np.sin(t)
+        co = np.cos(t)
+        a = s / t
+        b = (1.0 - co) / t2
+        c1 = (t - s) / (t2 * t)
+        c2 = (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2)
+        c3 = (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t)
     return a, b, c1, c2, c3
 
 

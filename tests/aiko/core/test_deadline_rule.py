@@ -234,3 +234,28 @@ def test_a_process_frozen_in_the_middle_of_sending_does_not_crowd_its_receivers(
     assert min(gaps) >= HALF_PERIOD * 0.1 - EPS
     assert max(gaps) <= 0.1 + max(lateness) + max(frozen) + EPS
     assert task.timing.min_spacing_s == pytest.approx(min(gaps)) and task.timing.max_gap_s == pytest.approx(max(gaps))
+
+
+def test_the_usage_evidence_is_taken_on_a_clock_that_can_wake_late_and_only_there(monkeypatch):
+    """A missed deadline's event carries what the process did while it waited (`aiko.core.usage`), taken at every
+    wake-up of a clock that can wake late; simulated time jumps to each deadline, never misses one, and its loop
+    (a bench simulation: ~1 200 wake-ups in 4 s) does not pay for it."""
+    import aiko.core.loop as loop_module
+    from aiko.core.clock import SimulatedClock
+    from aiko.core.usage import Usage
+
+    taken = []
+
+    def counting_take() -> Usage:
+        taken.append(1)
+        return Usage(0.0, 0, 0, 0)
+
+    monkeypatch.setattr(loop_module.Usage, "take", staticmethod(counting_take))
+    task = PeriodicTask("task", 10.0, lambda t_s: None)
+    TaskLoop(NullBackend(), MemoryRecorder(), SimulatedClock(), [task]).run(1.0)
+    assert taken == [] and task.missed == 0
+
+    runs, recorder, _, _, _ = run_tasks(lambda i: 0.25 if i == 3 else 0.0, duration_s=1.0)
+    assert len(taken) == sum(len(r) for r in runs.values())  # one per wake-up: each wake-up ran the one task
+    (event,) = missed_events(recorder, "task0")
+    assert event["process_cpu_s"] == 0.0 and event["major_faults"] == 0  # the evidence is in the event

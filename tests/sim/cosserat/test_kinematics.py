@@ -118,3 +118,17 @@ def test_mass_matrix_is_symmetric_positive_definite_and_gives_kinetic_energy():
     q_straight[6:] = 0.0
     M_s = mass_matrix(model, kinematics(model, q_straight))
     assert 0.5 * v @ M_s @ v == pytest.approx(0.5 * model.rod.mass_kg() * 0.25, rel=1e-12)
+
+
+@pytest.mark.parametrize("theta_sq", [0.0, 3e-5, -2e-5, 1e-4, 0.04, 2.5, 30.0])
+@pytest.mark.parametrize("rate", [0.0, 1e-20])
+def test_the_fused_exponential_coefficients_are_the_two_functions_to_the_last_bit(theta_sq, rate):
+    """`kinematics._exp_coefficients` computes `_so3_coefficients` and `se3_tangent_coefficients` with one sine and
+    cosine: the same numbers, real and at the complex step's θ² + iε·rate, on both sides of the series branch."""
+    from sim.cosserat._lie_extra import _so3_coefficients, se3_tangent_coefficients
+    from sim.cosserat.kinematics import _exp_coefficients
+
+    for t2 in (theta_sq, complex(theta_sq, rate)):
+        fused = _exp_coefficients(t2)
+        apart = (*_so3_coefficients(t2), *se3_tangent_coefficients(t2))
+        assert [complex(c) for c in fused] == [complex(c) for c in apart]
