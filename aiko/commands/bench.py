@@ -48,6 +48,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "real overrides [ur3] host",
     )
     run.add_argument(
+        "--rt-priority",
+        type=int,
+        default=0,
+        metavar="P",
+        help="hil: run the emulated controller, whose ticks step the rod, at SCHED_FIFO priority P (1-99) where the "
+        "system grants it (root or CAP_SYS_NICE), so a busy PC does not stretch its ticks; the summary's "
+        "emulator.rt_priority says whether it did (default 0: normal priority)",
+    )
+    run.add_argument(
         "--live", action="store_true", help="show the bench's live dashboard while the run goes (gui extra)"
     )
     run.add_argument(
@@ -99,11 +108,12 @@ def _progress(label: str) -> Progress | None:
 
 def run_command(args: argparse.Namespace) -> int:
     from aiko.robots.rod_bench.bench_experiment import load_bench_experiment
-    from aiko.robots.rod_bench.bench_run import record_bench_run
+    from aiko.robots.rod_bench.bench_run import check_emulator_rt_priority, record_bench_run
 
     experiment = load_bench_experiment(args.experiment)
     if args.duration is not None and not args.duration > 0:
         raise AikoError(f"--duration must be > 0, got {args.duration}")
+    check_emulator_rt_priority(args.rt_priority, args.backend)
     out = Path(args.out or f"runs/bench-{experiment.name}-{args.backend}-{time.strftime('%Y%m%d-%H%M%S')}.mcap")
     dashboard = _live_dashboard(args, f"aiko bench run --live: {experiment.name} ({args.backend})")
     try:
@@ -115,6 +125,7 @@ def run_command(args: argparse.Namespace) -> int:
                 duration_s=args.duration,
                 realtime=args.realtime,
                 host=args.host,
+                emulator_rt_priority=args.rt_priority,
                 progress=_progress(f"bench {experiment.name} ({args.backend})"),
                 live=dashboard.recorder if dashboard else None,
             )

@@ -116,6 +116,8 @@ def _run(args: argparse.Namespace) -> int:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(args.rt_priority))
         except (AttributeError, OSError) as exc:
             sys.stderr.write(f"ur3: real-time priority refused ({exc}); running without\n")
+        else:
+            emulator.rt_priority = args.rt_priority
     emulator.start()
     ports = f"rtde {RTDE_PORT} dashboard {DASHBOARD_PORT} script {SCRIPT_PORTS[0]}-{SCRIPT_PORTS[-1]}"
     with _PRINT_LOCK:

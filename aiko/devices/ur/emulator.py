@@ -114,6 +114,9 @@ class UR3Emulator:
         self._tick_count = 0
         self._log_sink = log
         self.counters = {"ticks": 0, "late_ticks": 0, "data_out": 0, "data_in": 0, "uploads": 0, "protective_stops": 0}
+        # SCHED_FIFO priority the controller's threads run at (0: normal scheduling; `aiko emulate ur3 --rt-priority`
+        # sets it once the system granted it): in the summary, so a run can tell a granted priority from a refused one
+        self.rt_priority = 0
         self._was_pstopped = False
         self._pending_logs: list[str] = []
         self._qd_prev = self.sim.qd.copy()
@@ -498,6 +501,7 @@ class UR3Emulator:
             refusals = self.script.refusals if self.script is not None else 0
             return dict(
                 self.counters,
+                rt_priority=self.rt_priority,
                 refusals_current_program=refusals,
                 protective_stop_reason=self.sim.protective_stop_reason,
             )

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from aiko.core.clock import Clock, SimulatedClock, WallClock
-from aiko.core.errors import AikoError
+from aiko.core.errors import AikoError, ConfigError
 from aiko.core.interfaces import Recorder
 from aiko.core.loop import PeriodicTask
 from aiko.core.provenance import provenance
@@ -73,6 +73,14 @@ def _sensor_periodic(
     return PeriodicTask(sensor.name, sensor.rate_hz, action, priority=priority)
 
 
+def check_emulator_rt_priority(priority: int, backend_name: str) -> None:
+    """A ConfigError unless ``priority`` is 0 (off) or a SCHED_FIFO priority for the HIL backend's emulator."""
+    if not 0 <= priority <= 99:
+        raise ConfigError(f"--rt-priority must lie in 0..99, got {priority}")
+    if priority and backend_name != "hil":
+        raise ConfigError("--rt-priority raises the emulated controller: it applies to --backend hil only")
+
+
 def record_bench_run(
     experiment: BenchExperiment,
     out: str | Path,
@@ -81,6 +89,7 @@ def record_bench_run(
     duration_s: float | None = None,
     realtime: bool = False,
     host: str | None = None,
+    emulator_rt_priority: int = 0,
     motion: BaseMotion | None = None,
     sensors: Sequence[SensorTask] | None = None,
     extra_metadata: dict[str, Any] | None = None,
@@ -93,7 +102,10 @@ def record_bench_run(
     ``[base_motion]`` (a replay drives the logged flange poses). ``start_s`` <= 0 starts the run (and the rod, from
     the experiment's initial state) before t = 0: a replay of a HIL run starts where the plant mounted the rod;
     every stamp stays on the replayed run's time. ``sensors`` None: the experiment's ``[ft_sensor]`` / ``[camera]``
-    for this backend (:func:`aiko.robots.rod_bench.sensors.bench_sensors`)."""
+    for this backend (:func:`aiko.robots.rod_bench.sensors.bench_sensors`). ``emulator_rt_priority`` > 0 (HIL only):
+    the emulated controller and its rod plant at that SCHED_FIFO priority, where the system grants it (the summary's
+    ``emulator.rt_priority`` says whether it did)."""
+    check_emulator_rt_priority(emulator_rt_priority, backend_name)
     info = bench_backend_info(backend_name)
     if sensors is None:
         from aiko.robots.rod_bench.sensors import bench_sensors  # it builds SensorTasks: imported here, not above
@@ -130,7 +142,7 @@ def record_bench_run(
         tempfile.TemporaryDirectory(prefix="aiko-bench-") as workdir,
     ):
         recorder: Recorder = log_recorder if live is None else FanOutRecorder(log_recorder, live)
-        ctx = BenchContext(experiment, recorder, clock, duration, host, Path(workdir))
+        ctx = BenchContext(experiment, recorder, clock, duration, host, Path(workdir), emulator_rt_priority)
 
         set_point_time = SetPointTime(period_s)
 

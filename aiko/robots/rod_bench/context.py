@@ -19,3 +19,4 @@ class BenchContext:
     duration_s: float
     host: str | None = None  # --host: the address to use instead of [ur3] host (HIL: where to start the emulator)
     workdir: Path | None = None  # side files of the run (the HIL plant's rod samples)
+    emulator_rt_priority: int = 0  # --rt-priority: HIL's emulated controller (with its rod plant) at SCHED_FIFO, 0 off

@@ -64,6 +64,8 @@ class EmulatedController:
         env.update(exit_with_parent_env())  # a run that dies hard takes its emulator with it
         cmd = [sys.executable, "-m", "aiko.cli", "emulate", "ur3", "--host", host]
         cmd += ["--rate-hz", f"{self.controller_rate_hz:g}", "--unlock-delay", "0", "--plant", PLANT]
+        if ctx.emulator_rt_priority > 0:  # granted or refused there: its summary's rt_priority says which
+            cmd += ["--rt-priority", str(ctx.emulator_rt_priority)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         first = ""
         while self.proc.stdout is not None:  # lines before the greeting (e.g. NUMBA_DEBUG_CACHE's) are kept

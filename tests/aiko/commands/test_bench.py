@@ -56,3 +56,18 @@ def test_compare_of_a_non_bench_log_is_one_line(tmp_path, capsys):
     bogus.write_bytes(b"not an mcap")
     assert main(["bench", "compare", str(bogus), str(bogus)]) != 0
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--backend", "hil", "--rt-priority", "100"], "--rt-priority must lie in 0..99, got 100"),
+        (["--backend", "sim", "--rt-priority", "5"], "--rt-priority raises the emulated controller"),
+    ],
+)
+def test_a_bad_rt_priority_is_one_line_and_writes_no_log(tmp_path, capsys, argv, message):
+    log = tmp_path / "run.mcap"
+    assert main(["bench", "run", str(write_experiment(tmp_path)), "--out", str(log), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not log.exists()
