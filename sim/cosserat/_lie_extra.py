@@ -69,20 +69,34 @@ def ad(xi):
 
 
 @numba.njit(cache=True)
-def _so3_coefficients(theta_sq):
-    """sinθ/θ, (1−cosθ)/θ², (θ−sinθ)/θ³ — analytic in θ² (complex-step safe)."""
-    if abs(theta_sq.real) < _SMALL_ANGLE_SQ:
-        t2 = theta_sq
+def exp_coefficients(theta_sq):
+    """sinθ/θ, (1−cosθ)/θ², (θ−sinθ)/θ³ and T_Ω's two further ones, (θ² + 2cosθ − 2)/(2θ⁴) and
+    (2θ − 3sinθ + θcosθ)/(2θ⁵) — analytic in θ² (real or complex: complex-step safe), with one square root, sine and
+    cosine for all five: the rod's sweeps call it at every point of every residual, mostly at a complex θ² (where each
+    is several real transcendental calls)."""
+    t2 = theta_sq
+    if abs(t2.real) < _SMALL_ANGLE_SQ:
         a = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
         b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
-        c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+        c1 = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+        c2 = 1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0
+        c3 = 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0
     else:
-        t = np.sqrt(theta_sq)
+        t = np.sqrt(t2)
         s = np.sin(t)
         co = np.cos(t)
         a = s / t
-        b = (1.0 - co) / theta_sq
-        c = (t - s) / (theta_sq * t)
+        b = (1.0 - co) / t2
+        c1 = (t - s) / (t2 * t)
+        c2 = (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2)
+        c3 = (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t)
+    return a, b, c1, c2, c3
+
+
+@numba.njit(cache=True)
+def _so3_coefficients(theta_sq):
+    """sinθ/θ, (1−cosθ)/θ², (θ−sinθ)/θ³ — analytic in θ² (complex-step safe)."""
+    a, b, c, _, _ = exp_coefficients(theta_sq)
     return a, b, c
 
 
@@ -131,18 +145,8 @@ def ad_inverse_pose(R, p):
 
 @numba.njit(cache=True)
 def se3_tangent_coefficients(theta_sq):
-    """The two coefficients of T_Ω beyond `_so3_coefficients`, (θ² + 2cosθ − 2)/(2θ⁴) and
-    (2θ − 3sinθ + θcosθ)/(2θ⁵) — analytic in θ² (complex-step safe)."""
-    t2 = theta_sq
-    if abs(t2.real) < _SMALL_ANGLE_SQ:
-        c2 = 1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0
-        c3 = 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0
-    else:
-        t = np.sqrt(t2)
-        s = np.sin(t)
-        co = np.cos(t)
-        c2 = (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2)
-        c3 = (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t)
+    """The two coefficients of T_Ω beyond `_so3_coefficients` (`exp_coefficients`)."""
+    _, _, _, c2, c3 = exp_coefficients(theta_sq)
     return c2, c3
 
 

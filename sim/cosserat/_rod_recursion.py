@@ -25,11 +25,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from sim.cosserat._lie_extra import so3_exp, so3_left_jacobian
+from sim.cosserat._lie_extra import exp_coefficients, so3_exp, so3_left_jacobian
 from sim.cosserat.kinematics import (
     _SQRT3,
     _cross,
-    _exp_coefficients,
     _gauss_parameters,
     _left_jacobian_apply,
     _mm3_into,
@@ -75,7 +74,7 @@ def twist_sweep(
     phi_c0 = q[0] + 1j * epsilon * v[0]
     phi_c1 = q[1] + 1j * epsilon * v[1]
     phi_c2 = q[2] + 1j * epsilon * v[2]
-    a_c, b_c, c_c, _, _ = _exp_coefficients(phi_c0 * phi_c0 + phi_c1 * phi_c1 + phi_c2 * phi_c2)
+    a_c, b_c, c_c, _, _ = exp_coefficients(phi_c0 * phi_c0 + phi_c1 * phi_c1 + phi_c2 * phi_c2)
     f0, f1, f2 = _left_jacobian_apply(phi_c0, phi_c1, phi_c2, b_c, c_c, v[0] + 0j, v[1] + 0j, v[2] + 0j)
     e0, e1, e2 = _rotation_transpose_apply(phi_c0, phi_c1, phi_c2, a_c, b_c, f0, f1, f2)
     e3, e4, e5 = _rotation_transpose_apply(phi_c0, phi_c1, phi_c2, a_c, b_c, v[3] + 0j, v[4] + 0j, v[5] + 0j)
@@ -164,7 +163,7 @@ def twist_sweep(
         r0 = om[3] + 1j * epsilon * om_dot[3]
         r1 = om[4] + 1j * epsilon * om_dot[4]
         r2 = om[5] + 1j * epsilon * om_dot[5]
-        a_c, b_c, c1_c, c2_c, c3_c = _exp_coefficients(w0 * w0 + w1 * w1 + w2 * w2)
+        a_c, b_c, c1_c, c2_c, c3_c = exp_coefficients(w0 * w0 + w1 * w1 + w2 * w2)
         pe_c = _left_jacobian_apply(w0, w1, w2, b_c, c1_c, r0, r1, r2)
         ya0 = om_dot[0] + 1j * epsilon * om_ddot[0]
         ya1 = om_dot[1] + 1j * epsilon * om_ddot[1]
@@ -434,7 +433,7 @@ def pose_sweep(q, xi_ref_nodes, x_nodes, x_points, section_of_point, R_out, p_ou
             om[j] = 0.5 * h * (x1[j] + x2[j]) + c * aw[j]
             om[3 + j] = 0.5 * h * (x1[3 + j] + x2[3 + j]) + c * (av1[j] + av2[j])
         t2w = om[0] * om[0] + om[1] * om[1] + om[2] * om[2]
-        a, b, c1, c2, c3 = _exp_coefficients(t2w)
+        a, b, c1, c2, c3 = exp_coefficients(t2w)
         pe0, pe1, pe2 = _left_jacobian_apply(om[0], om[1], om[2], b, c1, om[3], om[4], om[5])
         for r in range(3):
             for s in range(3):

@@ -18,9 +18,9 @@ import numba
 import numpy as np
 
 from sim.cosserat._lie_extra import (
-    _SMALL_ANGLE_SQ,
     ad,
     ad_inverse_pose,
+    exp_coefficients,
     mm,
     mv,
     se3_exp,
@@ -188,32 +188,6 @@ def _cross(a0, a1, a2, b0, b1, b2):
 
 
 @numba.njit(cache=True)
-def _exp_coefficients(t2):
-    """sinθ/θ, (1−cosθ)/θ², (θ−sinθ)/θ³ and the two further coefficients of T_Ω (see `se3_tangent`),
-    analytic in θ² = t2 (real or complex).
-
-    `_so3_coefficients` and `se3_tangent_coefficients` written out in one, with the same expressions (so the same
-    bits): one square root, sine and cosine instead of two each. The sweeps call it at every point of every
-    residual, mostly at a complex θ² (the complex step), where each is several real transcendental calls."""
-    if abs(t2.real) < _SMALL_ANGLE_SQ:
-        a = 1.0 - t2 / 6.0 + t2 * t2 / 120.0
-        b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
-        c1 = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
-        c2 = 1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0
-        c3 = 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0
-    else:
-        t = np.sqrt(t2)
-        s = np.sin(t)
-        co = np.cos(t)
-        a = s / t
-        b = (1.0 - co) / t2
-        c1 = (t - s) / (t2 * t)
-        c2 = (t2 + 2.0 * co - 2.0) / (2.0 * t2 * t2)
-        c3 = (2.0 * t - 3.0 * s + t * co) / (2.0 * t2 * t2 * t)
-    return a, b, c1, c2, c3
-
-
-@numba.njit(cache=True)
 def _left_jacobian_apply(w0, w1, w2, b, c, x0, x1, x2):
     """J_l(w) x = x + b w × x + c w × (w × x)."""
     y0, y1, y2 = _cross(w0, w1, w2, x0, x1, x2)
@@ -293,7 +267,7 @@ def forward_sweep_with_rates(q, v, xi_ref_nodes, x_nodes, x_points, section_of_p
     R_out[0] = R
     p_out[0] = p
     phi_c = q[0:3] + 1j * epsilon * v[0:3]
-    a_c, b_c, c_c, _, _ = _exp_coefficients(phi_c[0] * phi_c[0] + phi_c[1] * phi_c[1] + phi_c[2] * phi_c[2])
+    a_c, b_c, c_c, _, _ = exp_coefficients(phi_c[0] * phi_c[0] + phi_c[1] * phi_c[1] + phi_c[2] * phi_c[2])
     f0, f1, f2 = _left_jacobian_apply(phi_c[0], phi_c[1], phi_c[2], b_c, c_c, v[0] + 0j, v[1] + 0j, v[2] + 0j)
     e0, e1, e2 = _rotation_transpose_apply(phi_c[0], phi_c[1], phi_c[2], a_c, b_c, f0, f1, f2)
     e3, e4, e5 = _rotation_transpose_apply(phi_c[0], phi_c[1], phi_c[2], a_c, b_c, v[3] + 0j, v[4] + 0j, v[5] + 0j)
@@ -364,7 +338,7 @@ def forward_sweep_with_rates(q, v, xi_ref_nodes, x_nodes, x_points, section_of_p
         r0 = om[3] + 1j * epsilon * om_dot[3]
         r1 = om[4] + 1j * epsilon * om_dot[4]
         r2 = om[5] + 1j * epsilon * om_dot[5]
-        a_c, b_c, c1_c, c2_c, c3_c = _exp_coefficients(w0 * w0 + w1 * w1 + w2 * w2)
+        a_c, b_c, c1_c, c2_c, c3_c = exp_coefficients(w0 * w0 + w1 * w1 + w2 * w2)
         pe_c = _left_jacobian_apply(w0, w1, w2, b_c, c1_c, r0, r1, r2)
         # η_c₊ = Ad_{exp(−Ω_c)}(η_c + T_{Ω_c} y_c), y_c = Ω̇ + iε Ω̈
         ya0 = om_dot[0] + 1j * epsilon * om_ddot[0]
