@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import can
+import numpy as np
 
 from firmware_protocol.emulator.config import EmulatorConfig
 from firmware_protocol.emulator.plant import JointPlant
@@ -104,6 +105,14 @@ class BusTransport:
     @property
     def plant(self) -> JointPlant:
         return self.modules.plant
+
+    def plant_link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The plant's link poses between two batches of ticks. Why the lock: a compiled plant step may release the
+        interpreter lock (``Snake3DHilPlant``'s does, so the run's other threads work while it integrates); in real
+        time the ticks run in this transport's thread, and a pose read from the run's thread mid-step would mix
+        two sub-steps' links."""
+        with self._lock:
+            return self.modules.plant.link_poses()
 
     def step_to(self, t_s: float) -> None:
         """Lockstep: handle the frames already on the bus at the current time, then run ticks up to t_s."""

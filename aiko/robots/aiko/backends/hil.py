@@ -286,7 +286,7 @@ class HilBackend(CanBackend):
         return BusTransport(bus, modules, timestamp_offset_s=self._timestamp_offset_s)
 
     def link_poses(self) -> tuple[np.ndarray, np.ndarray] | None:
-        return self.emulator.plant.link_poses() if self.emulator is not None else None
+        return self.emulator.plant_link_poses() if self.emulator is not None else None
 
     def summary(self) -> dict[str, Any]:
         out = super().summary()

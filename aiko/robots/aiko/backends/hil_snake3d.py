@@ -15,6 +15,12 @@ plain numbers. A closure over numba dispatchers (as the first version had) gets 
 because a pickled dispatcher carries its per-process uuid: every run compiled the kernel again (~8 s) and added an
 index entry (`NUMBA_DEBUG_CACHE=1` showed "data saved" on every run; tests/aiko/robots/aiko/backends/
 test_hil_kernel_cache.py checks a second process only loads).
+
+The kernel releases the interpreter lock (``nogil``): in lockstep the run's thread waits for it anyway, and the
+log's writer thread (encoding, the body views, compression: ~0.8 s of CPU in a 15 s run) works beside it on the
+other core instead of in turns with it; in real time the PC side's threads are not held up by a batch of ticks.
+What it writes are the simulator's and the modules' own arrays, which other threads read only between batches
+(``BusTransport.plant_link_poses``).
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ EVENT_PLANT_FAILED, STATUS_OK, P_DT = module_fast.EVENT_PLANT_FAILED, sim_fast.S
 def _make_kernel(sources_digest: str):
     """The compiled batch of ticks, with ``sources_digest`` (a str) its only captured value: the cache key."""
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)
     def run_ticks_snake3d(
         n_ticks, tick0, resume, prm, m, feedback_divisor, heartbeat_divisor,
         pos, quat, vel, omg, cache, ref_angle, ref_rate, gains, feedforward, sim_prm, obstacles, t_s, impulses,

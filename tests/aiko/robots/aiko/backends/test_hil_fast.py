@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import can
@@ -113,3 +114,67 @@ def test_a_failed_simulator_step_raises_the_same_error_on_both_paths():
         outcomes[-1] += (simulator.state.position_m.tolist(), emulator.drive.gear_angle_rad.tolist())
     assert outcomes[0] == outcomes[1]
     assert 10 < outcomes[0][1] < 200 and outcomes[0][1] % 10 != 0, outcomes[0][:4]  # inside a batch of 10 ticks
+
+
+def _resting_emulator(channel: str):
+    model = SnakeModel()
+    plant = Snake3DHilPlant(Snake3DPlant(model, posture_state(model)))
+    bus = can.Bus(interface="virtual", channel=channel)
+    return bus, JointControllerEmulator(bus, EmulatorConfig(), plant)
+
+
+def test_the_compiled_ticks_let_other_threads_run_while_they_integrate(monkeypatch):
+    """The kernel releases the interpreter lock, so the log's writer works beside the plant, not in turns with it.
+    With the switch interval made huge, a thread that blocks and wakes can only get the interpreter back while the
+    main thread is in a call that released it: its counter moves across a kernel call only if the kernel did. A
+    kernel that holds the lock can never pass; one that releases it passes once the thread gets a core during one
+    of up to 400 calls (a loaded machine only makes that take more calls)."""
+    bus, emulator = _resting_emulator("test-hil-fast-nogil")
+    counter = [0]
+    stop = threading.Event()
+    moved = []
+
+    def wake_and_count() -> None:
+        while not stop.wait(0.0005):
+            counter[0] += 1
+
+    def watched_kernel(*args):
+        before = counter[0]
+        result = run_ticks_snake3d(*args)
+        moved.append(counter[0] != before)
+        return result
+
+    monkeypatch.setattr(hil_snake3d, "run_ticks_snake3d", watched_kernel)
+    previous_interval = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)
+    thread = threading.Thread(target=wake_and_count, daemon=True)
+    try:
+        thread.start()
+        t_s = 0.0
+        while not any(moved) and len(moved) < 400:
+            t_s += 0.05
+            emulator.step_to(t_s)
+    finally:
+        sys.setswitchinterval(previous_interval)
+        stop.set()
+        thread.join()
+        bus.shutdown()
+    assert moved and any(moved), f"no other thread ran during {len(moved)} kernel calls"
+
+
+def test_a_real_time_pose_read_waits_for_the_batch_of_ticks_in_progress():
+    """In real time the ticks run in the transport's thread with its lock held and the interpreter released: the
+    run's pose read takes that lock, so it never sees links from two sub-steps."""
+    bus, emulator = _resting_emulator("test-hil-fast-pose-lock")
+    read = threading.Event()
+    try:
+        with emulator._lock:  # a batch of ticks in progress
+            reader = threading.Thread(target=lambda: (emulator.plant_link_poses(), read.set()), daemon=True)
+            reader.start()
+            assert not read.wait(0.2), "the pose was read while the ticks held the transport"
+        assert read.wait(60.0)
+        positions, quaternions = emulator.plant_link_poses()
+        np.testing.assert_array_equal(positions, emulator.plant.link_poses()[0])
+        np.testing.assert_array_equal(quaternions, emulator.plant.link_poses()[1])
+    finally:
+        bus.shutdown()
