@@ -60,7 +60,7 @@ def observer_residual(
             out[j] = (acc - gen[6 + j]) / scale_f
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def observer_newton(x, q, model, marker_index, target, compliance, scale_f, length, tolerance, max_iterations, stats):
     """Newton on `observer_residual` from x (in place): finite-difference Jacobian (forward, step 1e-7·max(1, |x_j|)),
     LU, backtracking on ½‖r‖². Returns ‖r‖∞; stats = [converged, iterations]."""

@@ -81,13 +81,18 @@ class StrainPipeline:
         self._t0_ns: int | None = None
 
     def process(self, frame: Frame) -> StrainEstimate:
+        return self.observe(*self.track(frame))
+
+    def track(self, frame: Frame) -> tuple[MarkerObservation, np.ndarray]:
+        """The frame's markers, and the base pose at its time: the first half of `process`. Tracking and observing
+        keep state from frame to frame (the tracker its lost markers, the observer its warm start), so each half
+        must see the frames in order; they may run in two threads (one each), one frame apart."""
         if self._t0_ns is None:
             self._t0_ns = frame.t_ns
         t_s = (frame.t_ns - self._t0_ns) * 1e-9
         alpha = np.asarray(self._alpha(t_s), dtype=float)
         hint = self.tracker.to_world.to_pixels(alpha[3:6][None])[0]
-        obs = self.tracker.process(frame.image, frame.t_ns, base_hint_px=hint)
-        return self.observe(obs, alpha)
+        return self.tracker.process(frame.image, frame.t_ns, base_hint_px=hint), alpha
 
     def observe(self, obs: MarkerObservation, alpha: np.ndarray) -> StrainEstimate:
         """The observer on one frame's markers (usable without images, e.g. on recorded marker tracks)."""

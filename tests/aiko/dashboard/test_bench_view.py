@@ -63,10 +63,12 @@ def test_the_bench_view_shows_the_camera_markers_and_the_observers_rod_as_the_ca
     class Pipeline:
         tracker = SimpleNamespace(settings=SimpleNamespace(n_markers=3))
 
-        def process(self, frame):
+        def track(self, frame):
             seen = np.isfinite(world[:, 0])
-            obs = MarkerObservation(frame.t_ns, np.zeros((3, 2)), seen, world, 3)
-            return StrainEstimate(frame.t_ns, obs, np.linspace(0, 0.3, 5), np.zeros((5, 6)), None, 4, centreline_m=rod)
+            return MarkerObservation(frame.t_ns, np.zeros((3, 2)), seen, world, 3), np.zeros(6)
+
+        def observe(self, obs, alpha):
+            return StrainEstimate(obs.t_ns, obs, np.linspace(0, 0.3, 5), np.zeros((5, 6)), None, 4, centreline_m=rod)
 
     clock = SimulatedClock()
     clock.start_ns = t0

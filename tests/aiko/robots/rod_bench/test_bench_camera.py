@@ -3,6 +3,7 @@ tracked and observed into /bench/markers and /bench/observed_strain; the compare
 
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -108,6 +109,47 @@ def test_the_camera_films_while_the_backend_closes_and_records_what_filming_afte
         logged[case] = recorder.records
     assert {topic for topic, _, _ in logged["after"]} == {MARKERS.topic, OBSERVED_STRAIN.topic}
     assert logged["while"] == logged["after"] == logged["again"]
+
+
+def test_the_cameras_three_stages_in_their_threads_record_what_one_after_another_would(tmp_path, monkeypatch):
+    """`observe_frames` renders, tracks and observes in three threads (each stage keeps the frames' order): the
+    records are the ones the three give one after the other in the consumer's thread, to the last bit."""
+    from aiko.robots.rod_bench import camera as camera_module
+
+    experiment = load_bench_experiment(write_experiment(tmp_path, CAMERA))
+    chosen = HilCamera(experiment)._chosen(FinishedRun(_rod_states(experiment, 0.1)))
+    threads: dict[str, set[str]] = {"render": set(), "track": set()}
+    clock = SimulatedClock()
+
+    def observed(read_ahead) -> list:
+        camera = HilCamera(experiment)
+        camera.open()
+        _film, _camera, pipeline, frames = camera._film(chosen)
+        track = pipeline.track
+
+        def rendered():
+            for item in frames:
+                threads["render"].add(threading.current_thread().name)
+                yield item
+
+        def tracked(frame):
+            threads["track"].add(threading.current_thread().name)
+            return track(frame)
+
+        pipeline.track = tracked
+        recorder = _ListRecorder()
+        with monkeypatch.context() as patch:
+            patch.setattr(camera_module, "read_ahead", read_ahead)
+            stats = camera_module.observe_frames(rendered(), pipeline, recorder, clock)
+        assert stats["frames"] == len(chosen) and stats["observer_failed"] == 0
+        return recorder.records
+
+    staged = observed(camera_module.read_ahead)
+    assert threads == {"render": {"camera-frames"}, "track": {"camera-tracking"}}
+    threads = {"render": set(), "track": set()}
+    in_turn = observed(lambda items, name="": iter(items))
+    assert threads == {"render": {threading.current_thread().name}, "track": {threading.current_thread().name}}
+    assert len(staged) == 2 * len(chosen) and staged == in_turn
 
 
 pytest.importorskip("rtde_control")
