@@ -46,8 +46,10 @@ class ElasticaRod:
         return float(np.sum(self.rod.mass))
 
 
-def build(scenario: Scenario, n_elements: int | None = None) -> ElasticaRod:
-    """The rod on its plane in PyElastica (see the module docstring)."""
+def build(scenario: Scenario, n_elements: int | None = None, dt_s: float = LARGEST_STABLE_DT_S) -> ElasticaRod:
+    """The rod on its plane in PyElastica (see the module docstring). With the scenario's ``rod.damping_time_s`` > 0
+    the rod gets PyElastica's ``AnalyticalLinearDamper`` at the rate of `damping_rate_per_s` (its time step
+    ``dt_s``: the damper is exact for that step only)."""
     import elastica as ea
 
     model = scenario.model
@@ -66,7 +68,7 @@ def build(scenario: Scenario, n_elements: int | None = None) -> ElasticaRod:
     material = rod_d.material
     shear_modulus = material.young_modulus_pa / (2.0 * (1.0 + material.poisson_ratio))
 
-    class RodOnPlane(ea.BaseSystemCollection, ea.Forcing, ea.Contact):
+    class RodOnPlane(ea.BaseSystemCollection, ea.Forcing, ea.Contact, ea.Damping):
         pass
 
     sim = RodOnPlane()
@@ -89,8 +91,24 @@ def build(scenario: Scenario, n_elements: int | None = None) -> ElasticaRod:
         static_mu_array=mu,
         kinetic_mu_array=mu,
     )
+    gamma = damping_rate_per_s(scenario)
+    if gamma > 0:
+        sim.dampen(rod).using(ea.AnalyticalLinearDamper, uniform_damping_constant=gamma, time_step=dt_s)
     sim.finalize()
     return ElasticaRod(sim, rod, n)
+
+
+def damping_rate_per_s(scenario: Scenario) -> float:
+    """PyElastica's nearest damper to our Kelvin–Voigt ``rod.damping_time_s`` τ (0 without it): the uniform rate
+    γ = ω₁²τ (v ← v·exp(−γ dt)) damps the first bending mode as ours does (our modal rate ζω = ω²τ/2; a velocity
+    damper's amplitude rate γ/2). What differs: ours damps each mode ω at ω²τ/2, the higher ones more; PyElastica's
+    damps every velocity at the one rate, the rod's fall and slide included, which ours never damps."""
+    tau = scenario.model.rod.damping_time_s
+    if tau <= 0:
+        return 0.0
+    from benchmarks.peers.elastica_bench import first_bending_frequency_rad_s
+
+    return first_bending_frequency_rad_s(scenario) ** 2 * tau
 
 
 def run(scenario: Scenario, duration_s: float, dt_s: float = LARGEST_STABLE_DT_S) -> dict:
@@ -99,7 +117,7 @@ def run(scenario: Scenario, duration_s: float, dt_s: float = LARGEST_STABLE_DT_S
 
     import elastica as ea
 
-    peer = build(scenario)
+    peer = build(scenario, dt_s=dt_s)
     stepper = ea.PositionVerlet()
     n_steps = int(round(duration_s / dt_s))
     t = 0.0
@@ -128,7 +146,7 @@ def tip_path(scenario: Scenario, dt_s: float, n_steps: int) -> dict:
 
     import elastica as ea
 
-    peer = build(scenario)
+    peer = build(scenario, dt_s=dt_s)
     stepper = ea.PositionVerlet()
     tips, t, cpu = np.empty((n_steps, 3)), 0.0, 0.0
     for k in range(n_steps):

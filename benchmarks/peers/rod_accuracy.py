@@ -4,6 +4,7 @@ time each needs to keep its tip within 1, 2, 5, 10, 20 mm of that reference.
     OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/peers/rod_accuracy.py          # a table
     python benchmarks/peers/rod_accuracy.py --json                                             # the same as JSON
     python benchmarks/peers/rod_accuracy.py --set contact.sharpness=100 --ours-dt 0.005 0.01  # our settings only
+    python benchmarks/peers/rod_accuracy.py --damping-time-s 0.001   # silicone's material damping, both sides
 
 Why each against its own reference: the two simulators are different discretisations of the same rod (ours:
 implicit Euler, piecewise-linear strain, complementarity contact; PyElastica: position Verlet, straight elements, a
@@ -273,7 +274,10 @@ def measure(args: argparse.Namespace, overrides: dict[str, Any]) -> dict:
     peer_scenario, base, n_base = None, elastica_rod.LARGEST_STABLE_DT_S, 0
     with_peer = not args.no_peer and importlib.util.find_spec("elastica") is not None
     if with_peer:
-        peer_scenario = load_rod_experiment(path, {"run.duration_s": duration})  # the file's rod, our duration
+        peer_overrides: dict[str, Any] = {"run.duration_s": duration}  # the file's rod, our duration
+        if args.damping_time_s is not None:  # and the damping both are given
+            peer_overrides["rod.damping_time_s"] = args.damping_time_s
+        peer_scenario = load_rod_experiment(path, peer_overrides)
         n_base = round(duration / base)
         elastica_rod.run(peer_scenario, 0.01)  # numba compilation of PyElastica's kernels
         peer_jobs = [(f"peer {d}", peer_job(peer_scenario, base / d, n_base * d)) for d in args.peer_divisors]
@@ -318,6 +322,7 @@ def measure(args: argparse.Namespace, overrides: dict[str, Any]) -> dict:
         d_ref = args.peer_reference_divisor
         out["peer"] = {
             "name": f"PyElastica {version('pyelastica')}",
+            "damping_rate_per_s": elastica_rod.damping_rate_per_s(peer_scenario),
             "base_dt_s": base,
             "sim_time_s": n_base * base,
             "reference": _reference_row(peer_ref, base / d_ref, {"divisor": d_ref}),
@@ -349,7 +354,12 @@ def table(out: dict) -> str:
     lines = [
         f"{out['scenario']}, {out['duration_s']:g} s, each simulator against its own fine-step reference; "
         f"CPU: median of {out['repeats']} interleaved repeats"
-        + (f"; our overrides: {out['overrides']}" if out["overrides"] else ""),
+        + (f"; our overrides: {out['overrides']}" if out["overrides"] else "")
+        + (
+            f"; PyElastica's damper: uniform rate {out['peer']['damping_rate_per_s']:.3g} /s"
+            if out["peer"] and out["peer"]["damping_rate_per_s"] > 0
+            else ""
+        ),
         "",
         "| simulator | dt (ms) | CPU (s) | max tip error (mm), at t (s) | final (mm) | RMS (mm) | steps | Newton "
         "iterations | sub-steps |",
@@ -418,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="dotted override of OUR scenario only (TOML value), repeatable")  # fmt: skip
     p.add_argument("--duration", type=float, metavar="S", help="simulated seconds, both sides (default: the file's)")
+    p.add_argument("--damping-time-s", type=float, metavar="S",
+                   help="the rod's material damping τ, both sides: ours rod.damping_time_s, PyElastica a uniform "
+                   "damper of rate ω₁²τ (elastica_rod.damping_rate_per_s)")  # fmt: skip
     p.add_argument("--repeats", type=int, default=1, metavar="N", help="timed repeats per run (median)")
     p.add_argument("--check-references", action="store_true",
                    help="also run each reference at half its step (once): how far is it from converged")  # fmt: skip
@@ -430,10 +443,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--peer-divisors must be >= 1 and each must divide --peer-reference-divisor")
     if args.duration is not None and args.duration <= 0:
         p.error("--duration must be > 0")
+    if args.damping_time_s is not None and args.damping_time_s < 0:
+        p.error("--damping-time-s must be >= 0")
     try:
         overrides = dict(parse_override(text) for text in args.set)
         if args.duration is not None:
             overrides["run.duration_s"] = args.duration
+        if args.damping_time_s is not None:
+            overrides["rod.damping_time_s"] = args.damping_time_s
         out = measure(args, overrides)
     except ConfigError as exc:
         p.error(str(exc))
