@@ -112,6 +112,7 @@ class UR3Emulator:
         self._threads: list[threading.Thread] = []
         self._running = threading.Event()
         self._tick_count = 0
+        self._states_built = 0  # state packages built so far (`_next_state`)
         self._log_sink = log
         self.counters = {"ticks": 0, "late_ticks": 0, "data_out": 0, "data_in": 0, "uploads": 0, "protective_stops": 0}
         # SCHED_FIFO priority the controller's threads run at (0: normal scheduling; `aiko emulate ur3 --rt-priority`
@@ -326,8 +327,15 @@ class UR3Emulator:
             conns = [c for c in self.rtde.connections.values() if c.started and not c.dead and c.output is not None]
             values = self._output_values() if conns else {}
             packets = [(c, rp.packet(rp.DATA_PACKAGE, c.output.pack(values))) for c in conns if c.output is not None]
+            state = self._next_state()
         for conn, data in packets:
-            conn.send_data(data)
+            conn.send_data(data, state)
+
+    def _next_state(self) -> int:
+        """The build number of the state packages just built (lock held): `RtdeConnection.send_data` drops one
+        that reaches a client after a newer one."""
+        self._states_built += 1
+        return self._states_built
 
     def _apply_io(self, v: dict[str, object]) -> bool:
         """The RTDE guide's masked outputs: only the bits (outputs) a mask selects change. True when an output or
@@ -365,9 +373,9 @@ class UR3Emulator:
         while self._running.is_set():
             next_t += self.dt
             started = time.perf_counter()
-            sends = self._tick()
+            sends, state = self._tick()
             for conn, data in sends:
-                if conn.send_data(data):
+                if conn.send_data(data, state):
                     self.counters["data_out"] += 1
             pending, self._pending_logs = self._pending_logs, []
             for message in pending:
@@ -384,7 +392,8 @@ class UR3Emulator:
             # in late_ticks); it does not take the machine.
             time.sleep(max(delay, MIN_IDLE_FRACTION * self.dt))
 
-    def _tick(self) -> list[tuple[RtdeConnection, bytes]]:
+    def _tick(self) -> tuple[list[tuple[RtdeConnection, bytes]], int]:
+        """One controller period; the state packages due, and their build number (`_next_state`)."""
         with self.lock:
             # As on the controller: the program reads this period's inputs and sets the motion, then the motion
             # advances one period, then the outputs are published.
@@ -411,9 +420,10 @@ class UR3Emulator:
             self.counters["ticks"] = self._tick_count
             due = self.rtde.due(self._tick_count)
             if not due:
-                return []
+                return [], 0
             values = self._output_values()
-            return [(c, rp.packet(rp.DATA_PACKAGE, c.output.pack(values))) for c in due if c.output is not None]
+            packets = [(c, rp.packet(rp.DATA_PACKAGE, c.output.pack(values))) for c in due if c.output is not None]
+            return packets, self._next_state()
 
     def _derivatives(self) -> None:
         self._qdd = (self.sim.qd - self._qd_prev) / self.dt

@@ -54,6 +54,8 @@ class RtdeConnection:
     pending: bytes = b""  # the unsent rest of a data package the client's socket did not take whole
     last_progress_s: float = field(default_factory=time.monotonic)
     dropped: int = 0
+    last_state: int = -1  # the build number of the newest state package sent (see `send_data`)
+    stale_dropped: int = 0
 
     def reply(self, data: bytes) -> bool:
         """A control reply (from this connection's own thread): after any pending bytes, blocking."""
@@ -67,15 +69,26 @@ class RtdeConnection:
                 self._kill()
                 return False
 
-    def send_data(self, data: bytes) -> bool:
+    def send_data(self, data: bytes, state: int | None = None) -> bool:
         """A data package or text message, from the tick: never blocks. A client that is behind loses it (the
-        partial one before it is completed first); one that takes nothing for STALLED_AFTER_S is cut off."""
+        partial one before it is completed first); one that takes nothing for STALLED_AFTER_S is cut off.
+
+        ``state``: the build number of a state package (the controller numbers them under its lock, in the order
+        it builds them). Two threads send them, the tick and an input's ``publish_now``, each after releasing the
+        controller's lock, so one built earlier can reach the socket after one built later; it is then dropped,
+        not sent: a client must never see an older state after a newer one. (It did: ur_rtde saw a stale
+        DONE_WITH_CMD of the last move after the READY it sent its next moveJ on, and returned True at once.)"""
         if not self.send_lock.acquire(blocking=False):
             self.dropped += 1
             return False
         try:
             if self.dead or not self.started:
                 return False
+            if state is not None:
+                if state <= self.last_state:
+                    self.stale_dropped += 1
+                    return False
+                self.last_state = state
             now = time.monotonic()
             if self.pending:
                 self.pending = self.pending[self._send_some(self.pending) :]

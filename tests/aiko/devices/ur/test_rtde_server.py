@@ -83,3 +83,60 @@ def test_handshake_recipes_in_use_and_output_rate():
         while kind != rp.DATA_PACKAGE:
             kind, payload = c.recv()
         assert rp.Recipe(1, ("input_int_register_5",), ("INT32",)).unpack(payload) == {"input_int_register_5": 7}
+
+
+def test_a_state_built_before_one_already_sent_is_dropped_not_sent_after_it():
+    """The tick and an input's `publish_now` each send their state packages after releasing the controller's
+    lock, so the one built first can reach a socket second; a client must never see the older state after the
+    newer (ur_rtde took a stale DONE_WITH_CMD of the last move as the next moveJ's and returned at once). Text
+    messages are not states: they always go."""
+    from aiko.devices.ur.rtde_server import RtdeConnection
+
+    ours, client = socket.socketpair()
+    try:
+        conn = RtdeConnection(ours, conn_id=1, started=True)
+        newer, older = rp.packet(rp.DATA_PACKAGE, b"\x01new"), rp.packet(rp.DATA_PACKAGE, b"\x01old")
+        assert conn.send_data(newer, state=2)
+        assert not conn.send_data(older, state=1)
+        assert not conn.send_data(newer, state=2)  # the same state twice is stale too
+        assert conn.send_data(rp.text_message("a message"))
+        assert conn.send_data(older, state=3)
+        assert conn.stale_dropped == 2
+        client.settimeout(5)
+        got = bytearray()
+        expected = newer + rp.text_message("a message") + older
+        while len(got) < len(expected):
+            got.extend(client.recv(65536))
+        assert bytes(got) == expected
+    finally:
+        ours.close()
+        client.close()
+
+
+def test_the_controller_numbers_its_state_packages_in_the_order_it_builds_them():
+    """The tick's packages and `publish_now`'s (an input between ticks) carry one build number sequence, so a
+    connection can tell the older of two that reach it out of order."""
+    from aiko.devices.ur.emulator import UR3Emulator
+
+    class Output:
+        def pack(self, values):
+            return b""
+
+    class Connection:
+        started, dead, output, output_divisor = True, False, Output(), 1
+
+        def __init__(self):
+            self.states = []
+
+        def send_data(self, data, state=None):
+            self.states.append(state)
+            return True
+
+    emulator = UR3Emulator("127.0.0.163", rate_hz=125.0)  # not started: no port bound, no thread
+    conn = Connection()
+    emulator.rtde.connections = {1: conn}
+    packets, first = emulator._tick()
+    assert [c for c, _ in packets] == [conn]
+    emulator.publish_now()
+    _, third = emulator._tick()
+    assert conn.states == [2] and 0 < first < 2 < third
