@@ -9,14 +9,28 @@ without read-ahead: the consumer sees exactly the items it would have seen.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Iterable, Iterator
 from typing import TypeVar, cast
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _END = object()
+
+
+def _close_early(iterator: Iterator[object]) -> None:
+    """A generator the consumer stopped early runs its cleanup now, in the thread that ran it (an exhausted one, or
+    an iterator that is not a generator, is left as it is: a file object's owner closes it)."""
+    close = getattr(iterator, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception:  # noqa: BLE001  (nobody is left to raise it to: the consumer has stopped)
+        log.warning("read_ahead: the stopped iterator's cleanup failed", exc_info=True)
 
 
 class _Failed:
@@ -47,18 +61,15 @@ def read_ahead(items: Iterable[T], depth: int = 4, *, name: str = "read-ahead") 
     iterator = iter(items)
 
     def produce() -> None:
+        outcome: object = _END
         try:
             for item in iterator:
                 if not put(item):
+                    _close_early(iterator)
                     return
         except BaseException as error:  # noqa: BLE001  (handed to the consumer, which raises it)
-            put(_Failed(error))
-            return
-        finally:
-            close = getattr(iterator, "close", None)
-            if close is not None:  # a generator stopped early runs its cleanup now, in the thread that ran it
-                close()
-        put(_END)
+            outcome = _Failed(error)
+        put(outcome)
 
     producer = threading.Thread(target=produce, name=name, daemon=True)
 

@@ -76,8 +76,9 @@ class RtdeConnection:
         ``state``: the build number of a state package (the controller numbers them under its lock, in the order
         it builds them). Two threads send them, the tick and an input's ``publish_now``, each after releasing the
         controller's lock, so one built earlier can reach the socket after one built later; it is then dropped,
-        not sent: a client must never see an older state after a newer one. (It did: ur_rtde saw a stale
-        DONE_WITH_CMD of the last move after the READY it sent its next moveJ on, and returned True at once.)"""
+        not sent: a client must never see an older state after a newer one. (Else ur_rtde can take a stale
+        DONE_WITH_CMD of the last move, arriving after the READY it sent its next moveJ on, as the new move's and
+        return True at once: the likely cause of a 0 s move seen once in `make test` on a busy machine.)"""
         if not self.send_lock.acquire(blocking=False):
             self.dropped += 1
             return False

@@ -161,6 +161,7 @@ def observe_frames(
 
 
 def _tracked(frames: Iterable[tuple[Any, Any]], pipeline: Any) -> Iterator[tuple[Any, Any, Any]]:
+    """(frame, truth, (markers, base pose)): `observe_frames`' tracking stage."""
     for frame, truth in frames:
         yield frame, truth, pipeline.track(frame)
 

@@ -57,3 +57,32 @@ def test_an_empty_iterator_and_a_bad_depth():
     assert list(read_ahead(iter(()))) == []
     with pytest.raises(ValueError, match="depth must be >= 1"):
         read_ahead([1], depth=0)
+
+
+def test_an_exhausted_iterator_is_not_closed_and_a_failing_cleanup_does_not_hang_the_consumer():
+    class File:
+        def __init__(self):
+            self.lines, self.closed = iter(["a", "b"]), False
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            return next(self.lines)
+
+        def close(self):
+            self.closed = True
+
+    source = File()
+    assert list(read_ahead(source)) == ["a", "b"] and not source.closed  # its owner closes it
+
+    def stubborn():
+        for i in range(1000):
+            try:
+                yield i
+            except GeneratorExit:
+                raise RuntimeError("cleanup failed") from None
+
+    ahead = read_ahead(stubborn(), depth=1)
+    assert next(ahead) == 0
+    ahead.close()  # returns: the cleanup's error is logged, not raised into nobody

@@ -16,9 +16,9 @@ because a pickled dispatcher carries its per-process uuid: every run compiled th
 index entry (`NUMBA_DEBUG_CACHE=1` showed "data saved" on every run; tests/aiko/robots/aiko/backends/
 test_hil_kernel_cache.py checks a second process only loads).
 
-The kernel releases the interpreter lock (``nogil``): in lockstep the run's thread waits for it anyway, and the
-log's writer thread (encoding, the body views, compression: ~0.8 s of CPU in a 15 s run) works beside it on the
-other core instead of in turns with it; in real time the PC side's threads are not held up by a batch of ticks.
+The kernel releases the interpreter lock (``nogil``): in real time the PC side's threads are not held up by a
+batch of ticks; in lockstep the log's writer thread may work while it runs, though little does (the lockstep hands
+it ~1.5 ms of work a call, and the run's Python between calls takes the lock back: `make run` measured no faster).
 What it writes are the simulator's and the modules' own arrays, which other threads read only between batches
 (``BusTransport.plant_link_poses``).
 """
