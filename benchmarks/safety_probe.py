@@ -2,7 +2,7 @@
 
     python benchmarks/safety_probe.py --probe PROBE [--repeat N] [--duration S] [--beside busy,suite]
                                       [--jsonl TRIALS.jsonl] [--random-frames 1000] [--firmware]
-                                      [--keep-failed DIR [--keep-gaps-over-ms MS]]
+                                      [--keep-failed DIR [--keep-gaps-over-ms MS]] [--tty-workers-fifo P]
 
 Every trial starts ``aiko emulate can`` (ten emulated modules serving slcan on a pty; ``--rt-priority`` 30 by
 default: the modules are separate hardware, which the PC's load never slows) and a real
@@ -29,7 +29,9 @@ thread pinned to each CPU; a gap in its wake-ups is time the machine gave to nob
 by its host), and a stopped run says which of those gaps fell in the second before its modules' trip
 (``machine_stalls_before_trip_ms``: CPU, start relative to the trip, length, steal counted). ``--beside busy``
 runs two busy loops (``yes > /dev/null``) and ``--beside suite`` a test-suite loop (``pytest tests/sim
-tests/aiko/core``) for the whole probe, killed by PID at the end. Each trial is appended to
+tests/aiko/core``) for the whole probe, killed by PID at the end. ``--tty-workers-fifo P`` (root) puts the kernel's
+unbound workers, which move a pty's bytes, at SCHED_FIFO P for the probe (`TtyWorkers`: a change to the machine that
+tells whether the pty's silences are that worker waiting for a CPU). Each trial is appended to
 ``--jsonl`` as it ends (a long probe can be watched, and a killed one keeps what it measured); one JSON object with
 the trials and their summary is printed at the end.
 """
@@ -280,6 +282,62 @@ class Freezer:
         }
 
 
+class TtyWorkers:
+    """``--tty-workers-fifo P``: the kernel's unbound workers (``kworker/u*``) at SCHED_FIFO P for the whole probe
+    (root only), so that the pty's flip-buffer work is never left waiting behind normal-priority tasks.
+
+    Why: the bytes written to a pty reach the other side only when an unbound kworker has run ``flush_to_ldisc``,
+    and that worker is a normal-priority (SCHED_OTHER) kernel thread. ftrace here (2026-11-29, `sched_switch`,
+    `sched_wakeup` and the workqueue events of ``flush_to_ldisc``, trace clock ``mono``) showed a freeze trial stopped
+    by the modules' watchdog while the PC sent on time: the worker woken for the pty at 2503.595 s ran at 2503.903 s,
+    while seven normal-priority tasks took turns on its CPU; the PC's next reference (queued at 2503.691 s) waited
+    for the same worker. This option tells whether that is the whole cause: it is a change to the machine (what a
+    HIL rig on a PREEMPT_RT kernel has anyway, where such work runs in threads a rig can prioritise), not something
+    the stack does. New workers start at normal priority (the kernel resets a kthread's policy): a thread looks
+    every 20 ms and raises the new ones; the workers it raised are set back to SCHED_OTHER at the end."""
+
+    def __init__(self, priority: int) -> None:
+        self.priority = priority
+        self.raised: set[int] = set()
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="tty-workers")
+        self._thread.start()
+
+    @staticmethod
+    def _unbound_workers() -> list[int]:
+        try:
+            children = Path("/proc/2/task/2/children").read_text().split()  # kthreadd's children: the kthreads
+        except OSError:
+            return []
+        pids = []
+        for pid in children:
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().startswith("kworker/u"):
+                    pids.append(int(pid))
+            except OSError:
+                continue
+        return pids
+
+    def _loop(self) -> None:
+        while not self._halt.wait(0.02):
+            for pid in self._unbound_workers():
+                try:
+                    if os.sched_getscheduler(pid) == os.SCHED_OTHER:
+                        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(self.priority))
+                        self.raised.add(pid)
+                except OSError:
+                    continue
+
+    def stop(self) -> None:
+        self._halt.set()
+        self._thread.join()
+        for pid in self.raised:
+            try:
+                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                continue
+
+
 class Beside:
     """Load beside the probe: two busy loops and/or a test-suite loop; every process killed by PID at the end."""
 
@@ -477,6 +535,7 @@ def trial_run(kind: str, index: int, tmp: Path, args: argparse.Namespace) -> dic
         **stall,
         **(freezer.stats() if freezer is not None else {}),
         "load_1min": [load_start, load_average()],
+        "tty_workers_fifo": args.tty_workers_fifo,
         **transport,
         **witness_view(t0, t_end),
     }
@@ -799,6 +858,14 @@ def main() -> int:
     parser.add_argument("--beside", default="", help="load beside the probe: busy, suite or busy,suite")
     parser.add_argument("--emulator-rt-priority", type=int, default=30)
     parser.add_argument(
+        "--tty-workers-fifo",
+        type=int,
+        default=0,
+        metavar="P",
+        help="root only: the kernel's unbound workers (they move a pty's bytes) at SCHED_FIFO P during the probe "
+        "(default 0: left as the machine has them); see TtyWorkers",
+    )
+    parser.add_argument(
         "--firmware", action="store_true", help="the modules are the firmware in the AVR simulator (make firmware)"
     )
     parser.add_argument("--jsonl", type=Path, help="append each trial to this file as it ends")
@@ -819,6 +886,9 @@ def main() -> int:
     if args.firmware:
         EMULATOR_EXTRA.append("--firmware")
     global WITNESS
+    if args.tty_workers_fifo and os.geteuid() != 0:
+        parser.error("--tty-workers-fifo needs root (it sets kernel threads' scheduling)")
+    tty_workers = TtyWorkers(args.tty_workers_fifo) if args.tty_workers_fifo else None
     beside = Beside({w for w in args.beside.split(",") if w})
     trials: list[dict] = []
     started = time.monotonic()
@@ -841,10 +911,14 @@ def main() -> int:
         if WITNESS is not None:
             WITNESS.stop()
         beside.stop()
+        if tty_workers is not None:
+            tty_workers.stop()
     result = {
         "probe": args.probe,
         "beside": args.beside,
         "duration_s": args.duration,
+        "tty_workers_fifo": args.tty_workers_fifo,
+        "tty_workers_raised": len(tty_workers.raised) if tty_workers is not None else 0,
         "wall_s": round(time.monotonic() - started, 1),
         "summary": summarise(args.probe, trials),
         "trials": trials,

@@ -76,3 +76,63 @@ def test_the_freezer_stops_and_resumes_a_process_and_leaves_it_running():
     finally:
         target.kill()
         target.wait()
+
+
+def _may_set_kernel_threads_policy() -> str | None:
+    """None if this process may change a kernel worker's scheduling (root, and the system allows it); else why not."""
+    import os
+
+    from benchmarks.safety_probe import TtyWorkers
+
+    if not hasattr(os, "sched_setscheduler") or os.geteuid() != 0:
+        return "needs root on Linux"
+    workers = TtyWorkers._unbound_workers()
+    if not workers:
+        return "no unbound kernel workers visible (/proc/2/task/2/children)"
+    try:
+        os.sched_setscheduler(workers[0], os.SCHED_OTHER, os.sched_param(0))  # what it already is: a no-op
+    except OSError as exc:
+        return f"the system refuses: {exc}"
+    return None
+
+
+def test_only_the_unbound_kernel_workers_are_listed():
+    import os
+    from pathlib import Path
+
+    from benchmarks.safety_probe import TtyWorkers
+
+    if not Path("/proc/2/task/2/children").exists():
+        pytest.skip("no /proc/2/task/2/children (not Linux, or a kernel without it)")
+    pids = TtyWorkers._unbound_workers()
+    assert os.getpid() not in pids
+    assert all(
+        Path(f"/proc/{pid}/comm").read_text().startswith("kworker/u") for pid in pids if Path(f"/proc/{pid}").exists()
+    )
+
+
+def test_the_tty_workers_are_raised_while_it_runs_and_set_back_after():
+    """--tty-workers-fifo: every unbound kernel worker at SCHED_FIFO P while it runs (new ones within its 20 ms look),
+    and each one it raised back at SCHED_OTHER when it stops: the probe leaves the machine as it found it."""
+    import os
+    import time
+
+    from benchmarks.safety_probe import TtyWorkers
+
+    reason = _may_set_kernel_threads_policy()
+    if reason is not None:
+        pytest.skip(f"cannot change kernel workers' scheduling here: {reason}")
+    workers = TtyWorkers(priority=1)
+    try:
+        time.sleep(0.2)
+        alive = [pid for pid in TtyWorkers._unbound_workers() if os.path.exists(f"/proc/{pid}")]
+        assert alive
+        for pid in alive:  # raised by it (or already real-time: another probe's, which it leaves alone)
+            assert os.sched_getscheduler(pid) == os.SCHED_FIFO
+            assert os.sched_getparam(pid).sched_priority >= 1
+        raised = set(workers.raised)
+    finally:
+        workers.stop()
+    for pid in raised:
+        if os.path.exists(f"/proc/{pid}"):
+            assert os.sched_getscheduler(pid) == os.SCHED_OTHER
