@@ -291,10 +291,12 @@ class TtyWorkers:
     `sched_wakeup` and the workqueue events of ``flush_to_ldisc``, trace clock ``mono``) showed a freeze trial stopped
     by the modules' watchdog while the PC sent on time: the worker woken for the pty at 2503.595 s ran at 2503.903 s,
     while seven normal-priority tasks took turns on its CPU; the PC's next reference (queued at 2503.691 s) waited
-    for the same worker. This option tells whether that is the whole cause: it is a change to the machine (what a
-    HIL rig on a PREEMPT_RT kernel has anyway, where such work runs in threads a rig can prioritise), not something
-    the stack does. New workers start at normal priority (the kernel resets a kthread's policy): a thread looks
-    every 20 ms and raises the new ones; the workers it raised are set back to SCHED_OTHER at the end."""
+    for the same worker. This option tells whether that is the whole cause: it is a change to the machine (every
+    unbound work of the kernel then runs above every normal task), not something the stack does. New workers start
+    at normal priority (the kernel resets a kthread's policy): a thread looks every 20 ms and raises the new ones.
+    At the end the workers it raised are set back to SCHED_OTHER, each only if it is still an unbound worker at
+    this priority (a pid the kernel gave to something else is left alone); a probe killed by a signal it cannot
+    catch leaves them raised until they exit (the kernel retires idle workers) or the machine restarts."""
 
     def __init__(self, priority: int) -> None:
         self.priority = priority
@@ -331,9 +333,14 @@ class TtyWorkers:
     def stop(self) -> None:
         self._halt.set()
         self._thread.join()
-        for pid in self.raised:
+        still_ours = set(self._unbound_workers()) & self.raised
+        for pid in still_ours:
             try:
-                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+                if (
+                    os.sched_getscheduler(pid) == os.SCHED_FIFO
+                    and os.sched_getparam(pid).sched_priority == self.priority
+                ):
+                    os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
             except OSError:
                 continue
 
@@ -886,6 +893,8 @@ def main() -> int:
     if args.firmware:
         EMULATOR_EXTRA.append("--firmware")
     global WITNESS
+    if not 0 <= args.tty_workers_fifo <= 99:
+        parser.error("--tty-workers-fifo takes a SCHED_FIFO priority 1..99 (0: off)")
     if args.tty_workers_fifo and os.geteuid() != 0:
         parser.error("--tty-workers-fifo needs root (it sets kernel threads' scheduling)")
     tty_workers = TtyWorkers(args.tty_workers_fifo) if args.tty_workers_fifo else None

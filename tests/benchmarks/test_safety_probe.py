@@ -136,3 +136,21 @@ def test_the_tty_workers_are_raised_while_it_runs_and_set_back_after():
     for pid in raised:
         if os.path.exists(f"/proc/{pid}"):
             assert os.sched_getscheduler(pid) == os.SCHED_OTHER
+
+
+@pytest.mark.parametrize("priority", ["-1", "100"])
+def test_a_priority_out_of_range_is_refused_before_anything_starts(priority):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = Path(__file__).resolve().parents[2] / "benchmarks" / "safety_probe.py"
+    done = subprocess.run(
+        [sys.executable, str(probe), "--probe", "load", "--tty-workers-fifo", priority],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--tty-workers-fifo takes a SCHED_FIFO priority 1..99" in done.stderr
+    assert done.stdout == ""
