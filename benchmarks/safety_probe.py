@@ -322,13 +322,19 @@ class TtyWorkers:
 
     def _loop(self) -> None:
         while not self._halt.wait(0.02):
-            for pid in self._unbound_workers():
-                try:
-                    if os.sched_getscheduler(pid) == os.SCHED_OTHER:
-                        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(self.priority))
-                        self.raised.add(pid)
-                except OSError:
-                    continue
+            self.raise_new()
+
+    def raise_new(self) -> list[int]:
+        """One look: every unbound worker still at SCHED_OTHER to SCHED_FIFO ``priority``; the workers it saw."""
+        seen = self._unbound_workers()
+        for pid in seen:
+            try:
+                if os.sched_getscheduler(pid) == os.SCHED_OTHER:
+                    os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(self.priority))
+                    self.raised.add(pid)
+            except OSError:
+                continue
+        return seen
 
     def stop(self) -> None:
         self._halt.set()
