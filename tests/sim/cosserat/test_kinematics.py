@@ -120,15 +120,18 @@ def test_mass_matrix_is_symmetric_positive_definite_and_gives_kinetic_energy():
     assert 0.5 * v @ M_s @ v == pytest.approx(0.5 * model.rod.mass_kg() * 0.25, rel=1e-12)
 
 
-def _exact_coefficients(theta_sq):
+def _exact_coefficients(theta_sq, derivative=False):
     """The five coefficients' power series in θ², summed in exact rationals (60 terms): sinθ/θ = Σ(−θ²)ᵏ/(2k+1)!,
     (1−cosθ)/θ² = Σ(−θ²)ᵏ/(2k+2)!, (θ−sinθ)/θ³ = Σ(−θ²)ᵏ/(2k+3)!, (θ²+2cosθ−2)/(2θ⁴) = Σ(−θ²)ᵏ/(2k+4)!,
-    (2θ−3sinθ+θcosθ)/(2θ⁵) = Σ(−θ²)ᵏ(k+1)/(2k+5)!."""
+    (2θ−3sinθ+θcosθ)/(2θ⁵) = Σ(−θ²)ᵏ(k+1)/(2k+5)!; with ``derivative`` their derivatives in θ², term by term."""
     from fractions import Fraction
     from math import factorial
 
     x = -Fraction(theta_sq)
-    terms = [x**k for k in range(60)]
+    if derivative:  # d/dθ² (−θ²)ᵏ = −k (−θ²)ᵏ⁻¹
+        terms = [-k * x ** (k - 1) if k else Fraction(0) for k in range(60)]
+    else:
+        terms = [x**k for k in range(60)]
     series = [
         sum(t / factorial(2 * k + 1) for k, t in enumerate(terms)),
         sum(t / factorial(2 * k + 2) for k, t in enumerate(terms)),
@@ -139,30 +142,28 @@ def _exact_coefficients(theta_sq):
     return [float(c) for c in series]
 
 
-@pytest.mark.parametrize("theta_sq", [0.0, 3e-5, 9.9e-5, 1.01e-4, 0.04, 2.5, 9.0])
+@pytest.mark.parametrize("theta_sq", [0.0, 3e-5, 1e-4, 1e-3, 0.04, 0.2, 0.99, 1.01, 2.5, 9.0])
 def test_the_exponential_coefficients_are_their_series_on_both_sides_of_the_branch(theta_sq):
     """`_lie_extra.exp_coefficients` (one sine and cosine for all five, the sweeps' per-point call) against the exact
-    series: the truncated series below the branch, the closed forms above it. The closed forms of the last two cancel
-    just above the branch (θ² = 1e-4: c3's numerator is ~1e-12 of its terms), hence their looser bound there."""
+    series: its truncated series below the branch (θ² < 1), the closed forms above it, all to 1e-13. The closed
+    forms alone lost up to 8 digits of the last two at θ² ~ 1e-4–1e-3 (the branch was at 1e-4)."""
     from sim.cosserat._lie_extra import exp_coefficients
 
     got = exp_coefficients(theta_sq)
     exact = _exact_coefficients(theta_sq)
-    cancelling = 1e-4 <= theta_sq < 0.1
     for i, (g, e) in enumerate(zip(got, exact, strict=True)):
-        bound = 1e-5 if (cancelling and i >= 3) else 1e-12
-        assert g == pytest.approx(e, rel=bound), (i, g, e)
+        assert g == pytest.approx(e, rel=1e-13), (i, g, e)
 
 
-@pytest.mark.parametrize("theta_sq", [3e-5, 2.5, 9.0])
+@pytest.mark.parametrize("theta_sq", [0.0, 3e-5, 1e-3, 0.04, 0.2, 0.99, 1.01, 2.5, 9.0])
 def test_the_exponential_coefficients_carry_their_derivative_at_a_complex_step(theta_sq):
-    """At θ² + iε the imaginary parts over ε are the coefficients' derivatives (what the sweeps' complex step needs):
-    against central differences of the real coefficients, where those are accurate (not just above the branch,
-    where the closed forms' cancellation swamps a difference quotient)."""
+    """At θ² + iε the imaginary parts over ε are the coefficients' derivatives (what the sweeps' complex step needs),
+    against the exact series' derivatives on both sides of the branch: to 1e-13 below it; above it the closed forms'
+    cancellation leaves the last two ~1e-12 at θ² = 1 (3e-11 at 0.2, which is why the branch is at 1)."""
     from sim.cosserat._lie_extra import exp_coefficients
 
-    eps, h = 1e-20, 1e-6 * max(theta_sq, 1e-3)
+    eps = 1e-20
     at_step = exp_coefficients(complex(theta_sq, eps))
-    above, below = exp_coefficients(theta_sq + h), exp_coefficients(theta_sq - h)
-    for c, up, down in zip(at_step, above, below, strict=True):
-        assert c.imag / eps == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-12)
+    exact = _exact_coefficients(theta_sq, derivative=True)
+    for i, (c, e) in enumerate(zip(at_step, exact, strict=True)):
+        assert c.imag / eps == pytest.approx(e, rel=1e-13 if theta_sq < 1.0 else 5e-12, abs=1e-18), (i, c, e)
