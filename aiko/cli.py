@@ -164,7 +164,17 @@ def apply_help_style(parser: argparse.ArgumentParser, path: str = "") -> None:
             action.metavar = METAVARS[action.dest]
 
 
+def _asks_only_for_the_version(argv: Sequence[str] | None) -> bool:
+    """``aiko --version`` (no command named): answered before any command module loads. Building the full parser
+    imports every command's module (scipy, numba, every simulator), which took ``aiko --version`` 1.9 s."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    return "--version" in words and _command_name(words) is None and not {"-h", "--help"} & set(words)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if _asks_only_for_the_version(argv):
+        print(f"aiko {__version__}")
+        return 0
     parser = build_parser(argv, only_named=True)
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)

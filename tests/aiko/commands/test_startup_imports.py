@@ -36,3 +36,33 @@ def test_the_command_runs_without_importing_heavy_scipy_subpackages(tmp_path, co
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"rc": 0, "heavy": []}
+
+
+def test_the_version_is_answered_without_loading_the_commands():
+    """``aiko --version`` printed its one line after importing every command's module (1.9 s); argparse's own
+    ``--version`` answer is the same text."""
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from aiko.cli import build_parser, main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    rc = main(['--version'])\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('aiko.commands.'))\n"
+        "print(json.dumps({'rc': rc, 'out': out.getvalue(), 'loaded': loaded}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["rc"] == 0 and result["loaded"] == []
+    from aiko import __version__
+
+    assert result["out"] == f"aiko {__version__}\n"
+    import contextlib
+    import io
+
+    from aiko.cli import build_parser
+
+    argparse_answer = io.StringIO()
+    with contextlib.redirect_stdout(argparse_answer), pytest.raises(SystemExit):
+        build_parser(["--version"]).parse_args(["--version"])
+    assert argparse_answer.getvalue() == result["out"]
