@@ -43,7 +43,7 @@ def test_the_version_is_answered_without_loading_the_commands():
     ``--version`` answer is the same text."""
     code = (
         "import contextlib, io, json, sys\n"
-        "from aiko.cli import build_parser, main\n"
+        "from aiko.cli import main\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         "    rc = main(['--version'])\n"
