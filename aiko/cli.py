@@ -221,7 +221,29 @@ def _notes(exc: BaseException) -> str:
 
 
 def entry_point() -> None:
-    sys.exit(main())
+    code = main()
+    _spare_the_exit_its_collections()
+    sys.exit(code)
+
+
+def _spare_the_exit_its_collections() -> None:
+    """Collect what is garbage now, then freeze every object left, so the interpreter's shutdown does not walk them.
+
+    Why: shutting down runs the cycle collector over every tracked object several times while it clears the modules
+    — 100 000+ objects once numba and the simulators are loaded (their type registries). Measured on a process that
+    had stepped the rod (issue 28): 0.33 s from the last exit handler to the process's end, 0.05 s with the objects
+    frozen (0.09 → 0.02 s with numba alone); an ``aiko bench run --backend hil`` pays it twice (the command and the
+    UR3 emulator, whose exit the command waits for). The exit handlers (``atexit``, ``weakref.finalize``: temporary
+    directories) still run, and objects are still freed by reference counting as the modules are cleared (a file a
+    module holds open is flushed and closed). What is given up: objects still alive here *and* in a reference cycle
+    are not finalized at exit — CPython promises no more (a buffered file in a collected cycle loses its buffer
+    anyway, measured here), and every file of ours is closed by its ``with`` before the command returns.
+    ``gc.collect()`` first finalizes what is garbage already, as the shutdown would have.
+    Only the ``aiko`` program does this (``main``, which tests call in-process, does not)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ exception and on KeyboardInterrupt. ur_rtde is imported lazily (the ``ur`` extra
 
 from __future__ import annotations
 
+import ctypes
 import math
 import threading
 import time
@@ -92,14 +93,14 @@ class ArmState:
 
 
 def _disconnect_side_by_side(slots: list[list[Any]]) -> None:
-    """Disconnect ur_rtde interfaces, each in a thread of its own, and let each be destroyed there; ``slots`` holds
-    each interface in a one-element list, the caller's only reference, which the thread takes out.
+    """Disconnect ur_rtde interfaces, each in a thread of its own; ``slots`` holds each interface in a one-element
+    list, the caller's only reference, which the thread takes out.
 
     Why threads: ur_rtde 1.6.5's ``disconnect()`` ends by sleeping 500 ms ("wait until everything has disconnected",
-    ``src/rtde_control_interface.cpp`` and ``src/rtde_receive_interface.cpp``) and both destructors call it again, so
-    closing the two interfaces one after the other took 2 s (measured: 2.48 s of a bench run's close). The bindings
-    release the GIL while they wait, so side by side it takes 1 s. A disconnect that fails (a controller already
-    gone) is not an error on the way out."""
+    ``src/rtde_control_interface.cpp`` and ``src/rtde_receive_interface.cpp``); the bindings release the GIL while
+    it sleeps, so the two sleep side by side (0.5 s, not 1 s). A disconnect that fails (a controller already gone)
+    is not an error on the way out: that interface is released, its destructor trying again. One that succeeded is
+    kept (`_keep_until_exit`)."""
 
     def release(slot: list[Any]) -> None:
         interface = slot.pop()
@@ -107,13 +108,28 @@ def _disconnect_side_by_side(slots: list[list[Any]]) -> None:
             interface.disconnect()
         except RuntimeError:
             pass
-        del interface  # the last reference: the destructor (and its second disconnect) runs in this thread
+        else:
+            _keep_until_exit(interface)
+        del interface  # the last reference of an interface not kept: its destructor runs in this thread
 
     threads = [threading.Thread(target=release, args=(slot,), name="ur-rtde-disconnect") for slot in slots]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def _keep_until_exit(interface: Any) -> None:
+    """Never destroy a ur_rtde interface that has disconnected: the process keeps it (a few kB) until it ends.
+
+    Why: its destructor calls ``disconnect()`` again, which ends in the same unconditional 500 ms sleep — with the
+    GIL held (pybind11 destroys objects with it; measured: a thread ticking every 10 ms ran once during the 0.5 s),
+    so at every close each interface stopped every thread of the command for 0.5 s: 1 s of each HIL bench run's
+    close, after the disconnects' own 0.5 s (issue 28). After a disconnect that returned there is nothing left for
+    it to do: the RTDE, script and dashboard sockets are reset and the receive thread stopped (same sources). An
+    extra reference through the C API, because a Python container would be emptied while the interpreter shuts down
+    and the destructors would run (and sleep) then."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(interface))
 
 
 class UR3Arm:

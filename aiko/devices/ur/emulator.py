@@ -137,6 +137,12 @@ class UR3Emulator:
     def stop(self) -> None:
         self._running.clear()
         for s in self._listeners:
+            # shutdown wakes an accept loop waiting in its 0.2 s poll now (Linux: the accept fails at once), so the
+            # joins below do not wait out the timeout: 0.2 s of every HIL run's close (issue 28)
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             try:
                 s.close()
             except OSError:

@@ -3,13 +3,15 @@
 import csv
 import math
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from aiko.cli import main
 from aiko.robots.aiko.experiment import load_experiment
-from tests.conftest import EXPERIMENTS
+from tests.conftest import EXPERIMENTS, REPO
 
 GOOD = """robot = "{robot}"
 [gait]
@@ -312,3 +314,25 @@ def test_a_run_that_fails_after_it_started_keeps_its_log_and_says_so(tmp_path, c
     assert err.count("\n") == 1 and "the plant diverged" in err
     assert err.endswith(f"; the log up to the failure is kept: {out}\n")
     assert out.exists()
+
+
+def test_the_program_exits_with_its_objects_frozen_and_its_files_still_flushed(tmp_path):
+    """`entry_point` (the installed ``aiko``) freezes the objects left at exit, so the interpreter's shutdown does
+    not walk numba's 100 000+ objects (0.33 s a process). Objects are still freed as the modules are cleared: a file
+    a module holds open, its data still in its buffer, is complete on disk; the exit handlers run after the freeze."""
+    out = tmp_path / "buffered.txt"
+    code = (
+        "import atexit, gc, sys\n"
+        "from aiko import cli\n"
+        f"log = open({str(out)!r}, 'w', buffering=1 << 20)\n"
+        "log.write('all of it')\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, flush=True))\n"
+        "sys.argv = ['aiko', '--version']\n"
+        "cli.entry_point()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from aiko import __version__
+
+    assert done.stdout.splitlines() == [f"aiko {__version__}", "frozen True"]
+    assert out.read_text() == "all of it"
