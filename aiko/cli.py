@@ -62,8 +62,10 @@ def build_parser(argv: Sequence[str] | None = None, *, only_named: bool = False)
     """The full parser; with ``only_named``, only the sub-command that ``argv`` names is imported (if it exists).
 
     Imports are what make the CLI slow to start (scipy, numba and every simulator: seconds). ``aiko can estop``
-    must start in well under half a second, so ``main`` loads just the module of the command it runs; ``aiko``,
-    ``aiko --help`` and an unknown command still load them all to list them.
+    must start in well under half a second, so ``main`` loads just the module of the command it runs; where none
+    is named (``aiko``, ``aiko --help``, an unknown command) it lists the commands from their one-line summaries
+    (`aiko.commands.SUMMARIES`, which each command's own parser takes its help from) and loads none of them.
+    Without ``only_named`` every command is loaded (their whole parsers: the help-style tests walk them).
     """
     parser = _Parser(
         prog="aiko",
@@ -74,6 +76,12 @@ def build_parser(argv: Sequence[str] | None = None, *, only_named: bool = False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     named = _command_name(argv) if only_named else None
     module = _command_module(named) if named is not None and named.isidentifier() else None
+    if only_named and module is None:
+        from aiko.commands import SUMMARIES
+
+        for name in sorted(SUMMARIES):
+            sub.add_parser(name, help=SUMMARIES[name])
+        return parser
     modules = [module] if module is not None else [_command_module(name) for name in _command_names()]
     for module in modules:
         register = getattr(module, "register", None)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiko.commands import SUMMARIES
 from aiko.commands._live_options import check_live_outputs
 from aiko.core.errors import AikoError, writing
 from aiko.core.progress import Progress
@@ -18,7 +19,7 @@ BACKENDS = ("sim", "hil", "real")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    bench = sub.add_parser("bench", help="the soft-rod bench: run, replay, compare (paper 004, section X)")
+    bench = sub.add_parser("bench", help=SUMMARIES["bench"])
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="ACTION", parser_class=type(bench))
 
     run = bench_sub.add_parser("run", help="run a bench experiment (experiments/rod/bench_*.toml) and log it")

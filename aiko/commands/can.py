@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from aiko.commands import SUMMARIES
 from aiko.core.errors import AikoError, HardwareError
 
 # the DBC's message families, for --kind (restated so that registering the parser does not load cantools;
@@ -39,9 +40,7 @@ LOG_SUFFIXES = (".asc", ".blf", ".log", ".csv", ".trc")  # checked against frame
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    can_parser = sub.add_parser(
-        "can", help="CAN bus tools: decode logs, emergency stop, scan the modules, module parameters, bus load"
-    )
+    can_parser = sub.add_parser("can", help=SUMMARIES["can"])
     can_sub = can_parser.add_subparsers(dest="can_command", metavar="ACTION", parser_class=type(can_parser))
 
     decode = can_sub.add_parser("decode", help="decode a CAN frame log with aiko_joint.dbc")

@@ -14,13 +14,14 @@ import sys
 import time
 
 from aiko.analysis.plots import save_figure
+from aiko.commands import SUMMARIES
 from aiko.core.errors import AikoError
 
 DEFAULTS = {"link_length_m": 0.122, "link_mass_kg": 0.682, "link_radius_m": 0.0525}  # one Aiko link (paper 000)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    chain = sub.add_parser("chain", help="Lie-group chain model (paper 002)")
+    chain = sub.add_parser("chain", help=SUMMARIES["chain"])
     chain_sub = chain.add_subparsers(dest="chain_command", metavar="ACTION", parser_class=type(chain))
     v = chain_sub.add_parser(
         "validate",

@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 from aiko.analysis.compare import compare_logs
+from aiko.commands import SUMMARIES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
-        help="compare two runs back to back (time alignment, distances, RMS errors, joint tracking)",
+        help=SUMMARIES["compare"],
         description="Align run B to run A in time (start events, refined by cross-correlation of the tracked "
         "point's velocity) and in space (start offset), then report displacements, distance ratio B/A, RMS "
         "position error and joint tracking. Occluded motion-capture samples are skipped and counted.",

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from aiko.commands import SUMMARIES
 from aiko.core.errors import AikoError
 
 EXAMPLE_NAMES = ("block", "two_link", "table", "bearing", "painleve")
@@ -21,7 +22,7 @@ INPUT_HELP = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    contact = sub.add_parser("contact", help="planar rigid-body contact modes (paper 003)")
+    contact = sub.add_parser("contact", help=SUMMARIES["contact"])
     contact_sub = contact.add_subparsers(dest="contact_command", metavar="ACTION", parser_class=type(contact))
     ex = contact_sub.add_parser(
         "example",

@@ -7,12 +7,13 @@ import json
 import math
 from pathlib import Path
 
+from aiko.commands import SUMMARIES
 from aiko.core.errors import AikoError
 from aiko.log import LogReader
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("dashboard", help="open a recorded log in the dashboard (slider to scrub through time)")
+    p = sub.add_parser("dashboard", help=SUMMARIES["dashboard"])
     p.add_argument("log", type=Path, help="experiment log (.mcap)")
     p.add_argument(
         "--screenshot",

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aiko.commands import SUMMARIES
 from aiko.commands._can_options import add_can_arguments
 from aiko.commands.run import (
     _after_run,
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     backends = "; ".join(f"{name}: {text}" for name, text in backend_help().items())
     p = sub.add_parser(
         "drive",
-        help="drive the robot live: steer, change speed and switch gaits from a keyboard, gamepad or Foxglove",
+        help=SUMMARIES["drive"],
         description=(
             "Drive the robot live with the steerable gait: turn, change speed and switch gaits while it moves, "
             "every change inside what the joint modules can follow. The run is aiko run's (e-stop, watchdog, safety "

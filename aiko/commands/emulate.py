@@ -14,10 +14,11 @@ import pkgutil
 import sys
 
 import aiko.commands.emulators as emulators
+from aiko.commands import SUMMARIES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("emulate", help="run a device's protocol emulator on a loopback address")
+    p = sub.add_parser("emulate", help=SUMMARIES["emulate"])
     devices = p.add_subparsers(dest="device", metavar="DEVICE", parser_class=type(p))
     named = _device_named(sys.argv[1:])
     infos = sorted(

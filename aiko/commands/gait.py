@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from aiko.analysis.plots import save_figure
+from aiko.commands import SUMMARIES
 from aiko.core.errors import AikoError, writing
 from aiko.robots.aiko.experiment import load_experiment
 
@@ -17,7 +18,7 @@ MAX_SAMPLES = 1_000_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    gait = sub.add_parser("gait", help="inspect gaits")
+    gait = sub.add_parser("gait", help=SUMMARIES["gait"])
     gait_sub = gait.add_subparsers(dest="gait_command", metavar="ACTION", parser_class=type(gait))
     show = gait_sub.add_parser("show", help="sample an experiment's joint references to CSV (and a plot)")
     show.add_argument("experiment", help="experiment TOML file")

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from aiko.commands import SUMMARIES
 from aiko.commands._cluster_options import add_cluster_arguments, check_cluster_arguments
 from aiko.core.errors import AikoError
 
@@ -14,7 +15,7 @@ from aiko.core.errors import AikoError
 def register(sub: argparse._SubParsersAction) -> None:
     identify = sub.add_parser(
         "identify",
-        help="fit simulator settings to a recorded run (least squares; replays in parallel on a Dask cluster)",
+        help=SUMMARIES["identify"],
         description=(
             "Fit the settings --params names so that the simulator, replayed with the log's references, reproduces "
             "the logged tracked point and joint angles: scipy least_squares within --bounds, each Jacobian column a "

@@ -7,12 +7,13 @@ import json
 import sys
 from pathlib import Path
 
+from aiko.commands import SUMMARIES
 from aiko.log import LogReader, export_csv, recover
 from aiko.log.info import log_info
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("log", help="inspect, export or repair an experiment log (MCAP)")
+    parser = subparsers.add_parser("log", help=SUMMARIES["log"])
     sub = parser.add_subparsers(dest="log_command", metavar="{info,export,recover}")
     sub.required = True
 

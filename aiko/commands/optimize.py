@@ -8,13 +8,14 @@ import json
 import sys
 from pathlib import Path
 
+from aiko.commands import SUMMARIES
 from aiko.commands._cluster_options import add_cluster_arguments, check_cluster_arguments
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     optimize = sub.add_parser(
         "optimize",
-        help="CMA-ES over gait settings for a metric, each generation in parallel on a Dask cluster",
+        help=SUMMARIES["optimize"],
         description=(
             "Search the settings an optimisation file names, within their bounds, for the best value of one metric "
             "(CMA-ES, the cma package), each generation's runs in parallel on Dask distributed: a LocalCluster of "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aiko.robots.aiko.mocap  # noqa: F401  (registers the [mocap] section before any experiment is read)
 from aiko.analysis.replay import DEFAULT_REPLAY_BACKEND, replay
+from aiko.commands import SUMMARIES
 from aiko.core.config import parse_override
 from aiko.core.errors import writing
 from aiko.core.progress import Progress
@@ -16,7 +17,7 @@ from aiko.core.progress import Progress
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "replay",
-        help="replay a log's references through a simulator and record the result",
+        help=SUMMARIES["replay"],
         description="Re-drive a simulator with the references exactly as logged (same times and values), from the "
         "logged initial posture, with the logged experiment, robot and overrides plus any --set.",
     )

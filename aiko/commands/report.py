@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 from aiko.analysis.report import write_report
+from aiko.commands import SUMMARIES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write a run's report (HTML with figures, or a PNG)")
+    p = sub.add_parser("report", help=SUMMARIES["report"])
     p.add_argument("log", type=Path, help="experiment log (.mcap)")
     p.add_argument("--out", type=Path, default=None, help="REPORT.html or REPORT.png (default: LOG.html)")
     p.add_argument("--json", action="store_true")

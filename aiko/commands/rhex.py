@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from aiko.analysis.plots import save_figure
+from aiko.commands import SUMMARIES
 from aiko.core.errors import AikoError
 
 #: Table V of paper 003: RMSE of predicted pitch acceleration [rad/s²].
@@ -20,7 +21,7 @@ PAPER_RMSE = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    rhex = sub.add_parser("rhex", help="planar RHex self-righting (paper 003)")
+    rhex = sub.add_parser("rhex", help=SUMMARIES["rhex"])
     rhex_sub = rhex.add_subparsers(dest="rhex_command", metavar="ACTION", parser_class=type(rhex))
     flip = rhex_sub.add_parser("flip", help="run one flip with a controller on the compliant model")
     flip.add_argument("--controller", required=True, choices=("maximal_thrust", "blind"))

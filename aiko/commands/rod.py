@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from aiko.commands import SUMMARIES
 from aiko.core.config import parse_override
 from aiko.core.errors import AikoError
 from aiko.core.progress import Progress
@@ -26,7 +27,7 @@ from sim.cosserat.statics import solve_statics
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    rod = sub.add_parser("rod", help="Cosserat rod simulator (paper 004)")
+    rod = sub.add_parser("rod", help=SUMMARIES["rod"])
     rod_sub = rod.add_subparsers(dest="rod_command", metavar="ACTION", parser_class=type(rod))
 
     cant = rod_sub.add_parser("cantilever", help="slender rod clamped horizontally under a vertical tip load")

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiko.commands import SUMMARIES
 from aiko.commands._can_options import add_can_arguments, can_overrides, check_can_flags
 from aiko.commands._live_options import check_live_outputs
 from aiko.core.config import parse_override
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     backends = "; ".join(f"{name}: {text}" for name, text in backend_help().items())
     run = sub.add_parser(
         "run",
-        help="run an experiment and record its log",
+        help=SUMMARIES["run"],
         description=f"Run an experiment and record its log. Backends — {backends}.",
     )
     run.add_argument("experiment", help="experiment TOML file (see experiments/)")

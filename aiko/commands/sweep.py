@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from aiko.commands import SUMMARIES
 from aiko.commands._cluster_options import add_cluster_arguments, check_cluster_arguments
 from aiko.core.errors import AikoError
 
@@ -14,7 +15,7 @@ from aiko.core.errors import AikoError
 def register(sub: argparse._SubParsersAction) -> None:
     sweep = sub.add_parser(
         "sweep",
-        help="run an experiment over many settings on a Dask cluster; one Parquet table of results",
+        help=SUMMARIES["sweep"],
         description=(
             "Run the experiment a sweep file names over its parameters (lists, ranges, random or Latin-hypercube "
             "samples) on Dask distributed: a LocalCluster of processes on this machine by default, any cluster "

@@ -186,7 +186,10 @@ class RedMarkerTracker:
         if image_bgr.ndim != 3 or image_bgr.shape[2] != 3 or image_bgr.dtype != np.uint8:
             raise ConfigError(f"red markers: need a BGR uint8 image, got shape {image_bgr.shape} {image_bgr.dtype}")
         mask = self.binarise(image_bgr)
-        b, g, r = cv2.split(image_bgr.astype(np.float32))
+        # numpy's views of the channels, not cv2.split: the same values, but split's three fresh 1.2 MB float images
+        # cost 7-8 ms a 640 x 480 frame here (0.6 ms this way), half the tracker's time (issue 28: the HIL camera)
+        channels = image_bgr.astype(np.float32)
+        b, g, r = channels[:, :, 0], channels[:, :, 1], channels[:, :, 2]
         red_excess = r - np.maximum(g, b)
         redness = np.maximum(red_excess - s.weight_floor, 0.0)
         # the difference is taken on the red excess, not on grey: a grey arm passing next to a red cap changes

@@ -66,3 +66,40 @@ def test_the_version_is_answered_without_loading_the_commands():
     with contextlib.redirect_stdout(argparse_answer), pytest.raises(SystemExit):
         build_parser(["--version"]).parse_args(["--version"])
     assert argparse_answer.getvalue() == result["out"]
+
+
+@pytest.mark.parametrize("argv", [["--help"], [], ["no-such-command"]], ids=["--help", "nothing", "unknown"])
+def test_the_command_list_is_answered_without_loading_the_commands(argv):
+    """``aiko --help`` imported every command's module to list them (1 s): the list now comes from
+    `aiko.commands.SUMMARIES`, the help each command's parser takes, and is the text the full parser prints
+    (the same for the usage line of ``aiko`` alone and the error of an unknown command)."""
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from aiko.cli import main\n"
+        "out, err = io.StringIO(), io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        f"    rc = main({argv!r})\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('aiko.commands.'))\n"
+        "print(json.dumps({'rc': rc, 'out': out.getvalue(), 'err': err.getvalue(), 'loaded': loaded}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    light = json.loads(done.stdout.strip().splitlines()[-1])
+    assert light["loaded"] == []
+    import contextlib
+    import io
+
+    from aiko.cli import build_parser
+
+    full = build_parser()  # every command's module and parser
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            args = full.parse_args(argv)
+        except SystemExit as exc:
+            rc = int(exc.code or 0)
+        else:
+            full.print_help()
+            rc = 2 if args.command is None else 0
+    assert (light["rc"], light["out"], light["err"]) == (rc, out.getvalue(), err.getvalue())
+    assert light["out"] or light["err"]
