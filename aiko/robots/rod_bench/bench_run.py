@@ -171,11 +171,14 @@ def record_bench_run(
             nonlocal wall_loop0
             if hasattr(backend, "run_clock"):
                 ctx.clock = backend.run_clock()
+            side_file = backend.side_file() if hasattr(backend, "side_file") else None
             for sensor in sensors:
                 if sensor.open_with_clock is not None:
                     sensor.open_with_clock(ctx.clock)
                 if sensor.open is not None:
                     sensor.open()
+                if sensor.follow is not None and side_file is not None:
+                    sensor.follow(side_file, ctx.clock, duration)
             log_recorder.add_metadata(
                 BENCH_METADATA_NAME, {"clock": type(ctx.clock).__name__, "clock_start_ns": ctx.clock.start_ns}
             )

@@ -1,19 +1,22 @@
 """The bench's camera in HIL: the rod plant's true states are filmed by the synthetic side camera, tracked by the
-red-marker tracker and turned into strains by the strain observer — after the run.
+red-marker tracker and turned into strains by the strain observer — live, beside the run, in a process of its own.
 
-Why after the run: rendering a frame, tracking it and running the observer take ~20 ms of CPU per frame (render,
-tracking and the compiled observer ~7-8 ms each: ``benchmarks/camera_observer_accuracy.py --fps 50``), a whole
-50 Hz frame period of one of the bench PC's two cores, where the UR3 emulator's 200 Hz tick and the bench's loop
-run; inside the plant's tick that would stop the rod's real time (and with it the arm's), inside the bench's loop
-it would miss deadlines. The plant therefore writes its true states (``/sim/rod/state``: ``q`` at the experiment's
-log rate, with the controller's time) to the side file it already writes, and the bench renders, tracks and
-observes them once the arm has stopped. The frames' times are the states' times, so ``/bench/markers`` and
-``/bench/observed_strain`` sit on the run's clock as if a camera had filmed it live. The camera's rate in HIL is
-therefore at most the experiment's log rate. Rendering, tracking and observing run in three threads
-(`observe_frames`), which on two cores takes ~0.6 of their sum. Filming starts as soon as the loop has ended and
-the arm is deactivated, in a background thread, while the backend closes (ur_rtde's disconnects and the
-emulator's exit are ~1 s of waiting); ``finish`` then records what was filmed, or films again if the states it
-is given are not the ones filmed (a state line the emulator had not yet written).
+Why not in the loop: rendering a frame, tracking it and running the observer take ~14 ms of CPU per frame (render
+~3, track ~7, observe ~4 ms here), most of a 50 Hz frame period of one of the bench PC's two cores, where the UR3
+emulator's 200 Hz tick and the bench's loop run; inside the plant's tick that would stop the rod's real time (and
+with it the arm's), inside the bench's loop it would miss deadlines. The plant writes its true states
+(``/sim/rod/state``: ``q`` at the experiment's log rate, with the controller's time) to the side file it already
+writes, and `camera_worker` films them from there as they are written, at a lower priority than the emulator and
+the loop: when the arm stops, only the last frames are left (0.45 s after the close for bench_stick, against 1.5-2
+s when filming started after the loop). The frames' times are the states' times, so ``/bench/markers`` and
+``/bench/observed_strain`` sit on the run's clock as a camera filming it would. The camera's rate in HIL is
+therefore at most the experiment's log rate, and the camera is framed before the run, on the experiment's own
+simulation (`framing_states`).
+
+Filming in this process remains, with the same records to the last bit: when the worker fails, or filmed other
+states than the run's final ones (``finish`` checks), the bench films the states itself (`observe_frames`: render,
+track and observe in three threads, ~0.6 of their sum on two cores), and without a worker (``live=False``) filming
+starts when the loop has ended, in a background thread, while the backend closes.
 
 What the pipeline is given is what a real bench has: pixels, the plane calibration of the camera (here the exact
 one of the synthetic camera) and the base pose (here the plant's, which is the flange pose the arm reports through
@@ -23,12 +26,14 @@ measured on every run.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -41,7 +46,11 @@ from aiko.robots.rod_bench.bench_experiment import BenchExperiment
 from aiko.robots.rod_bench.messages import STRAIN_AXES
 from aiko.robots.rod_bench.sensor_task import FinishedRun
 
+if TYPE_CHECKING:
+    from aiko.robots.rod_bench.camera_worker_client import CameraWorker
+
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MARKERS = Channel("/bench/markers", Message(
     "aiko.bench.Markers",
@@ -190,17 +199,69 @@ class _Filmed:
         )
 
 
+FRAMING_SAMPLES = 21  # the simulated states the side camera is framed on, evenly over the experiment
+
+
+def framing_states(experiment: BenchExperiment) -> list[np.ndarray]:
+    """The rod's configurations q over the experiment as the simulator runs it (`RodStepper`, the file's base
+    motion): what the side camera is framed on before the run. ~0.3 s of CPU for a 4 s bench file."""
+    from aiko.robots.rod_bench.rod_stepper import RodStepper
+
+    stepper = RodStepper(experiment.scenario)
+    states = [stepper.state.q.copy()]
+    for t_s in np.linspace(0.0, experiment.scenario.duration_s, FRAMING_SAMPLES)[1:]:
+        stepper.advance_to(float(t_s))
+        states.append(stepper.state.q.copy())
+    return states
+
+
+def _with_neighbours(items: Iterable[T]) -> Iterator[tuple[T, T, T]]:
+    """(previous, item, next) of each item in order, the first's previous and the last's next being itself: each
+    comes once the next is known."""
+    iterator = iter(items)
+    try:
+        current = next(iterator)
+    except StopIteration:
+        return
+    previous = current
+    for following in iterator:
+        yield previous, current, following
+        previous, current = current, following
+    yield previous, current, current
+
+
+class _BasePoses:
+    """The base pose at each frame's time (its state's q[0:6]), filled as the frames are made; `at` is the
+    pipeline's lookup (time since the first frame), answered from the nearest state filmed so far — the frame's
+    own, which is added before the frame is tracked."""
+
+    def __init__(self) -> None:
+        self._by_ns: dict[int, np.ndarray] = {}
+        self._t0_s: float | None = None
+
+    def add(self, t_s: float, q: np.ndarray) -> None:
+        if self._t0_s is None:
+            self._t0_s = t_s
+        self._by_ns[round(t_s * 1e9)] = q[0:6]
+
+    def at(self, t_since_first_s: float) -> np.ndarray:
+        assert self._t0_s is not None
+        key = round((self._t0_s + t_since_first_s) * 1e9)
+        return self._by_ns[min(self._by_ns, key=lambda k: abs(k - key))]
+
+
 class HilCamera:
-    """Films the plant's states once the loop has ended (see the module doc); ``finish`` records the two channels.
+    """Films the plant's states (see the module doc); ``finish`` records the two channels. ``live``: a worker
+    process films them during the run (`camera_worker`), started here so that it is warm by the run's start.
 
-    Whatever filming needs besides the states is loaded in a background thread from construction until ``open``
-    (called before the run's time 0, once the emulator runs): the camera's modules (~0.5 s of imports) and the
-    compiled kernels the film and the observer load from numba's cache (~0.4 s), by one frame of the initial state
-    through a pipeline that is thrown away. The bench's main thread spends that time waiting for the UR3 emulator to
-    start and for the approach move, so the work after the run is that much shorter; nothing of it reaches the
-    log."""
+    Without a worker, whatever filming needs besides the states is loaded in a background thread from construction
+    until ``open`` (called before the run's time 0, once the emulator runs): the camera's modules (~0.5 s of
+    imports), the framing (`framing_states`) and the compiled kernels the film and the observer load from numba's
+    cache (~0.4 s), by one frame of the initial state through a pipeline that is thrown away. The bench's main
+    thread spends that time waiting for the UR3 emulator to start and for the approach move; nothing of it reaches
+    the log."""
 
-    def __init__(self, experiment: BenchExperiment) -> None:
+    def __init__(self, experiment: BenchExperiment, *, live: bool = False) -> None:
         if experiment.camera is None:
             raise ConfigError("the bench camera needs a [camera] table")
         if not experiment.camera.is_synthetic:
@@ -209,13 +270,20 @@ class HilCamera:
         self.stats: dict[str, Any] = {}
         self._filming: threading.Thread | None = None  # `start_finish`'s
         self._filmed: _Filmed | None = None
-        self._warm_up_thread = threading.Thread(target=self._warm_up, name="camera-warm-up", daemon=True)
+        self._worker: CameraWorker | None = None
+        if live:  # the worker warms up in its own process; this one loads the camera only if it has to film
+            from aiko.robots.rod_bench.camera_worker_client import CameraWorker
+
+            self._worker = CameraWorker(experiment)
+        self._warm_up_thread = threading.Thread(
+            target=self._warm_up if not live else lambda: None, name="camera-warm-up", daemon=True
+        )
         self._warm_up_thread.start()
 
     def _warm_up(self) -> None:
         try:
             q = np.asarray(self.experiment.scenario.initial_state.q, dtype=float)
-            _film, _camera, pipeline, frames = self._film([(0.0, q)])
+            pipeline, frames = self._film([(0.0, q)])
             for frame, _truth in frames:
                 pipeline.process(frame)
         except Exception:  # noqa: BLE001  (finish does the same work and reports what fails there)
@@ -225,35 +293,57 @@ class HilCamera:
         """Before the run's time 0: the warm-up is over (it must not share the interpreter with the loop)."""
         self._warm_up_thread.join()
 
-    def _film(self, chosen: list[tuple[float, np.ndarray]]) -> tuple[Any, Any, Any, Iterator[tuple[Any, Any]]]:
-        """The side camera framed on the states ``chosen`` ((run time, q) at the camera's rate), its pipeline, and
-        the frames with their truths (the beads' true centres, the true nodal strains)."""
-        from aiko.devices.camera.calibration import CameraIntrinsics
-        from aiko.devices.camera.plane import calibration_from_pose
-        from aiko.devices.camera.red_markers import PixelsToWorld
-        from aiko.devices.camera.rod_film import RodFilm, frame_side_camera
+    def follow(self, side_file: Path, clock: Clock, duration_s: float) -> None:
+        """Once the run's clock is known (before its time 0): the live camera films the plant's states from its
+        side file as they are written (`camera_worker`). Without a worker (not ``live``), nothing."""
+        if self._worker is not None:
+            self._worker.follow(side_file, float(getattr(clock, "zero_s", 0.0)), duration_s)
+
+    def close(self) -> None:
+        """After the backend closed (the plant's file is complete): the live camera films its last states."""
+        if self._worker is not None:
+            self._worker.end()
+
+    def _film(self, chosen: Iterable[tuple[float, np.ndarray]]) -> tuple[Any, Iterator[tuple[Any, Any]]]:
+        """The pipeline of the side camera (`_framed`) and the frames of the states ``chosen`` ((run time, q) at
+        the camera's rate, in order; any iterable: the worker's grows as the plant writes) with their truths (the
+        beads' true centres, the true nodal strains). A frame's motion blur takes its neighbours' states, so each
+        frame comes once the next state is known (or the states end)."""
         from aiko.devices.camera.source import Frame
         from aiko.devices.camera.synthetic import SyntheticCamera, SyntheticCameraSettings
 
         cam = self.experiment.camera
         assert cam is not None
+        film, intrinsics, pose, to_world = self._framed
+        # a camera of its own for each film: its grey-level noise starts from its seed every time
+        camera = SyntheticCamera(intrinsics, pose, SyntheticCameraSettings(fps=cam.rate_hz, noise_sigma=cam.noise))
+        poses = _BasePoses()
+        pipeline = strain_pipeline(self.experiment, to_world, poses.at, 0.0)
+
+        def frames() -> Iterator[tuple[Any, Any]]:
+            for index, (before, (t_s, q), after) in enumerate(_with_neighbours(chosen)):
+                poses.add(t_s, q)
+                scenes = film.exposure(before[1], q, after[1], cam.blur_samples)
+                yield Frame(index, round(t_s * 1e9), camera.render(scenes)), (film.markers_m(q), film.strain_nodes(q))
+
+        return pipeline, frames()
+
+    @functools.cached_property
+    def _framed(self) -> tuple[Any, Any, Any, Any]:
+        """The rod's film, the side camera's intrinsics and pose, and its pixel-to-world map: the camera framed
+        before the run on the experiment's own simulation (`framing_states`), since a camera filming live cannot
+        wait for the run's states; the HIL plant follows the simulation closely (the frame keeps a 30 % margin)."""
+        from aiko.devices.camera.calibration import CameraIntrinsics
+        from aiko.devices.camera.plane import calibration_from_pose
+        from aiko.devices.camera.red_markers import PixelsToWorld
+        from aiko.devices.camera.rod_film import RodFilm, frame_side_camera
+
         model = self.experiment.scenario.model
         film = RodFilm(model.rod, model.n_sections, marker_arcs(self.experiment))
         intrinsics = CameraIntrinsics(np.array([[800.0, 0, 320], [0, 800, 240], [0, 0, 1]]), np.zeros(5), (640, 480))
-        everything = np.vstack([film.scene(q).centreline_m for _, q in chosen[:: max(len(chosen) // 20, 1)]])
+        everything = np.vstack([film.scene(q).centreline_m for q in framing_states(self.experiment)])
         pose, plane = frame_side_camera(everything, intrinsics)
-        camera = SyntheticCamera(intrinsics, pose, SyntheticCameraSettings(fps=cam.rate_hz, noise_sigma=cam.noise))
-        to_world = PixelsToWorld(calibration_from_pose(intrinsics, pose, plane), plane)
-        frames_q = {round(t * 1e9): q for t, q in chosen}
-        pipeline = strain_pipeline(self.experiment, to_world, lambda t_s: self._alpha_at(frames_q, t_s), chosen[0][0])
-
-        def frames() -> Iterator[tuple[Any, Any]]:
-            for index, (t_s, q) in enumerate(chosen):
-                k = min(index + 1, len(chosen) - 1)
-                scenes = film.exposure(chosen[max(index - 1, 0)][1], q, chosen[k][1], cam.blur_samples)
-                yield Frame(index, round(t_s * 1e9), camera.render(scenes)), (film.markers_m(q), film.strain_nodes(q))
-
-        return film, camera, pipeline, frames()
+        return film, intrinsics, pose, PixelsToWorld(calibration_from_pose(intrinsics, pose, plane), plane)
 
     def _chosen(self, run: FinishedRun) -> list[tuple[float, np.ndarray]]:
         """The states filmed: (run time, q) at the camera's rate, from the states (at the log rate)."""
@@ -269,13 +359,15 @@ class HilCamera:
     def _observe(self, chosen: list[tuple[float, np.ndarray]], clock: Clock) -> _Filmed:
         """Film, track and observe ``chosen``; the two channels' records are kept, not yet recorded."""
         kept = _KeptRecords()
-        _film, _camera, pipeline, frames = self._film(chosen)
+        pipeline, frames = self._film(chosen)
         return _Filmed(chosen, kept.records, observe_frames(frames, pipeline, kept, clock))
 
     def start_finish(self, run: FinishedRun, clock: Clock) -> None:
         """After the loop, before the backend closes: film ``run``'s states in a background thread (the close
         is mostly waiting), for `finish` to record."""
         self._warm_up_thread.join()
+        if self._worker is not None and self._worker.following:
+            return  # filming live already
         chosen = self._chosen(run)
         if not chosen:
             return
@@ -295,25 +387,32 @@ class HilCamera:
             self.stats = {"frames": 0, "note": "the plant wrote no rod states"}
             return
         wall0 = time.perf_counter()
-        if self._filming is not None:
-            self._filming.join()
         chosen = self._chosen(run)
-        filmed, early = self._filmed, True
+        filmed, when = self._filmed_live(clock), "live"
+        if filmed is None:
+            if self._filming is not None:
+                self._filming.join()
+            filmed, when = self._filmed, "while closing"
         if filmed is None or not filmed.films(chosen):
-            filmed, early = self._observe(chosen, clock), False
+            filmed, when = self._observe(chosen, clock), "after the close"
         for channel, t_ns, payload in filmed.records:
             recorder.record(channel, t_ns, payload)
         cam = self.experiment.camera
         assert cam is not None
         self.stats = dict(filmed.stats)
-        self.stats.update(rate_hz=cam.rate_hz, offline_wall_s=time.perf_counter() - wall0, filmed_while_closing=early)
+        self.stats.update(rate_hz=cam.rate_hz, offline_wall_s=time.perf_counter() - wall0, filmed=when)
 
-    @staticmethod
-    def _alpha_at(frames_q: dict[int, np.ndarray], t_s: float) -> np.ndarray:
-        """The base pose at a frame's run time (from the nearest state filmed)."""
-        key = round(t_s * 1e9)
-        nearest = min(frames_q, key=lambda k: abs(k - key))
-        return frames_q[nearest][0:6]
+    def _filmed_live(self, clock: Clock) -> _Filmed | None:
+        """What the live camera filmed, its records stamped on the run's clock (from their run times), or None."""
+        if self._worker is None:
+            return None
+        done = self._worker.results()
+        if done is None:
+            return None
+        channels = {MARKERS.topic: MARKERS, OBSERVED_STRAIN.topic: OBSERVED_STRAIN}
+        records = [(channels[topic], clock.stamp_ns(payload["t_s"]), payload) for topic, payload in done["records"]]
+        chosen = [(float(t_s), np.asarray(q, dtype=float)) for t_s, q in done["chosen"]]
+        return _Filmed(chosen, records, done["stats"])
 
     def summary(self) -> dict[str, Any]:
         return dict(self.stats)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,3 +46,6 @@ class SensorTask:
     # work may start in a background thread while the backend closes (HIL: ~1 s of ur_rtde's and the emulator's
     # waiting); `finish` still gets the final run and decides what it records
     start_finish: Callable[[FinishedRun, Clock], None] | None = None
+    # before t = 0, with the run's clock and duration, where the backend writes records beside the loop as they are
+    # made (HIL: the rod plant's side file): the live camera films the plant's states from it during the run
+    follow: Callable[[Path, Clock, float], None] | None = None

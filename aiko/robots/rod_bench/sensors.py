@@ -31,17 +31,19 @@ def bench_sensors(
         rate = min(ft.rate_hz, experiment.bench.observe_rate_hz)
         out.append(SensorTask("ft_sensor", rate, WRENCH, task.sample, task.close, task.open, task.summary))
     if experiment.camera is not None and backend_name == "hil":
-        camera = HilCamera(experiment)
+        camera = HilCamera(experiment, live=True)  # films beside the run, in a process of its own
         out.append(
             SensorTask(
                 "camera",
                 experiment.camera.rate_hz,
                 MARKERS,
                 None,
+                close=camera.close,
                 open=camera.open,
                 summary=camera.summary,
                 finish=camera.finish,
                 start_finish=camera.start_finish,
+                follow=camera.follow,
             )
         )
     elif experiment.camera is not None and backend_name == "real":

@@ -12,6 +12,7 @@ disconnects, then stops the emulator (HIL) — on every exit path, since the run
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -145,6 +146,11 @@ class BenchArmBackend(Backend[BenchContext, FlangeTarget, BenchObservation]):
     def side_records(self) -> list[tuple[str, float, dict[str, Any]]]:
         """Records produced beside the loop (the HIL plant's rod samples), on controller time."""
         return self.site.side_records()
+
+    def side_file(self) -> Path | None:
+        """Where those records are written as they are made (HIL: the plant's JSON lines), if anywhere."""
+        path = getattr(self.site, "plant_log", None)
+        return Path(path) if path is not None else None
 
     def summary(self) -> dict[str, Any]:
         return {"controller_host": self.host, **self.site.summary()}

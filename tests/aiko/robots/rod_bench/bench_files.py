@@ -23,3 +23,15 @@ def write_experiment(tmp_path: Path, extra: str = "", name: str = "bench_test.to
     path = tmp_path / name
     path.write_text(text + extra)
     return path
+
+
+def simulated_rod_states(experiment, duration_s: float) -> list:
+    """The states a HIL plant writes (``/sim/rod/state`` payloads at the log rate), from the simulator."""
+    from aiko.robots.rod_bench.rod_stepper import RodStepper
+
+    stepper = RodStepper(experiment.scenario)
+    states = [(0.0, {"t_s": 0.0, "q": stepper.state.q.tolist()})]
+    for k in range(1, int(round(duration_s / 0.02)) + 1):
+        stepper.advance_to(0.02 * k)
+        states.append((stepper.state.t_s, {"t_s": stepper.state.t_s, "q": stepper.state.q.tolist()}))
+    return states

@@ -1,5 +1,6 @@
-"""The camera in the bench loop (HIL): the plant's true rod states are filmed by the synthetic camera after the run,
-tracked and observed into /bench/markers and /bench/observed_strain; the compare can take the camera's strains."""
+"""The camera in the bench loop (HIL): the plant's true rod states are filmed by the synthetic camera (live, beside
+the run, or after it), tracked and observed into /bench/markers and /bench/observed_strain; the compare can take
+the camera's strains."""
 
 import subprocess
 import sys
@@ -15,11 +16,10 @@ from aiko.robots.rod_bench.bench_experiment import load_bench_experiment
 from aiko.robots.rod_bench.bench_run import ROD_STATE, record_bench_run
 from aiko.robots.rod_bench.camera import MARKERS, OBSERVED_STRAIN, HilCamera
 from aiko.robots.rod_bench.compare import compare_logs
-from aiko.robots.rod_bench.rod_stepper import RodStepper
 from aiko.robots.rod_bench.sensor_task import FinishedRun
 from aiko.robots.rod_bench.sensors import bench_sensors
 
-from .bench_files import write_experiment
+from .bench_files import simulated_rod_states, write_experiment
 
 CAMERA = '\n[camera]\nsource = "synthetic"\nrate_hz = 50.0\nmarkers = 6\n'
 
@@ -81,22 +81,12 @@ class _ListRecorder:
         self.records.append((channel.topic, t_ns, payload))
 
 
-def _rod_states(experiment, duration_s):
-    """The states a HIL plant writes (``/sim/rod/state`` payloads at the log rate), from the simulator."""
-    stepper = RodStepper(experiment.scenario)
-    states = [(0.0, {"t_s": 0.0, "q": stepper.state.q.tolist()})]
-    for k in range(1, int(round(duration_s / 0.02)) + 1):
-        stepper.advance_to(0.02 * k)
-        states.append((stepper.state.t_s, {"t_s": stepper.state.t_s, "q": stepper.state.q.tolist()}))
-    return states
-
-
 def test_the_camera_films_while_the_backend_closes_and_records_what_filming_after_would(tmp_path):
     """`start_finish` films in a background thread; `finish` records it when the final states are the ones filmed,
     and films again when they are not (a state the plant had not yet written when the loop ended): the records are
     the same either way, and the same as filming after the close."""
     experiment = load_bench_experiment(write_experiment(tmp_path, CAMERA))
-    states, clock = _rod_states(experiment, 0.1), SimulatedClock()
+    states, clock = simulated_rod_states(experiment, 0.1), SimulatedClock()
     run = FinishedRun(states)
     logged = {}
     for case, so_far in (("after", None), ("while", run), ("again", FinishedRun(states[:-1]))):
@@ -105,7 +95,8 @@ def test_the_camera_films_while_the_backend_closes_and_records_what_filming_afte
         if so_far is not None:
             camera.start_finish(so_far, clock)
         camera.finish(run, recorder, clock)
-        assert camera.stats["frames"] == len(states) and camera.stats["filmed_while_closing"] == (case == "while")
+        filmed = {"after": "after the close", "while": "while closing", "again": "after the close"}[case]
+        assert camera.stats["frames"] == len(states) and camera.stats["filmed"] == filmed
         logged[case] = recorder.records
     assert {topic for topic, _, _ in logged["after"]} == {MARKERS.topic, OBSERVED_STRAIN.topic}
     assert logged["while"] == logged["after"] == logged["again"]
@@ -117,14 +108,14 @@ def test_the_cameras_three_stages_in_their_threads_record_what_one_after_another
     from aiko.robots.rod_bench import camera as camera_module
 
     experiment = load_bench_experiment(write_experiment(tmp_path, CAMERA))
-    chosen = HilCamera(experiment)._chosen(FinishedRun(_rod_states(experiment, 0.1)))
+    chosen = HilCamera(experiment)._chosen(FinishedRun(simulated_rod_states(experiment, 0.1)))
     threads: dict[str, set[str]] = {"render": set(), "track": set()}
     clock = SimulatedClock()
 
     def observed(read_ahead) -> list:
         camera = HilCamera(experiment)
         camera.open()
-        _film, _camera, pipeline, frames = camera._film(chosen)
+        pipeline, frames = camera._film(chosen)
         track = pipeline.track
 
         def rendered():
@@ -160,7 +151,7 @@ def test_hil_camera_observes_the_plants_strains(tmp_path):
     out = tmp_path / "hil-camera.mcap"
     summary = record_bench_run(experiment, out, "hil", host="127.0.0.84")
     cam = summary["sensors"]["camera"]
-    assert cam["frames"] >= 10 and cam["observer_failed"] == 0 and cam["filmed_while_closing"]
+    assert cam["frames"] >= 10 and cam["observer_failed"] == 0 and cam["filmed"] == "live"
     assert cam["marker_error_max_mm"] < 0.5  # sub-pixel beads on a 640 x 480 side view of a 0.2 m rod
     reader = read_log(out)
     for topic in (ROD_STATE, MARKERS, OBSERVED_STRAIN):
