@@ -233,21 +233,26 @@ def _with_neighbours(items: Iterable[T]) -> Iterator[tuple[T, T, T]]:
 class _BasePoses:
     """The base pose at each frame's time (its state's q[0:6]), filled as the frames are made; `at` is the
     pipeline's lookup (time since the first frame), answered from the nearest state filmed so far — the frame's
-    own, which is added before the frame is tracked."""
+    own, which is added before the frame is tracked. The frames are made in one thread and tracked in another
+    (`observe_frames`), so both go through a lock (without it, a lookup met a frame being added: "dictionary
+    changed size during iteration", seen beside two busy loops)."""
 
     def __init__(self) -> None:
         self._by_ns: dict[int, np.ndarray] = {}
         self._t0_s: float | None = None
+        self._lock = threading.Lock()
 
     def add(self, t_s: float, q: np.ndarray) -> None:
-        if self._t0_s is None:
-            self._t0_s = t_s
-        self._by_ns[round(t_s * 1e9)] = q[0:6]
+        with self._lock:
+            if self._t0_s is None:
+                self._t0_s = t_s
+            self._by_ns[round(t_s * 1e9)] = q[0:6]
 
     def at(self, t_since_first_s: float) -> np.ndarray:
-        assert self._t0_s is not None
-        key = round((self._t0_s + t_since_first_s) * 1e9)
-        return self._by_ns[min(self._by_ns, key=lambda k: abs(k - key))]
+        with self._lock:
+            assert self._t0_s is not None
+            key = round((self._t0_s + t_since_first_s) * 1e9)
+            return self._by_ns[min(self._by_ns, key=lambda k: abs(k - key))]
 
 
 class HilCamera:
@@ -388,7 +393,7 @@ class HilCamera:
             return
         wall0 = time.perf_counter()
         chosen = self._chosen(run)
-        filmed, when = self._filmed_live(clock), "live"
+        filmed, when = self._filmed_live(clock, len(chosen)), "live"
         if filmed is None:
             if self._filming is not None:
                 self._filming.join()
@@ -401,12 +406,15 @@ class HilCamera:
         assert cam is not None
         self.stats = dict(filmed.stats)
         self.stats.update(rate_hz=cam.rate_hz, offline_wall_s=time.perf_counter() - wall0, filmed=when)
+        if self._worker is not None and when != "live":
+            self.stats["live_camera"] = self._worker.outcome
 
-    def _filmed_live(self, clock: Clock) -> _Filmed | None:
-        """What the live camera filmed, its records stamped on the run's clock (from their run times), or None."""
+    def _filmed_live(self, clock: Clock, frames: int) -> _Filmed | None:
+        """What the live camera filmed, its records stamped on the run's clock (from their run times), or None
+        (no worker, it failed, or filming the run's ``frames`` here is sooner than waiting for it)."""
         if self._worker is None:
             return None
-        done = self._worker.results()
+        done = self._worker.results(frames)
         if done is None:
             return None
         channels = {MARKERS.topic: MARKERS, OBSERVED_STRAIN.topic: OBSERVED_STRAIN}

@@ -96,3 +96,21 @@ def test_a_live_camera_that_never_followed_a_run_ends_and_the_bench_films_itself
     camera.finish(FinishedRun(states), recorder, SimulatedClock())
     assert camera.stats["filmed"] == "after the close" and camera.stats["frames"] == len(states)
     assert camera._worker.proc.poll() is not None
+
+
+def test_the_bench_waits_for_a_live_camera_only_when_that_is_sooner_than_filming_itself():
+    """200 frames at 14 ms of CPU each: the bench would film them in 200 x 14 ms x 0.6 = 1.7 s. A worker 20 frames
+    behind at 100 frames/s (0.2 s) is waited for; one 150 behind at 5 frames/s (30 s: starved beside other work)
+    is not, nor one with no frame in the last half second; one within five frames of the end always is."""
+    from aiko.robots.rod_bench.camera_worker_client import worth_waiting_for
+
+    def worker(done, frames_per_s, now=100.0):
+        times = [now - k / frames_per_s for k in range(done)][::-1]
+        return [0.014 * k for k in range(done)], times
+
+    assert worth_waiting_for(200, *worker(180, 100.0), 100.0)
+    assert not worth_waiting_for(200, *worker(50, 5.0), 100.0)
+    cpu, times = worker(150, 100.0, now=90.0)  # nothing since 10 s ago
+    assert not worth_waiting_for(200, cpu, times, 100.0)
+    assert worth_waiting_for(200, *worker(196, 0.1), 100.0)
+    assert not worth_waiting_for(200, [], [], 100.0)
