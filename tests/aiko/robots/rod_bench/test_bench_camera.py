@@ -151,7 +151,10 @@ def test_hil_camera_observes_the_plants_strains(tmp_path):
     out = tmp_path / "hil-camera.mcap"
     summary = record_bench_run(experiment, out, "hil", host="127.0.0.84")
     cam = summary["sensors"]["camera"]
-    assert cam["frames"] >= 10 and cam["observer_failed"] == 0 and cam["filmed"] == "live"
+    assert cam["frames"] >= 10 and cam["observer_failed"] == 0
+    # live on a quiet PC; on a busy one the worker (nice 10) is starved and the bench films itself, saying why
+    # (the live path's records are tested equal to these in test_bench_camera_worker.py)
+    assert cam["filmed"] == "live" or cam["live_camera"].startswith("behind:"), cam
     assert cam["marker_error_max_mm"] < 0.5  # sub-pixel beads on a 640 x 480 side view of a 0.2 m rod
     reader = read_log(out)
     for topic in (ROD_STATE, MARKERS, OBSERVED_STRAIN):
